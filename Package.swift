@@ -1,0 +1,22 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+  name: "AsyncFlow",
+  platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+  products: [
+    .library(name: "AsyncFlow", targets: ["AsyncFlow"]),
+    .library(name: "AsyncFlowTesting", targets: ["AsyncFlowTesting"]),
+    .executable(name: "search-demo", targets: ["search-demo"]),
+    .executable(name: "flow-benchmarks", targets: ["flow-benchmarks"]),
+  ],
+  targets: [
+    .target(name: "AsyncFlow"),
+    .target(name: "AsyncFlowTesting", dependencies: ["AsyncFlow"]),
+    .executableTarget(name: "search-demo", dependencies: ["AsyncFlow", "AsyncFlowTesting"]),
+    .executableTarget(name: "flow-benchmarks", dependencies: ["AsyncFlow"], path: "Benchmarks/Sources"),
+    .testTarget(name: "AsyncFlowTests", dependencies: ["AsyncFlow", "AsyncFlowTesting"]),
+    .testTarget(name: "AsyncFlowTestingTests", dependencies: ["AsyncFlowTesting"]),
+  ],
+  swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,66 @@
+extension AsyncSequence where Element: AsyncSequence {
+  /// Wraps every inner sequence in ``_Concurrency/AsyncSequence/catch(_:)``, so that a failing
+  /// inner sequence ends with its fallback while the outer sequence goes on.
+  ///
+  /// This is where to catch in a search pipeline: a failed request shows its fallback, and the
+  /// next keystroke still starts a new request.
+  ///
+  /// ```swift
+  /// let results = terms
+  ///   .map { term in api.search(term) }
+  ///   .catchInner { _ in Flow.just([Result]()) }
+  ///   .switchToLatestFlow()
+  /// ```
+  public func catchInner<Fallback: AsyncSequence>(
+    _ handler: @escaping @Sendable (Element.Failure) async -> Fallback
+  ) -> AsyncCatchInnerSequence<Self, Fallback> where Fallback.Element == Element.Element {
+    AsyncCatchInnerSequence(base: self, handler: handler)
+  }
+}
+
+/// A sequence of inner sequences, each wrapped in ``AsyncCatchSequence``; made by
+/// ``_Concurrency/AsyncSequence/catchInner(_:)``.
+///
+/// ```swift
+/// let requests = Flow.sequence(["a", "b"]).map { api.search($0) }.catchInner { _ in Flow.just([]) }
+/// ```
+public struct AsyncCatchInnerSequence<Base: AsyncSequence, Fallback: AsyncSequence>: AsyncSequence
+where Base.Element: AsyncSequence, Fallback.Element == Base.Element.Element {
+  public typealias Element = AsyncCatchSequence<Base.Element, Fallback>
+  public typealias Failure = Base.Failure
+
+  let base: Base
+  let handler: @Sendable (Base.Element.Failure) async -> Fallback
+
+  /// Makes an iterator over the base's inner sequences.
+  public func makeAsyncIterator() -> Iterator {
+    Iterator(base: base.makeAsyncIterator(), handler: handler)
+  }
+
+  /// The iterator of an ``AsyncCatchInnerSequence``.
+  public struct Iterator: AsyncIteratorProtocol {
+    private var base: Base.AsyncIterator
+    private let handler: @Sendable (Base.Element.Failure) async -> Fallback
+
+    init(base: Base.AsyncIterator, handler: @escaping @Sendable (Base.Element.Failure) async -> Fallback) {
+      self.base = base
+      self.handler = handler
+    }
+
+    /// Returns the next inner sequence, wrapped so that its failure ends in the fallback.
+    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+      guard !Task.isCancelled, let inner = try await base.next(isolation: actor) else { return nil }
+      return inner.catch(handler)
+    }
+
+    /// Returns the next inner sequence; see ``next(isolation:)``.
+    public mutating func next() async throws(Failure) -> Element? {
+      try await next(isolation: nil)
+    }
+  }
+}
+
+extension AsyncCatchInnerSequence: Sendable where Base: Sendable {}
+
+@available(*, unavailable)
+extension AsyncCatchInnerSequence.Iterator: Sendable {}

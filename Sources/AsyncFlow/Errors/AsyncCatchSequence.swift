@@ -1,0 +1,90 @@
+extension AsyncSequence {
+  /// Replaces the failed remainder of this sequence with the sequence `handler` returns.
+  ///
+  /// Elements delivered before the failure are kept; after a failure the sequence ends when the
+  /// fallback ends, as with Combine's `catch`. To keep a long-lived stream alive across failures,
+  /// catch inside each inner sequence with ``catchInner(_:)`` or turn failures into values with
+  /// ``asLoadState()``.
+  ///
+  /// ```swift
+  /// let results = api.search("swift").catch { _ in Flow.just([Result]()) }  // never fails
+  /// ```
+  public func `catch`<Fallback: AsyncSequence>(
+    _ handler: @escaping @Sendable (Failure) async -> Fallback
+  ) -> AsyncCatchSequence<Self, Fallback> where Fallback.Element == Element {
+    AsyncCatchSequence(base: self, handler: handler)
+  }
+}
+
+/// A sequence that continues with a fallback sequence when its base fails; made by
+/// ``_Concurrency/AsyncSequence/catch(_:)``.
+///
+/// ```swift
+/// let sequence: AsyncCatchSequence<Flow<Int, MyError>, Flow<Int, Never>> =
+///   Flow<Int, MyError>.fail(.broken).catch { _ in Flow.just(0) }
+/// ```
+public struct AsyncCatchSequence<Base: AsyncSequence, Fallback: AsyncSequence>: AsyncSequence
+where Fallback.Element == Base.Element {
+  public typealias Element = Base.Element
+  public typealias Failure = Fallback.Failure
+
+  let base: Base
+  let handler: @Sendable (Base.Failure) async -> Fallback
+
+  /// Makes an iterator that runs the base, then the fallback if the base fails.
+  public func makeAsyncIterator() -> Iterator {
+    Iterator(base: base.makeAsyncIterator(), handler: handler)
+  }
+
+  /// The iterator of an ``AsyncCatchSequence``.
+  public struct Iterator: AsyncIteratorProtocol {
+    private var base: Base.AsyncIterator?
+    private var fallback: Fallback.AsyncIterator?
+    private let handler: @Sendable (Base.Failure) async -> Fallback
+
+    init(base: Base.AsyncIterator, handler: @escaping @Sendable (Base.Failure) async -> Fallback) {
+      self.base = base
+      self.handler = handler
+    }
+
+    /// Returns the next element of the base, or of the fallback once the base has failed.
+    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+      if Task.isCancelled {
+        base = nil
+        fallback = nil
+        return nil
+      }
+      if var iterator = base {
+        do throws(Base.Failure) {
+          let element = try await iterator.next(isolation: actor)
+          base = element == nil ? nil : iterator
+          return element
+        } catch {
+          base = nil
+          // A failure caused by the consumer's own cancellation is not something to recover from.
+          if Task.isCancelled { return nil }
+          fallback = await handler(error).makeAsyncIterator()
+        }
+      }
+      guard var iterator = fallback else { return nil }
+      do throws(Failure) {
+        let element = try await iterator.next(isolation: actor)
+        fallback = element == nil ? nil : iterator
+        return element
+      } catch {
+        fallback = nil
+        throw error
+      }
+    }
+
+    /// Returns the next element; see ``next(isolation:)``.
+    public mutating func next() async throws(Failure) -> Element? {
+      try await next(isolation: nil)
+    }
+  }
+}
+
+extension AsyncCatchSequence: Sendable where Base: Sendable {}
+
+@available(*, unavailable)
+extension AsyncCatchSequence.Iterator: Sendable {}

@@ -1,0 +1,65 @@
+extension AsyncSequence {
+  /// Turns this sequence's failure into another error type.
+  ///
+  /// ```swift
+  /// let typed = api.rows().mapError { SearchError.network($0) }  // Failure == SearchError
+  /// ```
+  public func mapError<E: Error>(_ transform: @escaping @Sendable (Failure) -> E) -> AsyncMapErrorSequence<Self, E> {
+    AsyncMapErrorSequence(base: self, transform: transform)
+  }
+}
+
+/// A sequence whose failure is transformed; made by ``_Concurrency/AsyncSequence/mapError(_:)``.
+///
+/// ```swift
+/// let sequence: AsyncMapErrorSequence<Flow<Int, any Error>, AppError> = flow.mapError { AppError($0) }
+/// ```
+public struct AsyncMapErrorSequence<Base: AsyncSequence, MappedFailure: Error>: AsyncSequence {
+  public typealias Element = Base.Element
+  public typealias Failure = MappedFailure
+
+  let base: Base
+  let transform: @Sendable (Base.Failure) -> MappedFailure
+
+  /// Makes an iterator over the base whose failure is transformed.
+  public func makeAsyncIterator() -> Iterator {
+    Iterator(base: base.makeAsyncIterator(), transform: transform)
+  }
+
+  /// The iterator of an ``AsyncMapErrorSequence``.
+  public struct Iterator: AsyncIteratorProtocol {
+    private var base: Base.AsyncIterator?
+    private let transform: @Sendable (Base.Failure) -> MappedFailure
+
+    init(base: Base.AsyncIterator, transform: @escaping @Sendable (Base.Failure) -> MappedFailure) {
+      self.base = base
+      self.transform = transform
+    }
+
+    /// Returns the next element of the base, or throws its failure transformed.
+    public mutating func next(isolation actor: isolated (any Actor)?) async throws(MappedFailure) -> Element? {
+      guard !Task.isCancelled, var iterator = base else {
+        base = nil
+        return nil
+      }
+      do throws(Base.Failure) {
+        let element = try await iterator.next(isolation: actor)
+        base = element == nil ? nil : iterator
+        return element
+      } catch {
+        base = nil
+        throw transform(error)
+      }
+    }
+
+    /// Returns the next element; see ``next(isolation:)``.
+    public mutating func next() async throws(MappedFailure) -> Element? {
+      try await next(isolation: nil)
+    }
+  }
+}
+
+extension AsyncMapErrorSequence: Sendable where Base: Sendable {}
+
+@available(*, unavailable)
+extension AsyncMapErrorSequence.Iterator: Sendable {}

@@ -1,0 +1,68 @@
+extension AsyncSequence {
+  /// Ends this sequence with `element` instead of a failure; the result cannot fail.
+  ///
+  /// As with Combine, the replacement is the last element: the failed sequence does not resume.
+  ///
+  /// ```swift
+  /// let rows = api.rows().replaceError(with: [])  // a sequence whose Failure is Never
+  /// ```
+  public func replaceError(with element: Element) -> AsyncReplaceErrorSequence<Self> {
+    AsyncReplaceErrorSequence(base: self, replacement: element)
+  }
+}
+
+/// A sequence that ends with a replacement element instead of failing; made by
+/// ``_Concurrency/AsyncSequence/replaceError(with:)``.
+///
+/// ```swift
+/// let safe: AsyncReplaceErrorSequence<Flow<Int, MyError>> = Flow.fail(MyError()).replaceError(with: 0)
+/// ```
+public struct AsyncReplaceErrorSequence<Base: AsyncSequence>: AsyncSequence {
+  public typealias Element = Base.Element
+  public typealias Failure = Never
+
+  let base: Base
+  let replacement: Element
+
+  /// Makes an iterator over the base that swallows its failure.
+  public func makeAsyncIterator() -> Iterator {
+    Iterator(base: base.makeAsyncIterator(), replacement: replacement)
+  }
+
+  /// The iterator of an ``AsyncReplaceErrorSequence``.
+  public struct Iterator: AsyncIteratorProtocol {
+    private var base: Base.AsyncIterator?
+    private let replacement: Element
+
+    init(base: Base.AsyncIterator, replacement: Element) {
+      self.base = base
+      self.replacement = replacement
+    }
+
+    /// Returns the next element of the base, or the replacement once the base has failed.
+    public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
+      guard !Task.isCancelled, var iterator = base else {
+        base = nil
+        return nil
+      }
+      do throws(Base.Failure) {
+        let element = try await iterator.next(isolation: actor)
+        base = element == nil ? nil : iterator
+        return element
+      } catch {
+        base = nil
+        return Task.isCancelled ? nil : replacement
+      }
+    }
+
+    /// Returns the next element; see ``next(isolation:)``.
+    public mutating func next() async -> Element? {
+      await next(isolation: nil)
+    }
+  }
+}
+
+extension AsyncReplaceErrorSequence: Sendable where Base: Sendable, Base.Element: Sendable {}
+
+@available(*, unavailable)
+extension AsyncReplaceErrorSequence.Iterator: Sendable {}

@@ -1,0 +1,217 @@
+/// The hand-off between a ``Flow`` body (the producer) and its iterator (the consumer).
+///
+/// The consumer takes everything buffered in one step (a batch), so a busy producer and consumer
+/// meet under the lock once per batch rather than once per element. The producer may run ahead
+/// of the consumer's demand by at most `bufferSize` elements, counting the ones the consumer
+/// still holds from its last batch.
+struct EmitterStateMachine<Element: Sendable, Failure: Error>: ~Copyable {
+  private enum State {
+    /// Nobody has asked for an element yet, so the body has not started.
+    case idle
+    case producing(Producing)
+    /// The body returned or threw; the consumer drains the buffer, then sees the end.
+    case bodyEnded(buffer: [Element], failure: Failure?)
+    /// The consumer left while the body may still run; its next `next()` waits for the body.
+    case cancelled(body: Task<Void, Never>?)
+    case finished
+    /// Held only inside an event, so that the payload being mutated is uniquely referenced and
+    /// appending to the buffer does not copy it.
+    case modifying
+  }
+
+  private struct Producing {
+    var buffer: [Element] = []
+    /// Elements of the consumer's last batch beyond the one it returned at once.
+    var consumerBacklog = 0
+    /// The consumer has asked for an element and has not taken a batch since.
+    var demand = true
+    var consumer: UnsafeContinuation<Void, Never>?
+    var producer: UnsafeContinuation<Void, Never>?
+    var body: Task<Void, Never>?
+
+    func producerMayContinue(bufferSize: Int) -> Bool {
+      buffer.count + consumerBacklog < bufferSize + (demand ? 1 : 0)
+    }
+  }
+
+  private let bufferSize: Int
+  private var state = State.idle
+
+  init(bufferSize: Int) {
+    self.bufferSize = bufferSize
+  }
+
+  // MARK: Consumer events
+
+  enum NextAction {
+    /// The batch holds elements; resume the producer if it was waiting for room.
+    case deliver(resumeProducer: UnsafeContinuation<Void, Never>?)
+    case startBody
+    case suspend(resumeProducer: UnsafeContinuation<Void, Never>?)
+    /// The flow is over; wait for the body's task if it may still run, then end with `failure`.
+    case end(failure: Failure?, awaiting: Task<Void, Never>?)
+  }
+
+  /// The consumer has used up `batch` and asks for more; refills it by swapping buffers.
+  mutating func next(swapping batch: inout [Element]) -> NextAction {
+    switch state {
+    case .idle:
+      state = .producing(Producing())
+      return .startBody
+
+    case .producing(var producing):
+      state = .modifying
+      batch.removeAll(keepingCapacity: true)
+      if producing.buffer.isEmpty {
+        producing.consumerBacklog = 0
+        producing.demand = true
+      } else {
+        swap(&batch, &producing.buffer)
+        producing.consumerBacklog = batch.count - 1
+        producing.demand = false
+      }
+      var resume: UnsafeContinuation<Void, Never>?
+      if producing.producerMayContinue(bufferSize: bufferSize) {
+        resume = producing.producer.take()
+      }
+      state = .producing(producing)
+      return batch.isEmpty ? .suspend(resumeProducer: resume) : .deliver(resumeProducer: resume)
+
+    case .bodyEnded(var buffer, let failure):
+      state = .modifying
+      batch.removeAll(keepingCapacity: false)
+      if buffer.isEmpty {
+        state = .finished
+        return .end(failure: failure, awaiting: nil)
+      }
+      swap(&batch, &buffer)
+      state = .bodyEnded(buffer: [], failure: failure)
+      return .deliver(resumeProducer: nil)
+
+    case .cancelled(let body):
+      batch.removeAll(keepingCapacity: false)
+      state = .finished
+      return .end(failure: nil, awaiting: body)
+
+    case .finished:
+      batch.removeAll(keepingCapacity: false)
+      return .end(failure: nil, awaiting: nil)
+
+    case .modifying:
+      preconditionFailure("Internal inconsistency: state modifying, event next")
+    }
+  }
+
+  /// The consumer is about to suspend; returns the continuation if it must resume at once.
+  mutating func suspendConsumer(
+    _ continuation: UnsafeContinuation<Void, Never>
+  ) -> UnsafeContinuation<Void, Never>? {
+    switch state {
+    case .producing(var producing):
+      state = .modifying
+      // An element may have arrived between `next` and this registration.
+      guard producing.buffer.isEmpty else {
+        state = .producing(producing)
+        return continuation
+      }
+      precondition(producing.consumer == nil, "Internal inconsistency: two consumers suspended on one Flow iteration")
+      producing.consumer = continuation
+      state = .producing(producing)
+      return nil
+    case .bodyEnded, .cancelled, .finished:
+      return continuation
+    case .idle, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event suspendConsumer")
+    }
+  }
+
+  struct CancelAction {
+    var resumeConsumer: UnsafeContinuation<Void, Never>?
+    var resumeProducer: UnsafeContinuation<Void, Never>?
+    var cancelBody: Task<Void, Never>?
+  }
+
+  /// The consumer's task was cancelled or its iterator was released.
+  mutating func consumerCancelled() -> CancelAction {
+    switch state {
+    case .idle, .bodyEnded:
+      state = .finished
+      return CancelAction()
+    case .producing(let producing):
+      state = .cancelled(body: producing.body)
+      return CancelAction(
+        resumeConsumer: producing.consumer, resumeProducer: producing.producer, cancelBody: producing.body)
+    case .cancelled, .finished:
+      return CancelAction()
+    case .modifying:
+      preconditionFailure("Internal inconsistency: state modifying, event consumerCancelled")
+    }
+  }
+
+  // MARK: Producer events
+
+  /// The body's task exists; returns it if the consumer already left, so that it is cancelled.
+  mutating func bodyStarted(_ body: Task<Void, Never>) -> Task<Void, Never>? {
+    switch state {
+    case .producing(var producing):
+      state = .modifying
+      producing.body = body
+      state = .producing(producing)
+      return nil
+    case .cancelled:
+      state = .cancelled(body: body)
+      return body
+    case .bodyEnded, .finished:
+      return nil
+    case .idle, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event bodyStarted")
+    }
+  }
+
+  enum EmitAction {
+    case proceed(resumeConsumer: UnsafeContinuation<Void, Never>?)
+    case suspend(resumeConsumer: UnsafeContinuation<Void, Never>?)
+    /// Nobody will read the value: the consumer left, or the emitter escaped its body.
+    case drop
+  }
+
+  mutating func emit(_ value: Element) -> EmitAction {
+    guard case .producing(var producing) = state else { return .drop }
+    state = .modifying
+    producing.buffer.append(value)
+    let consumer = producing.consumer.take()
+    let mayContinue = producing.producerMayContinue(bufferSize: bufferSize)
+    state = .producing(producing)
+    return mayContinue ? .proceed(resumeConsumer: consumer) : .suspend(resumeConsumer: consumer)
+  }
+
+  /// The producer is about to suspend for room; returns the continuation if it must resume at once.
+  mutating func suspendProducer(
+    _ continuation: UnsafeContinuation<Void, Never>, isCancelled: Bool
+  ) -> UnsafeContinuation<Void, Never>? {
+    guard case .producing(var producing) = state, !isCancelled,
+      // The consumer may have taken a batch between `emit` and this registration.
+      !producing.producerMayContinue(bufferSize: bufferSize)
+    else { return continuation }
+    state = .modifying
+    producing.producer = continuation
+    state = .producing(producing)
+    return nil
+  }
+
+  /// The body's task was cancelled while its `emit` waited for room.
+  mutating func producerCancelled() -> UnsafeContinuation<Void, Never>? {
+    guard case .producing(var producing) = state else { return nil }
+    state = .modifying
+    let producer = producing.producer.take()
+    state = .producing(producing)
+    return producer
+  }
+
+  /// The body returned (`failure == nil`) or threw.
+  mutating func bodyEnded(failure: Failure?) -> UnsafeContinuation<Void, Never>? {
+    guard case .producing(let producing) = state else { return nil }
+    state = .bodyEnded(buffer: producing.buffer, failure: failure)
+    return producing.consumer
+  }
+}

@@ -1,0 +1,182 @@
+extension Flow {
+  /// Transforms every element; the closure is fused into this flow's pull, so a chain of
+  /// transforms costs no extra iterator or task.
+  ///
+  /// ```swift
+  /// let doubled = Flow.sequence(1...3).map { $0 * 2 }  // 2, 4, 6
+  /// ```
+  @inlinable
+  public func map<T: Sendable>(_ transform: @escaping @Sendable (Element) throws(Failure) -> T) -> Flow<T, Failure> {
+    let makePull = self.makePull
+    return Flow<T, Failure> {
+      switch makePull() {
+      case .sync(let next):
+        return .sync { () throws(Failure) -> T? in
+          guard let element = try next() else { return nil }
+          return try transform(element)
+        }
+      case .async(let upstream):
+        // Sound: the new pull owns `upstream` alone. Swift 6.3's region analysis merges the closures
+        // bound by one switch over both cases and reports a false race without this.
+        nonisolated(unsafe) let next = upstream
+        return .async { (actor: isolated (any Actor)?) async throws(Failure) -> T? in
+          guard let element = try await next(actor) else { return nil }
+          return try transform(element)
+        }
+      case .finished:
+        return .finished
+      }
+    }
+  }
+
+  /// Transforms every element with an asynchronous closure.
+  ///
+  /// ```swift
+  /// let profiles = Flow.sequence(userIDs).map { id in await directory.profile(for: id) }
+  /// ```
+  @inlinable
+  public func map<T: Sendable>(
+    _ transform: @escaping @Sendable (Element) async throws(Failure) -> T
+  ) -> Flow<T, Failure> {
+    let next = asyncPull()
+    return Flow<T, Failure> {
+      let next = next()
+      return .async { (actor: isolated (any Actor)?) async throws(Failure) -> T? in
+        guard let element = try await next(actor) else { return nil }
+        return try await transform(element)
+      }
+    }
+  }
+
+  /// Keeps the elements for which `isIncluded` returns `true`; fused like ``map(_:)-swift.method``.
+  ///
+  /// ```swift
+  /// let odd = Flow.sequence(1...5).filter { $0 % 2 == 1 }  // 1, 3, 5
+  /// ```
+  @inlinable
+  public func filter(_ isIncluded: @escaping @Sendable (Element) throws(Failure) -> Bool) -> Flow<Element, Failure> {
+    let makePull = self.makePull
+    return Flow {
+      switch makePull() {
+      case .sync(let next):
+        return .sync { () throws(Failure) -> Element? in
+          while let element = try next() {
+            if try isIncluded(element) { return element }
+          }
+          return nil
+        }
+      case .async(let upstream):
+        // Sound: the new pull owns `upstream` alone. Swift 6.3's region analysis merges the closures
+        // bound by one switch over both cases and reports a false race without this.
+        nonisolated(unsafe) let next = upstream
+        return .async { (actor: isolated (any Actor)?) async throws(Failure) -> Element? in
+          while let element = try await next(actor) {
+            if try isIncluded(element) { return element }
+          }
+          return nil
+        }
+      case .finished:
+        return .finished
+      }
+    }
+  }
+
+  /// Keeps the elements for which the asynchronous `isIncluded` returns `true`.
+  ///
+  /// ```swift
+  /// let reachable = Flow.sequence(hosts).filter { await $0.ping() }
+  /// ```
+  @inlinable
+  public func filter(
+    _ isIncluded: @escaping @Sendable (Element) async throws(Failure) -> Bool
+  ) -> Flow<Element, Failure> {
+    let next = asyncPull()
+    return Flow {
+      let next = next()
+      return .async { (actor: isolated (any Actor)?) async throws(Failure) -> Element? in
+        while let element = try await next(actor) {
+          if try await isIncluded(element) { return element }
+        }
+        return nil
+      }
+    }
+  }
+
+  /// Transforms every element and drops the `nil` results; fused like ``map(_:)-swift.method``.
+  ///
+  /// ```swift
+  /// let numbers = Flow.sequence(["1", "x", "3"]).compactMap { Int($0) }  // 1, 3
+  /// ```
+  @inlinable
+  public func compactMap<T: Sendable>(
+    _ transform: @escaping @Sendable (Element) throws(Failure) -> T?
+  ) -> Flow<T, Failure> {
+    let makePull = self.makePull
+    return Flow<T, Failure> {
+      switch makePull() {
+      case .sync(let next):
+        return .sync { () throws(Failure) -> T? in
+          while let element = try next() {
+            if let transformed = try transform(element) { return transformed }
+          }
+          return nil
+        }
+      case .async(let upstream):
+        // Sound: the new pull owns `upstream` alone. Swift 6.3's region analysis merges the closures
+        // bound by one switch over both cases and reports a false race without this.
+        nonisolated(unsafe) let next = upstream
+        return .async { (actor: isolated (any Actor)?) async throws(Failure) -> T? in
+          while let element = try await next(actor) {
+            if let transformed = try transform(element) { return transformed }
+          }
+          return nil
+        }
+      case .finished:
+        return .finished
+      }
+    }
+  }
+
+  /// Transforms every element with an asynchronous closure and drops the `nil` results.
+  ///
+  /// ```swift
+  /// let cached = Flow.sequence(keys).compactMap { await cache.value(for: $0) }
+  /// ```
+  @inlinable
+  public func compactMap<T: Sendable>(
+    _ transform: @escaping @Sendable (Element) async throws(Failure) -> T?
+  ) -> Flow<T, Failure> {
+    let next = asyncPull()
+    return Flow<T, Failure> {
+      let next = next()
+      return .async { (actor: isolated (any Actor)?) async throws(Failure) -> T? in
+        while let element = try await next(actor) {
+          if let transformed = try await transform(element) { return transformed }
+        }
+        return nil
+      }
+    }
+  }
+
+  /// This flow's pulls, seen as asynchronous ones, for stages whose closure may suspend.
+  @inlinable
+  func asyncPull() -> @Sendable () -> (isolated (any Actor)?) async throws(Failure) -> Element? {
+    let makePull = self.makePull
+    return {
+      switch makePull() {
+      case .sync(let upstream):
+        // Sound for the same reason as in `map`: the new pull owns `upstream` alone.
+        nonisolated(unsafe) let next = upstream
+        return { (_: isolated (any Actor)?) async throws(Failure) -> Element? in
+          // The iterator only checks cancellation for synchronous pulls; this one is asynchronous.
+          guard !Task.isCancelled else { return nil }
+          return try next()
+        }
+      case .async(let next):
+        return next
+      case .finished:
+        return { (_: isolated (any Actor)?) async throws(Failure) -> Element? in nil }
+      }
+    }
+  }
+}

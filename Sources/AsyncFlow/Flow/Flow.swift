@@ -1,0 +1,162 @@
+/// A cold asynchronous sequence: every iteration runs its producer anew.
+///
+/// `Flow` is AsyncFlow's currency type. Build one from a closure that emits values, from a
+/// synchronous sequence, or from any other `AsyncSequence`; transform it with its fused `map`,
+/// `filter` and `compactMap`, which compose their closures into one stage instead of stacking
+/// iterators.
+///
+/// ```swift
+/// let countdown = Flow<Int, Never> { emitter in
+///   for tick in (1...3).reversed() { await emitter.emit(tick) }
+/// }
+/// for await tick in countdown.map({ "T-\($0)" }) { print(tick) }  // T-3, T-2, T-1
+/// ```
+///
+/// `Failure` is the error the flow can end with; a `Flow<Element, Never>` cannot fail, and says
+/// so in its type.
+public struct Flow<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
+  /// Makes the pull function of one iteration; called once per `makeAsyncIterator()`.
+  @usableFromInline
+  let makePull: @Sendable () -> FlowPull<Element, Failure>
+
+  @inlinable
+  init(makePull: @escaping @Sendable () -> FlowPull<Element, Failure>) {
+    self.makePull = makePull
+  }
+
+  /// Creates a flow whose elements are emitted by `body`, which runs once per iteration.
+  ///
+  /// The body starts when the consumer first asks for an element, in a task that the iteration
+  /// owns. `emit` suspends the body while `bufferSize` elements are already waiting for the
+  /// consumer, so with `bufferSize: 0` the body never runs ahead of what the consumer asked for.
+  /// When the consumer stops iterating or its task is cancelled, the body's task is cancelled and
+  /// every pending or later `emit` returns at once without delivering.
+  ///
+  /// ```swift
+  /// let pages = Flow<Page, any Error>(bufferSize: 0) { emitter in
+  ///   var cursor: Cursor? = .start
+  ///   while let current = cursor {
+  ///     let page = try await api.page(at: current)
+  ///     await emitter.emit(page)
+  ///     cursor = page.next
+  ///   }
+  /// }
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - bufferSize: How many elements the body may run ahead of the consumer. The default, 64,
+  ///     lets the consumer take elements in batches; `0` is a strict rendezvous.
+  ///   - body: Emits the elements; returning finishes the flow, throwing fails it after the
+  ///     elements already emitted have been delivered.
+  public init(
+    bufferSize: Int = 64,
+    _ body: @escaping @Sendable (FlowEmitter<Element>) async throws(Failure) -> Void
+  ) {
+    precondition(bufferSize >= 0, "Flow(bufferSize:): bufferSize must be 0 or greater, got \(bufferSize)")
+    self.init {
+      let consumer = EmitterConsumer(storage: EmitterStorage(bufferSize: bufferSize, body: body))
+      return .async { (actor: isolated (any Actor)?) async throws(Failure) -> Element? in
+        try await consumer.next(isolation: actor)
+      }
+    }
+  }
+
+  /// Wraps another asynchronous sequence; each iteration of the flow makes a new iterator of
+  /// `base` and pulls it in the consumer's own task.
+  ///
+  /// ```swift
+  /// let stream = AsyncStream<Int> { $0.yield(1); $0.finish() }
+  /// let flow = Flow(stream)  // Flow<Int, Never>
+  /// ```
+  public init<Base: AsyncSequence & Sendable>(_ base: Base)
+  where Base.Element == Element, Base.Failure == Failure {
+    if let flow = base as? Flow {
+      self = flow
+      return
+    }
+    self.init {
+      let box = AsyncIteratorBox(base.makeAsyncIterator())
+      return .async { (actor: isolated (any Actor)?) async throws(Failure) -> Element? in
+        try await box.next(isolation: actor)
+      }
+    }
+  }
+
+  /// Makes an iterator that runs this flow's producer from the start.
+  @inlinable
+  public func makeAsyncIterator() -> Iterator {
+    Iterator(pull: makePull())
+  }
+
+  /// The iterator of one run of a ``Flow``.
+  public struct Iterator: AsyncIteratorProtocol {
+    @usableFromInline
+    var pull: FlowPull<Element, Failure>
+
+    @inlinable
+    init(pull: FlowPull<Element, Failure>) {
+      self.pull = pull
+    }
+
+    /// Returns the next element, running on the caller's isolation: a main-actor consumer pays
+    /// no executor hop per element.
+    @inlinable
+    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+      do {
+        let element: Element?
+        switch pull {
+        case .sync(let next):
+          // A synchronous source never suspends, so this is where it notices cancellation.
+          guard !Task.isCancelled else {
+            pull = .finished
+            return nil
+          }
+          element = try next()
+        case .async(let next):
+          element = try await next(actor)
+        case .finished:
+          return nil
+        }
+        if element == nil { pull = .finished }
+        return element
+      } catch {
+        pull = .finished
+        throw error
+      }
+    }
+
+    /// Returns the next element; see ``next(isolation:)``.
+    @inlinable
+    public mutating func next() async throws(Failure) -> Element? {
+      try await next(isolation: nil)
+    }
+  }
+}
+
+@available(*, unavailable)
+extension Flow.Iterator: Sendable {}
+
+/// One iteration's way of producing elements. Stages compose these closures, so a chain of
+/// `map`/`filter` costs one indirect call per stage and no iterator or task. A pull is never
+/// called again after it returned `nil` or threw: ``Flow/Iterator`` guarantees that.
+@usableFromInline
+enum FlowPull<Element, Failure: Error> {
+  /// Never suspends: `Flow.sequence`, `just`, `fail` and the stages built on them.
+  case sync(() throws(Failure) -> Element?)
+  /// May suspend; runs on the isolation it is given.
+  case async((isolated (any Actor)?) async throws(Failure) -> Element?)
+  case finished
+}
+
+/// Holds the iterator of a wrapped sequence, so that a pull closure can advance it.
+final class AsyncIteratorBox<Base: AsyncIteratorProtocol> {
+  var base: Base
+
+  init(_ base: Base) {
+    self.base = base
+  }
+
+  func next(isolation actor: isolated (any Actor)?) async throws(Base.Failure) -> Base.Element? {
+    try await base.next(isolation: actor)
+  }
+}

@@ -1,0 +1,76 @@
+extension AsyncSequence {
+  /// Turns this sequence into load states: `.loading` first, `.loaded(element)` for each element,
+  /// and `.failed(error)` as the last element if it fails. The result cannot fail.
+  ///
+  /// A sequence that ends because its consumer was cancelled ends without `.failed`: a cancelled
+  /// load has nothing to report.
+  ///
+  /// ```swift
+  /// for await state in api.search("swift").asLoadState() {
+  ///   model.results = state   // LoadState<[Result], any Error>
+  /// }
+  /// ```
+  public func asLoadState() -> AsyncLoadStateSequence<Self> {
+    AsyncLoadStateSequence(base: self)
+  }
+}
+
+/// A sequence of the load states of its base; made by ``_Concurrency/AsyncSequence/asLoadState()``.
+///
+/// ```swift
+/// let states: AsyncLoadStateSequence<Flow<Int, any Error>> = flow.asLoadState()
+/// ```
+public struct AsyncLoadStateSequence<Base: AsyncSequence>: AsyncSequence {
+  public typealias Element = LoadState<Base.Element, Base.Failure>
+  public typealias Failure = Never
+
+  let base: Base
+
+  /// Makes an iterator that starts with `.loading`.
+  public func makeAsyncIterator() -> Iterator {
+    Iterator(base: base.makeAsyncIterator())
+  }
+
+  /// The iterator of an ``AsyncLoadStateSequence``.
+  public struct Iterator: AsyncIteratorProtocol {
+    private var base: Base.AsyncIterator?
+    private var started = false
+
+    init(base: Base.AsyncIterator) {
+      self.base = base
+    }
+
+    /// Returns `.loading` first, then `.loaded` per element, then `.failed` if the base fails.
+    public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
+      guard !Task.isCancelled, var iterator = base else {
+        base = nil
+        return nil
+      }
+      guard started else {
+        started = true
+        return .loading
+      }
+      do throws(Base.Failure) {
+        guard let element = try await iterator.next(isolation: actor) else {
+          base = nil
+          return nil
+        }
+        base = iterator
+        return .loaded(element)
+      } catch {
+        base = nil
+        return Task.isCancelled ? nil : .failed(error)
+      }
+    }
+
+    /// Returns the next state; see ``next(isolation:)``.
+    public mutating func next() async -> Element? {
+      await next(isolation: nil)
+    }
+  }
+}
+
+extension AsyncLoadStateSequence: Sendable where Base: Sendable {}
+
+@available(*, unavailable)
+extension AsyncLoadStateSequence.Iterator: Sendable {}

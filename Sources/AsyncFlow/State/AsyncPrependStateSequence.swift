@@ -1,0 +1,67 @@
+extension AsyncSequence {
+  /// Delivers `element` first, then the elements of this sequence.
+  ///
+  /// ```swift
+  /// let states = api.search("swift").map { LoadState<[Result], Never>.loaded($0) }.prependState(.loading)
+  /// ```
+  public func prependState(_ element: Element) -> AsyncPrependStateSequence<Self> {
+    AsyncPrependStateSequence(base: self, first: element)
+  }
+
+  /// Delivers `.loading` first, then the load states of this sequence.
+  ///
+  /// ```swift
+  /// let states = cachedStates.prependState()  // .loading, then whatever cachedStates says
+  /// ```
+  public func prependState<Value, LoadFailure: Error>() -> AsyncPrependStateSequence<Self>
+  where Element == LoadState<Value, LoadFailure> {
+    prependState(.loading)
+  }
+}
+
+/// A sequence that delivers one element before its base; made by
+/// ``_Concurrency/AsyncSequence/prependState(_:)``.
+///
+/// ```swift
+/// let sequence: AsyncPrependStateSequence<Flow<Int, Never>> = Flow.sequence([2, 3]).prependState(1)
+/// ```
+public struct AsyncPrependStateSequence<Base: AsyncSequence>: AsyncSequence {
+  public typealias Element = Base.Element
+  public typealias Failure = Base.Failure
+
+  let base: Base
+  let first: Element
+
+  /// Makes an iterator that delivers the first element, then the base.
+  public func makeAsyncIterator() -> Iterator {
+    Iterator(base: base.makeAsyncIterator(), first: first)
+  }
+
+  /// The iterator of an ``AsyncPrependStateSequence``.
+  public struct Iterator: AsyncIteratorProtocol {
+    private var base: Base.AsyncIterator
+    private var first: Element?
+
+    init(base: Base.AsyncIterator, first: Element) {
+      self.base = base
+      self.first = first
+    }
+
+    /// Returns the prepended element first, then the base's elements.
+    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+      guard !Task.isCancelled else { return nil }
+      if let first = first.take() { return first }
+      return try await base.next(isolation: actor)
+    }
+
+    /// Returns the next element; see ``next(isolation:)``.
+    public mutating func next() async throws(Failure) -> Element? {
+      try await next(isolation: nil)
+    }
+  }
+}
+
+extension AsyncPrependStateSequence: Sendable where Base: Sendable, Base.Element: Sendable {}
+
+@available(*, unavailable)
+extension AsyncPrependStateSequence.Iterator: Sendable {}

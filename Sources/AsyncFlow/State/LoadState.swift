@@ -1,0 +1,61 @@
+/// The state of a load, with its failure as a value: what a screen shows while it loads, after it
+/// loaded, and after it failed.
+///
+/// Modelling the failure as a value keeps a long-lived stream alive: a sequence of `LoadState`
+/// has `Failure == Never`, so one failed request shows `.failed` and the next one can still
+/// show `.loaded`.
+///
+/// ```swift
+/// for await state in api.search("swift").asLoadState() {
+///   switch state {
+///   case .idle: break
+///   case .loading: showSpinner()
+///   case .loaded(let results): show(results)
+///   case .failed(let error): showBanner(error)
+///   }
+/// }
+/// ```
+public enum LoadState<Value, Failure: Error> {
+  /// Nothing has been asked for yet.
+  case idle
+  /// A load is in flight.
+  case loading
+  /// The load delivered `Value`.
+  case loaded(Value)
+  /// The load failed with `Failure`.
+  case failed(Failure)
+
+  /// The loaded value, or `nil` in every other state.
+  ///
+  /// ```swift
+  /// let rows = state.value ?? []
+  /// ```
+  public var value: Value? {
+    if case .loaded(let value) = self { return value }
+    return nil
+  }
+
+  /// The failure, or `nil` in every other state.
+  ///
+  /// ```swift
+  /// if let error = state.failure { log(error) }
+  /// ```
+  public var failure: Failure? {
+    if case .failed(let failure) = self { return failure }
+    return nil
+  }
+
+  /// Whether a load is in flight.
+  ///
+  /// ```swift
+  /// spinner.isHidden = !state.isLoading
+  /// ```
+  public var isLoading: Bool {
+    if case .loading = self { return true }
+    return false
+  }
+}
+
+extension LoadState: Sendable where Value: Sendable, Failure: Sendable {}
+extension LoadState: Equatable where Value: Equatable, Failure: Equatable {}
+extension LoadState: Hashable where Value: Hashable, Failure: Hashable {}

@@ -1,0 +1,114 @@
+import Synchronization
+
+/// A suspension seam for tests: code under test parks in ``wait()``, the test waits until it is
+/// parked with ``entered(count:)``, inspects the state, then lets it go with ``release()``.
+///
+/// Forcing an order this way replaces sleeps: the test knows that the code reached the seam.
+///
+/// ```swift
+/// let gate = Gate()
+/// let api = StubAPI { query in await gate.wait(); return [query] }
+/// let task = Task { await model.search("swift") }
+/// await gate.entered()          // the request is in flight
+/// model.cancelSearch()
+/// gate.release()
+/// await task.value
+/// ```
+public final class Gate: Sendable {
+  private struct State {
+    var parked: [Int: UnsafeContinuation<Void, Never>] = [:]
+    var nextID = 0
+    var watchers: [(count: Int, continuation: UnsafeContinuation<Void, Never>)] = []
+
+    /// Removes and returns the watchers whose count is now reached.
+    mutating func satisfiedWatchers() -> [UnsafeContinuation<Void, Never>] {
+      var satisfied: [UnsafeContinuation<Void, Never>] = []
+      watchers.removeAll { watcher in
+        guard parked.count >= watcher.count else { return false }
+        satisfied.append(watcher.continuation)
+        return true
+      }
+      return satisfied
+    }
+  }
+
+  private let state = Mutex(State())
+
+  /// Creates a gate with nobody parked.
+  ///
+  /// ```swift
+  /// let responseGate = Gate()
+  /// ```
+  public init() {}
+
+  /// Parks the caller until the next ``release()``. A cancelled caller leaves at once, so a
+  /// cancelled task never hangs on a gate.
+  ///
+  /// ```swift
+  /// let fetch: @Sendable (String) async -> [String] = { query in
+  ///   await gate.wait()
+  ///   return [query]
+  /// }
+  /// ```
+  public func wait() async {
+    let id = state.withLock { state in
+      defer { state.nextID += 1 }
+      return state.nextID
+    }
+    await withTaskCancellationHandler {
+      await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+        let (resumeNow, watchers) = state.withLock { state -> (Bool, [UnsafeContinuation<Void, Never>]) in
+          if Task.isCancelled { return (true, []) }
+          state.parked[id] = continuation
+          return (false, state.satisfiedWatchers())
+        }
+        for watcher in watchers { watcher.resume() }
+        if resumeNow { continuation.resume() }
+      }
+    } onCancel: {
+      state.withLock { $0.parked.removeValue(forKey: id) }?.resume()
+    }
+  }
+
+  /// Suspends until at least `count` callers are parked in ``wait()``.
+  ///
+  /// ```swift
+  /// let first = Task { await loader.load("a") }
+  /// let second = Task { await loader.load("b") }
+  /// await gate.entered(count: 2)   // both requests are in flight
+  /// ```
+  public func entered(count: Int = 1) async {
+    precondition(count >= 0, "Gate.entered(count:): count must be 0 or greater, got \(count)")
+    await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+      let reached = state.withLock { state in
+        if state.parked.count >= count { return true }
+        state.watchers.append((count, continuation))
+        return false
+      }
+      if reached { continuation.resume() }
+    }
+  }
+
+  /// The number of callers parked in ``wait()`` right now.
+  ///
+  /// ```swift
+  /// #expect(gate.parkedCount == 0)
+  /// ```
+  public var parkedCount: Int {
+    state.withLock { $0.parked.count }
+  }
+
+  /// Resumes every caller parked in ``wait()``; later callers park until the next release.
+  ///
+  /// ```swift
+  /// await gate.entered()
+  /// gate.release()
+  /// ```
+  public func release() {
+    let parked = state.withLock { state in
+      defer { state.parked.removeAll() }
+      return Array(state.parked.values)
+    }
+    for continuation in parked { continuation.resume() }
+  }
+}
