@@ -1,1 +1,51 @@
+import AsyncFlowTesting
+import Synchronization
 import Testing
+
+private final class Counter: Sendable {
+  private let value = Atomic(0)
+  func increment() { value.add(1, ordering: .relaxed) }
+  var count: Int { value.load(ordering: .relaxed) }
+}
+
+@Suite("Gate")
+struct GateTests {
+  @Test func releaseResumesEveryParkedCallerAndOnlyThem() async {
+    let gate = Gate()
+    let passed = Counter()
+    var waiters: [Task<Void, Never>] = []
+    for _ in 0..<3 {
+      waiters.append(
+        Task {
+          await gate.wait()
+          passed.increment()
+        })
+    }
+    await gate.entered(count: 3)
+    #expect(gate.parkedCount == 3)
+    #expect(passed.count == 0)
+    gate.release()
+    for waiter in waiters { await waiter.value }
+    #expect(passed.count == 3)
+    #expect(gate.parkedCount == 0)
+  }
+
+  @Test func aCancelledCallerLeavesAtOnce() async {
+    let gate = Gate()
+    let waiter = Task { await gate.wait() }
+    await gate.entered()
+    waiter.cancel()
+    await waiter.value
+    #expect(gate.parkedCount == 0)
+  }
+
+  @Test func enteredReturnsAtOnceWhenEnoughAreParked() async {
+    let gate = Gate()
+    await gate.entered(count: 0)
+    let waiter = Task { await gate.wait() }
+    await gate.entered()
+    await gate.entered()
+    gate.release()
+    await waiter.value
+  }
+}

@@ -180,3 +180,44 @@ extension Flow {
     }
   }
 }
+
+extension Flow where Failure == Never {
+  /// The same flow, typed as one that can fail with `E`, so that it can stand beside flows that can.
+  ///
+  /// ```swift
+  /// let cached: Flow<[Row], APIError> = Flow.just(cachedRows).setFailureType(to: APIError.self)
+  /// ```
+  @inlinable
+  public func setFailureType<E: Error>(to failureType: E.Type) -> Flow<Element, E> {
+    // Written through the generic `mapFailure`: a direct conversion of the `throws(Never)` pulls
+    // crashes Swift 6.3's SIL generation.
+    mapFailure(Flow.unreachable)
+  }
+}
+
+extension Flow {
+  @usableFromInline
+  static func unreachable<E>(_ never: Never) -> E {}
+
+  /// The same flow with its failure transformed, fused into its pull.
+  @inlinable
+  func mapFailure<E: Error>(_ transform: @escaping @Sendable (Failure) -> E) -> Flow<Element, E> {
+    let makePull = self.makePull
+    return Flow<Element, E> {
+      switch makePull() {
+      case .sync(let next):
+        return .sync { () throws(E) -> Element? in
+          do throws(Failure) { return try next() } catch { throw transform(error) }
+        }
+      case .async(let upstream):
+        // Sound for the same reason as in `map`: the new pull owns `upstream` alone.
+        nonisolated(unsafe) let next = upstream
+        return .async { (actor: isolated (any Actor)?) async throws(E) -> Element? in
+          do throws(Failure) { return try await next(actor) } catch { throw transform(error) }
+        }
+      case .finished:
+        return .finished
+      }
+    }
+  }
+}

@@ -1,0 +1,61 @@
+import Synchronization
+
+struct TestError: Error, Hashable {
+  var id = 0
+}
+
+/// A one-shot event: `wait()` returns once `fire()` has been called, before or after.
+final class Signal: Sendable {
+  private let state = Mutex<(fired: Bool, waiters: [UnsafeContinuation<Void, Never>])>((false, []))
+
+  func fire() {
+    let waiters = state.withLock { state in
+      state.fired = true
+      defer { state.waiters.removeAll() }
+      return state.waiters
+    }
+    for waiter in waiters { waiter.resume() }
+  }
+
+  var isFired: Bool { state.withLock { $0.fired } }
+
+  func wait() async {
+    await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+      let fired = state.withLock { state in
+        if !state.fired { state.waiters.append(continuation) }
+        return state.fired
+      }
+      if fired { continuation.resume() }
+    }
+  }
+}
+
+/// A thread-safe log of events, for asserting the order in which concurrent code ran.
+final class EventLog<Event: Sendable>: Sendable {
+  private let events = Mutex<[Event]>([])
+
+  func append(_ event: Event) { events.withLock { $0.append(event) } }
+
+  var all: [Event] { events.withLock { $0 } }
+}
+
+/// Collects every element of `sequence`, and the failure it ended with.
+func collect<S: AsyncSequence>(_ sequence: S) async -> (elements: [S.Element], failure: S.Failure?) {
+  var elements: [S.Element] = []
+  var iterator = sequence.makeAsyncIterator()
+  do throws(S.Failure) {
+    while let element = try await iterator.next(isolation: #isolation) { elements.append(element) }
+    return (elements, nil)
+  } catch {
+    return (elements, error)
+  }
+}
+
+/// Runs `body` in a task that is cancelled before `body` starts.
+func inCancelledTask<T: Sendable>(_ body: @escaping @Sendable () async -> T) async -> T {
+  let task = Task {
+    withUnsafeCurrentTask { $0?.cancel() }
+    return await body()
+  }
+  return await task.value
+}
