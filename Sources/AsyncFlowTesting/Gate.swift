@@ -1,4 +1,4 @@
-import Synchronization
+import AsyncFlow
 
 /// A suspension seam for tests: code under test parks in ``wait()``, the test waits until it is
 /// parked with ``entered(count:)``, inspects the state, then lets it go with ``release()``.
@@ -32,7 +32,7 @@ public final class Gate: Sendable {
     }
   }
 
-  private let state = Mutex(State())
+  private let state = LockedState(State())
 
   /// Creates a gate with nobody parked.
   ///

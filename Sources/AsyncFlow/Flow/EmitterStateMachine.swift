@@ -4,7 +4,7 @@
 /// meet under the lock once per batch rather than once per element. The producer may run ahead
 /// of the consumer's demand by at most `bufferSize` elements, counting the ones the consumer
 /// still holds from its last batch.
-struct EmitterStateMachine<Element: Sendable, Failure: Error>: ~Copyable {
+struct EmitterStateMachine<Element: Sendable, Failure: Error> {
   private enum State {
     /// Nobody has asked for an element yet, so the body has not started.
     case idle

@@ -1,13 +1,11 @@
-import Synchronization
-
 /// Owns the lock around an ``EmitterStateMachine`` and carries out its actions after the lock is
 /// released: continuations are resumed and tasks cancelled outside it.
 final class EmitterStorage<Element: Sendable, Failure: Error>: EmitterSink, Sendable {
-  private let machine: Mutex<EmitterStateMachine<Element, Failure>>
+  private let machine: LockedState<EmitterStateMachine<Element, Failure>>
   private let body: @Sendable (FlowEmitter<Element>) async throws(Failure) -> Void
 
   init(bufferSize: Int, body: @escaping @Sendable (FlowEmitter<Element>) async throws(Failure) -> Void) {
-    self.machine = Mutex(EmitterStateMachine(bufferSize: bufferSize))
+    self.machine = LockedState(EmitterStateMachine(bufferSize: bufferSize))
     self.body = body
   }
 

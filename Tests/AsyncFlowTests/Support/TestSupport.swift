@@ -1,4 +1,4 @@
-import Synchronization
+@testable import AsyncFlow
 
 struct TestError: Error, Hashable {
   var id = 0
@@ -6,7 +6,7 @@ struct TestError: Error, Hashable {
 
 /// A one-shot event: `wait()` returns once `fire()` has been called, before or after.
 final class Signal: Sendable {
-  private let state = Mutex<(fired: Bool, waiters: [UnsafeContinuation<Void, Never>])>((false, []))
+  private let state = LockedState<(fired: Bool, waiters: [UnsafeContinuation<Void, Never>])>((false, []))
 
   func fire() {
     let waiters = state.withLock { state in
@@ -32,7 +32,7 @@ final class Signal: Sendable {
 
 /// A thread-safe log of events, for asserting the order in which concurrent code ran.
 final class EventLog<Event: Sendable>: Sendable {
-  private let events = Mutex<[Event]>([])
+  private let events = LockedState<[Event]>([])
 
   func append(_ event: Event) { events.withLock { $0.append(event) } }
 
