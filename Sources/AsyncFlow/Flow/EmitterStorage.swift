@@ -27,7 +27,7 @@ final class EmitterStorage<Element: Sendable, Failure: Error>: EmitterSink, Send
   }
 
   func startBody() {
-    let body = Task {
+    let body = FlowScheduling.startTask {
       let emitter = FlowEmitter(sink: self)
       do throws(Failure) {
         try await self.body(emitter)

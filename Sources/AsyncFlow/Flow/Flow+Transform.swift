@@ -191,14 +191,11 @@ extension Flow where Failure == Never {
   public func setFailureType<E: Error>(to failureType: E.Type) -> Flow<Element, E> {
     // Written through the generic `mapFailure`: a direct conversion of the `throws(Never)` pulls
     // crashes Swift 6.3's SIL generation.
-    mapFailure(Flow.unreachable)
+    mapFailure(absurd)
   }
 }
 
 extension Flow {
-  @usableFromInline
-  static func unreachable<E>(_ never: Never) -> E {}
-
   /// The same flow with its failure transformed, fused into its pull.
   @inlinable
   func mapFailure<E: Error>(_ transform: @escaping @Sendable (Failure) -> E) -> Flow<Element, E> {

@@ -1,0 +1,131 @@
+extension AsyncSequence where Self: Sendable {
+  /// Iterates this sequence again after a failure, waiting longer before each new attempt.
+  ///
+  /// After the `k`-th failure (if `k <= maxRetries` and `shouldRetry(error)`), it waits
+  /// `initialDelay * multiplier^(k-1)`, capped at `maxDelay` and scaled by a random factor in
+  /// `[1 - jitter, 1]`, then makes a new iterator of this sequence. Retries are counted over the
+  /// whole iteration. Elements already delivered are not taken back, so a cold sequence (a
+  /// ``Flow``, a request) runs again from its start, while a hot one (a subject) is subscribed
+  /// to again and does not replay what it sent in between. After `maxRetries` retries the last
+  /// failure is thrown; `maxRetries: 0` retries nothing. Cancelling the consumer during a wait
+  /// ends the sequence at once, without another attempt.
+  ///
+  /// ```swift
+  /// let results = api.search(term)
+  ///   .retryWithBackoff(maxRetries: 3, initialDelay: .seconds(1), clock: clock) { $0.isTransient }
+  /// ```
+  public func retryWithBackoff<C: Clock>(
+    maxRetries: Int, initialDelay: Duration, multiplier: Double = 2, maxDelay: Duration = .seconds(60),
+    jitter: Double = 0, clock: C, while shouldRetry: @escaping @Sendable (Failure) -> Bool = { _ in true }
+  ) -> AsyncRetryWithBackoffSequence<Self, C> where C.Duration == Duration {
+    precondition(maxRetries >= 0, "retryWithBackoff: maxRetries must be 0 or greater, got \(maxRetries)")
+    precondition(initialDelay >= .zero, "retryWithBackoff: initialDelay must be 0 or greater, got \(initialDelay)")
+    precondition(maxDelay >= .zero, "retryWithBackoff: maxDelay must be 0 or greater, got \(maxDelay)")
+    precondition(multiplier >= 1, "retryWithBackoff: multiplier must be 1 or greater, got \(multiplier)")
+    precondition((0...1).contains(jitter), "retryWithBackoff: jitter must be within 0...1, got \(jitter)")
+    return AsyncRetryWithBackoffSequence(
+      base: self,
+      policy: .init(
+        maxRetries: maxRetries, initialDelay: initialDelay, multiplier: multiplier, maxDelay: maxDelay, jitter: jitter),
+      clock: clock, shouldRetry: shouldRetry)
+  }
+
+  /// ``retryWithBackoff(maxRetries:initialDelay:multiplier:maxDelay:jitter:clock:while:)`` on the
+  /// `ContinuousClock`.
+  ///
+  /// ```swift
+  /// let results = api.search(term).retryWithBackoff(maxRetries: 3, initialDelay: .milliseconds(500), jitter: 0.2)
+  /// ```
+  public func retryWithBackoff(
+    maxRetries: Int, initialDelay: Duration, multiplier: Double = 2, maxDelay: Duration = .seconds(60),
+    jitter: Double = 0, while shouldRetry: @escaping @Sendable (Failure) -> Bool = { _ in true }
+  ) -> AsyncRetryWithBackoffSequence<Self, ContinuousClock> {
+    retryWithBackoff(
+      maxRetries: maxRetries, initialDelay: initialDelay, multiplier: multiplier, maxDelay: maxDelay, jitter: jitter,
+      clock: ContinuousClock(), while: shouldRetry)
+  }
+}
+
+/// A sequence that iterates its base again after a failure, with exponential backoff; made by
+/// ``_Concurrency/AsyncSequence/retryWithBackoff(maxRetries:initialDelay:multiplier:maxDelay:jitter:clock:while:)``.
+///
+/// ```swift
+/// let retrying: AsyncRetryWithBackoffSequence<Flow<Page, any Error>, ContinuousClock> =
+///   pages.retryWithBackoff(maxRetries: 2, initialDelay: .seconds(1))
+/// ```
+public struct AsyncRetryWithBackoffSequence<Base: AsyncSequence & Sendable, C: Clock>: AsyncSequence, Sendable
+where C.Duration == Duration {
+  public typealias Element = Base.Element
+  public typealias Failure = Base.Failure
+
+  struct Policy: Sendable {
+    var maxRetries: Int
+    var initialDelay: Duration
+    var multiplier: Double
+    var maxDelay: Duration
+    var jitter: Double
+  }
+
+  let base: Base
+  let policy: Policy
+  let clock: C
+  let shouldRetry: @Sendable (Base.Failure) -> Bool
+
+  /// Makes an iterator for the first attempt.
+  public func makeAsyncIterator() -> Iterator {
+    Iterator(sequence: self)
+  }
+
+  /// The iterator of an ``AsyncRetryWithBackoffSequence``.
+  public struct Iterator: AsyncIteratorProtocol {
+    private let sequence: AsyncRetryWithBackoffSequence
+    private var attempt: Base.AsyncIterator?
+    private var retries = 0
+    private var nextDelay: Duration
+
+    init(sequence: AsyncRetryWithBackoffSequence) {
+      self.sequence = sequence
+      self.attempt = sequence.base.makeAsyncIterator()
+      self.nextDelay = Swift.min(sequence.policy.initialDelay, sequence.policy.maxDelay)
+    }
+
+    /// Returns the next element of the current attempt, starting new attempts after failures.
+    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+      while true {
+        guard !Task.isCancelled, var iterator = attempt else {
+          attempt = nil
+          return nil
+        }
+        do throws(Base.Failure) {
+          let element = try await iterator.next(isolation: actor)
+          attempt = element == nil ? nil : iterator
+          return element
+        } catch {
+          attempt = nil
+          if Task.isCancelled { return nil }
+          guard retries < sequence.policy.maxRetries, sequence.shouldRetry(error) else { throw error }
+          retries += 1
+          let policy = sequence.policy
+          let factor = policy.jitter == 0 ? 1 : Double.random(in: (1 - policy.jitter)...1)
+          let delay = nextDelay * factor
+          // Multiplying step by step, capped, never overflows however many retries there are.
+          nextDelay = Swift.min(nextDelay * policy.multiplier, policy.maxDelay)
+          do {
+            try await sequence.clock.sleep(for: delay)
+          } catch {
+            return nil
+          }
+          attempt = sequence.base.makeAsyncIterator()
+        }
+      }
+    }
+
+    /// Returns the next element; see ``next(isolation:)``.
+    public mutating func next() async throws(Failure) -> Element? {
+      try await next(isolation: nil)
+    }
+  }
+}
+
+@available(*, unavailable)
+extension AsyncRetryWithBackoffSequence.Iterator: Sendable {}

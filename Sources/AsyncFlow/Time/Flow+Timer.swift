@@ -1,0 +1,49 @@
+extension Flow where Element: InstantProtocol, Failure == Never {
+  /// A flow that delivers the clock's instant every `interval`, starting one interval after the
+  /// iteration starts. A consumer that falls behind misses ticks rather than getting a burst.
+  ///
+  /// ```swift
+  /// for await tick in Flow.timer(every: .seconds(1), clock: clock).prefix(3) { print(tick) }
+  /// ```
+  public static func timer<C: Clock>(every interval: C.Duration, clock: C) -> Flow where C.Instant == Element {
+    precondition(interval > .zero, "Flow.timer(every:clock:): interval must be greater than 0, got \(interval)")
+    return Flow {
+      let ticks = TimerTicks(clock: clock, interval: interval)
+      return .async { (actor: isolated (any Actor)?) async -> Element? in await ticks.next(isolation: actor) }
+    }
+  }
+
+  /// ``timer(every:clock:)`` on the `ContinuousClock`.
+  ///
+  /// ```swift
+  /// for await _ in Flow.timer(every: .seconds(30)) { await refresh() }
+  /// ```
+  public static func timer(every interval: Duration) -> Flow where Element == ContinuousClock.Instant {
+    timer(every: interval, clock: ContinuousClock())
+  }
+}
+
+/// The schedule of one iteration of `Flow.timer`.
+private final class TimerTicks<C: Clock> {
+  private let clock: C
+  private let interval: C.Duration
+  private var deadline: C.Instant
+
+  init(clock: C, interval: C.Duration) {
+    self.clock = clock
+    self.interval = interval
+    self.deadline = clock.now.advanced(by: interval)
+  }
+
+  func next(isolation actor: isolated (any Actor)?) async -> C.Instant? {
+    do {
+      try await clock.sleep(until: deadline, tolerance: nil)
+    } catch {
+      return nil
+    }
+    let tick = deadline
+    let now = clock.now
+    repeat { deadline = deadline.advanced(by: interval) } while deadline <= now
+    return tick
+  }
+}

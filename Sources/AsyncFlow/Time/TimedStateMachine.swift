@@ -1,0 +1,97 @@
+/// What comes out of a timed operator, in order.
+enum TimedOutput<Element, Failure: Error> {
+  case element(Element)
+  case end(Failure?)
+}
+
+/// The pure decision logic of a timed operator (`debounceFlow`, `throttleFlow`, `delayFlow`,
+/// `timeoutFlow`). ``TimedStorage`` feeds it the upstream's events and the timer's firings, and
+/// carries out what it asks: when to wake the timer, whether to pull upstream, what to deliver.
+///
+/// Deadlines never move earlier while the timer sleeps (a debounce moves its deadline later, a
+/// delay queue's head is always the earliest), so the timer only sleeps until `deadline`, then
+/// reports; the machine decides whether that instant is still the one that matters.
+protocol TimedStateMachine: Sendable {
+  associatedtype Element: Sendable
+  associatedtype UpstreamFailure: Error
+  associatedtype Failure: Error
+  associatedtype Instant: InstantProtocol
+
+  mutating func start(at now: Instant)
+  mutating func upstreamElement(_ element: Element, at now: Instant)
+  mutating func upstreamEnded(_ failure: UpstreamFailure?, at now: Instant)
+  mutating func timerFired(at now: Instant)
+
+  /// When the timer should next fire, if it should.
+  var deadline: Instant? { get }
+  /// Whether upstream may be pulled now (a machine that buffers nothing says no while it holds an
+  /// element the consumer has not taken).
+  var wantsUpstream: Bool { get }
+  /// Whether the consumer has something to take.
+  var hasOutput: Bool { get }
+  /// Takes the next output for the consumer at `now`. Once it has returned `.end`, the operator is over.
+  mutating func nextOutput(at now: Instant) -> TimedOutput<Element, Failure>?
+  /// Whether an `.end` is waiting or delivered: the upstream and the timer are no longer needed.
+  var isEnding: Bool { get }
+}
+
+/// What a timed operator holds for its consumer. Elements are conflated when asked (a newer one
+/// replaces one the consumer has not taken yet), so a slow consumer sees the latest, in bounded
+/// memory; the end is never conflated away.
+struct TimedOutputQueue<Element, Failure: Error> {
+  private var outputs: [TimedOutput<Element, Failure>] = []
+  private(set) var hasEnded = false
+
+  var isEmpty: Bool { outputs.isEmpty }
+
+  mutating func append(_ element: Element, conflating: Bool) {
+    if conflating, case .element = outputs.last {
+      outputs[outputs.count - 1] = .element(element)
+    } else {
+      outputs.append(.element(element))
+    }
+  }
+
+  mutating func end(_ failure: Failure?) {
+    guard !hasEnded else { return }
+    hasEnded = true
+    outputs.append(.end(failure))
+  }
+
+  mutating func popFirst() -> TimedOutput<Element, Failure>? {
+    outputs.isEmpty ? nil : outputs.removeFirst()
+  }
+}
+
+/// A timed operator as a sequence: each iteration runs a fresh copy of `machine`.
+struct TimedSequence<Machine: TimedStateMachine, Base: AsyncSequence & Sendable, C: Clock>: AsyncSequence, Sendable
+where
+  Base.Element == Machine.Element, Base.Failure == Machine.UpstreamFailure,
+  C.Instant == Machine.Instant
+{
+  typealias Element = Machine.Element
+  typealias Failure = Machine.Failure
+
+  let machine: Machine
+  let base: Base
+  let clock: C
+
+  func makeAsyncIterator() -> Iterator {
+    Iterator(consumer: TimedConsumer(TimedStorage(machine: machine, base: base, clock: clock)))
+  }
+
+  struct Iterator: AsyncIteratorProtocol {
+    let consumer: TimedConsumer<Machine, Base, C>
+
+    mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+      try await consumer.next(isolation: actor)
+    }
+
+    mutating func next() async throws(Failure) -> Element? {
+      try await consumer.next(isolation: nil)
+    }
+  }
+}
+
+extension TimedOutput: Sendable where Element: Sendable {}
+extension TimedOutputQueue: Sendable where Element: Sendable {}

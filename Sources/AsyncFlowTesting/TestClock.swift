@@ -1,0 +1,273 @@
+import AsyncFlow
+
+/// A clock whose time moves only when a test says so, with a deterministic schedule.
+///
+/// Sleepers fire in deadline order (registration order for equal deadlines). Before each firing,
+/// and after the last, the clock waits until every task on its executor has run until it
+/// suspends again, so a task woken at 1 s has registered its next sleep before anything at 2 s
+/// fires: timed operators behave exactly as on a real clock, in microseconds.
+///
+/// Tasks take part in that schedule when they run on the clock's executor: start the code under
+/// test with ``task(_:)``. AsyncFlow's operators start their internal tasks there too.
+///
+/// ```swift
+/// let clock = TestClock()
+/// let results = clock.task {
+///   await Array(terms.debounceFlow(for: .milliseconds(300), clock: clock))
+/// }
+/// await clock.advance(by: .seconds(1))
+/// ```
+public final class TestClock: Clock, Sendable {
+  public typealias Duration = Swift.Duration
+
+  /// A point on a ``TestClock``: the time since the clock was made.
+  ///
+  /// ```swift
+  /// #expect(clock.now == .init(offset: .seconds(3)))
+  /// ```
+  public struct Instant: InstantProtocol, Hashable, Sendable, CustomStringConvertible {
+    /// The time since the clock's start.
+    public var offset: Duration
+
+    /// An instant `offset` after the clock's start.
+    ///
+    /// ```swift
+    /// let deadline = TestClock.Instant(offset: .seconds(2))
+    /// ```
+    public init(offset: Duration) {
+      self.offset = offset
+    }
+
+    /// The instant `duration` later.
+    ///
+    /// ```swift
+    /// let later = clock.now.advanced(by: .seconds(1))
+    /// ```
+    public func advanced(by duration: Duration) -> Instant {
+      Instant(offset: offset + duration)
+    }
+
+    /// The duration from this instant to `other`.
+    ///
+    /// ```swift
+    /// let elapsed = start.duration(to: clock.now)
+    /// ```
+    public func duration(to other: Instant) -> Duration {
+      other.offset - offset
+    }
+
+    /// Compares instants by their offset.
+    ///
+    /// ```swift
+    /// #expect(TestClock.Instant(offset: .zero) < clock.now)
+    /// ```
+    public static func < (lhs: Instant, rhs: Instant) -> Bool {
+      lhs.offset < rhs.offset
+    }
+
+    /// The offset, as in `1.5 seconds`.
+    ///
+    /// ```swift
+    /// print(clock.now)  // 0.0 seconds
+    /// ```
+    public var description: String { offset.description }
+  }
+
+  private struct Sleeper {
+    var id: Int
+    var deadline: Instant
+    var continuation: UnsafeContinuation<Void, any Error>
+  }
+
+  private struct State {
+    var now = Instant(offset: .zero)
+    /// Ordered by deadline, then by registration.
+    var sleepers: [Sleeper] = []
+    var nextID = 0
+    var watchers: [(count: Int, continuation: UnsafeContinuation<Void, Never>)] = []
+
+    mutating func insert(_ sleeper: Sleeper) -> [UnsafeContinuation<Void, Never>] {
+      let index = sleepers.firstIndex { $0.deadline > sleeper.deadline } ?? sleepers.endIndex
+      sleepers.insert(sleeper, at: index)
+      var satisfied: [UnsafeContinuation<Void, Never>] = []
+      watchers.removeAll { watcher in
+        guard sleepers.count >= watcher.count else { return false }
+        satisfied.append(watcher.continuation)
+        return true
+      }
+      return satisfied
+    }
+  }
+
+  private let state = LockedState(State())
+  private let executor = TestExecutor()
+
+  /// Creates a clock at offset zero, with no sleepers.
+  ///
+  /// ```swift
+  /// let clock = TestClock()
+  /// ```
+  public init() {}
+
+  /// The current instant; it moves only in ``advance(by:)``, ``advance(to:)`` and ``run()``.
+  ///
+  /// ```swift
+  /// #expect(clock.now.offset == .seconds(3))
+  /// ```
+  public var now: Instant {
+    state.withLock { $0.now }
+  }
+
+  /// Zero: a test clock resolves any duration.
+  ///
+  /// ```swift
+  /// #expect(clock.minimumResolution == .zero)
+  /// ```
+  public var minimumResolution: Duration { .zero }
+
+  /// The number of tasks sleeping on this clock.
+  ///
+  /// ```swift
+  /// #expect(clock.pendingSleepers == 0)  // nothing left behind
+  /// ```
+  public var pendingSleepers: Int {
+    state.withLock { $0.sleepers.count }
+  }
+
+  /// Suspends until the clock reaches `deadline`; returns at once if it already has.
+  /// A cancelled sleep throws `CancellationError` and removes its sleeper at once.
+  ///
+  /// ```swift
+  /// try await clock.sleep(until: clock.now.advanced(by: .seconds(1)))
+  /// ```
+  public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
+    let id = state.withLock { state in
+      defer { state.nextID += 1 }
+      return state.nextID
+    }
+    try await withTaskCancellationHandler {
+      try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
+        enum Outcome {
+          case cancelled, due
+          case parked([UnsafeContinuation<Void, Never>])
+        }
+        let outcome = state.withLock { state -> Outcome in
+          if Task.isCancelled { return .cancelled }
+          if deadline <= state.now { return .due }
+          return .parked(state.insert(Sleeper(id: id, deadline: deadline, continuation: continuation)))
+        }
+        switch outcome {
+        case .cancelled:
+          continuation.resume(throwing: CancellationError())
+        case .due:
+          continuation.resume()
+        case .parked(let watchers):
+          for watcher in watchers { watcher.resume() }
+        }
+      }
+    } onCancel: {
+      let sleeper = state.withLock { state -> Sleeper? in
+        guard let index = state.sleepers.firstIndex(where: { $0.id == id }) else { return nil }
+        return state.sleepers.remove(at: index)
+      }
+      sleeper?.continuation.resume(throwing: CancellationError())
+    }
+  }
+
+  /// Moves time forward by `duration`, firing the due sleepers in deadline order and letting the
+  /// tasks they wake run until they suspend again before firing the next.
+  ///
+  /// ```swift
+  /// await clock.advance(by: .seconds(1))
+  /// ```
+  public func advance(by duration: Duration) async {
+    precondition(duration >= .zero, "TestClock.advance(by:): duration must be 0 or greater, got \(duration)")
+    await advance(to: now.advanced(by: duration))
+  }
+
+  /// Moves time forward to `deadline`; see ``advance(by:)``.
+  ///
+  /// ```swift
+  /// await clock.advance(to: .init(offset: .seconds(3)))
+  /// ```
+  public func advance(to deadline: Instant) async {
+    precondition(deadline >= now, "TestClock.advance(to:): deadline \(deadline) is before now, \(now)")
+    await fire(until: deadline)
+  }
+
+  /// Advances until no sleeper is left, firing each in deadline order as ``advance(by:)`` does.
+  /// A sequence that always sleeps again, such as a timer, keeps this running: use ``advance(by:)``.
+  ///
+  /// ```swift
+  /// await clock.run()
+  /// ```
+  public func run() async {
+    await fire(until: nil)
+  }
+
+  /// Lets every task on the clock's executor run until it suspends, without moving time.
+  ///
+  /// ```swift
+  /// subject.send("a")
+  /// await clock.runCurrent()   // the pipeline has seen "a"
+  /// ```
+  public func runCurrent() async {
+    await executor.idle()
+  }
+
+  /// Suspends until at least `count` tasks are sleeping on this clock: a barrier that replaces
+  /// guessing how long a task needs to reach its sleep.
+  ///
+  /// ```swift
+  /// let retry = clock.task { await fetchWithRetry() }
+  /// await clock.sleepers(count: 1)   // the first attempt failed and the backoff sleeps
+  /// ```
+  public func sleepers(count: Int) async {
+    precondition(count >= 0, "TestClock.sleepers(count:): count must be 0 or greater, got \(count)")
+    await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+      let reached = state.withLock { state in
+        if state.sleepers.count >= count { return true }
+        state.watchers.append((count, continuation))
+        return false
+      }
+      if reached { continuation.resume() }
+    }
+  }
+
+  /// Starts `operation` on the clock's executor, so that it and every task AsyncFlow's operators
+  /// start for it follow the clock's deterministic schedule.
+  ///
+  /// ```swift
+  /// let received = clock.task { await Array(Flow.timer(every: .seconds(1), clock: clock).prefix(3)) }
+  /// await clock.advance(by: .seconds(3))
+  /// ```
+  @discardableResult
+  public func task<Success: Sendable>(
+    _ operation: @escaping @Sendable () async -> Success
+  ) -> Task<Success, Never> {
+    let executor = self.executor
+    return FlowScheduling.$executor.withValue(executor) {
+      Task(executorPreference: executor, operation: operation)
+    }
+  }
+
+  /// Fires sleepers in deadline order up to `deadline` (or all, for `nil`), settling the
+  /// executor before each firing and after the last.
+  private func fire(until deadline: Instant?) async {
+    while true {
+      await executor.idle()
+      let due = state.withLock { state -> Sleeper? in
+        guard let first = state.sleepers.first, deadline.map({ first.deadline <= $0 }) ?? true else {
+          if let deadline { state.now = deadline }
+          return nil
+        }
+        state.sleepers.removeFirst()
+        state.now = first.deadline
+        return first
+      }
+      guard let due else { break }
+      due.continuation.resume()
+    }
+    await executor.idle()
+  }
+}

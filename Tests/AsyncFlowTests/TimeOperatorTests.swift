@@ -1,0 +1,110 @@
+import AsyncFlow
+import AsyncFlowTesting
+import Testing
+
+@Suite("Time operators on marbles")
+struct TimeOperatorTests {
+  let marbles = Marbles(tick: .seconds(1))
+  var clock: TestClock { marbles.clock }
+
+  // MARK: debounceFlow
+
+  @Test func debounceDeliversAfterAQuietIntervalAndFlushesAtFinish() async {
+    let output = await marbles.record(marbles.input("a-b----c|").debounceFlow(for: .seconds(2), clock: clock), ticks: 12)
+    #expect(output == "----b---[c|]")
+    #expect(clock.pendingSleepers == 0)
+  }
+
+  @Test func debounceDeliversThePendingElementBeforeTheFailure() async {
+    let output = await marbles.record(marbles.input("a--b#").debounceFlow(for: .seconds(2), clock: clock), ticks: 8)
+    #expect(output == "--a-[b#]")
+    #expect(clock.pendingSleepers == 0)
+  }
+
+  @Test func debounceCancelledLeavesNothingBehind() async {
+    // The input never ends: the recording cancels it after 5 ticks.
+    let output = await marbles.record(marbles.input("a-b-c-d-e-f-g").debounceFlow(for: .seconds(3), clock: clock), ticks: 5)
+    #expect(output == "")
+    #expect(clock.pendingSleepers == 0)
+  }
+
+  // MARK: throttleFlow
+
+  @Test func throttleLatestDeliversTheNewestOfEachWindowEvenWhenQuiet() async {
+    let output = await marbles.record(
+      marbles.input("abc-d-----e|").throttleFlow(for: .seconds(3), clock: clock, latest: true), ticks: 14)
+    #expect(output == "a--c--d---e|")
+    #expect(clock.pendingSleepers == 0)
+  }
+
+  @Test func throttleFirstDeliversTheFirstOfEachWindow() async {
+    let output = await marbles.record(
+      marbles.input("abc-d-----e|").throttleFlow(for: .seconds(3), clock: clock, latest: false), ticks: 14)
+    #expect(output == "a--b--d---e|")
+  }
+
+  @Test func throttleDeliversThePendingElementAtFinishAndFailure() async {
+    #expect(await marbles.record(marbles.input("ab|").throttleFlow(for: .seconds(3), clock: clock), ticks: 5) == "a-[b|]")
+    #expect(await marbles.record(marbles.input("ab#").throttleFlow(for: .seconds(3), clock: clock), ticks: 5) == "a-[b#]")
+    #expect(clock.pendingSleepers == 0)
+  }
+
+  // MARK: delayFlow
+
+  @Test func delayShiftsElementsAndTheEnd() async {
+    #expect(await marbles.record(marbles.input("a-b|").delayFlow(for: .seconds(2), clock: clock), ticks: 8) == "--a-b|")
+    #expect(await marbles.record(marbles.input("ab#").delayFlow(for: .seconds(1), clock: clock), ticks: 8) == "-ab#")
+    #expect(clock.pendingSleepers == 0)
+  }
+
+  @Test func delayCancelledLeavesNothingBehind() async {
+    #expect(await marbles.record(marbles.input("a-b-c-d").delayFlow(for: .seconds(3), clock: clock), ticks: 4) == "---a")
+    #expect(clock.pendingSleepers == 0)
+  }
+
+  // MARK: timeoutFlow
+
+  @Test func timeoutFailsWhenTheUpstreamIsTooSlow() async {
+    let output = await marbles.record(marbles.input("a-b-----c|").timeoutFlow(after: .seconds(3), clock: clock), ticks: 12)
+    #expect(output == "a-b--#")
+    #expect(clock.pendingSleepers == 0)
+  }
+
+  @Test func timeoutFinishingVariantFinishes() async {
+    let output = await marbles.record(
+      marbles.input("a-b-----c|").timeoutFlow(finishingAfter: .seconds(3), clock: clock), ticks: 12)
+    #expect(output == "a-b--|")
+    #expect(clock.pendingSleepers == 0)
+  }
+
+  @Test func timeoutPassesASequenceThatKeepsUp() async {
+    let output = await marbles.record(marbles.input("a-b-c|").timeoutFlow(after: .seconds(3), clock: clock), ticks: 12)
+    #expect(output == "a-b-c|")
+  }
+
+  @Test func timeoutOnANeverFailingSequenceFailsWithFlowTimeoutError() async {
+    let never = Gate()
+    let silent = Flow<Int, Never> { _ in await never.wait() }  // parked until cancelled
+    let timed = silent.timeoutFlow(after: .seconds(1), clock: clock)
+    let result = clock.task { await collect(timed) }
+    await clock.advance(by: .seconds(1))
+    let (elements, failure) = await result.value
+    #expect(elements.isEmpty)
+    #expect(failure == FlowTimeoutError())
+  }
+
+  // MARK: Flow.timer
+
+  @Test func timerTicksEveryInterval() async {
+    let ticks = clock.task { await collect(Flow.timer(every: .seconds(2), clock: self.clock).prefix(3)).elements }
+    await clock.advance(by: .seconds(6))
+    #expect(await ticks.value.map(\.offset) == [.seconds(2), .seconds(4), .seconds(6)])
+    #expect(clock.pendingSleepers == 0)
+  }
+
+  @Test func timerOnMarbles() async {
+    let output = await marbles.record(Flow.timer(every: .seconds(2), clock: clock), ticks: 7, symbol: { _ in "t" })
+    #expect(output == "--t-t-t")
+    #expect(clock.pendingSleepers == 0)
+  }
+}
