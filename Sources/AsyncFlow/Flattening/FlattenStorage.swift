@@ -1,0 +1,180 @@
+/// Runs a ``FlattenStateMachine``: one task pulls the outer sequence, one task per inner pulls that
+/// inner on demand, and the consumer takes what the inners offer. Continuations are resumed and
+/// tasks cancelled only after the lock is released.
+final class FlattenStorage<Outer: AsyncSequence & Sendable, Inner: AsyncSequence & Sendable, Key: Hashable & Sendable, Failure: Error>:
+  Sendable
+where Outer.Element: Sendable, Inner.Element: Sendable {
+  typealias Machine = FlattenStateMachine<Outer.Element, Key, Inner.Element, Failure>
+
+  private let state: LockedState<Machine>
+  private let outer: Outer
+  private let key: @Sendable (Outer.Element) -> Key
+  private let transform: @Sendable (Outer.Element) async -> Inner
+  private let outerFailure: @Sendable (Outer.Failure) -> Failure
+  private let innerFailure: @Sendable (Inner.Failure) -> Failure
+
+  init(
+    policy: FlattenPolicy, outer: Outer, key: @escaping @Sendable (Outer.Element) -> Key,
+    transform: @escaping @Sendable (Outer.Element) async -> Inner,
+    outerFailure: @escaping @Sendable (Outer.Failure) -> Failure,
+    innerFailure: @escaping @Sendable (Inner.Failure) -> Failure
+  ) {
+    self.state = LockedState(Machine(policy: policy))
+    self.outer = outer
+    self.key = key
+    self.transform = transform
+    self.outerFailure = outerFailure
+    self.innerFailure = innerFailure
+  }
+
+  // MARK: Consumer
+
+  func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Inner.Element? {
+    while true {
+      switch state.withLock({ $0.next() }) {
+      case .deliver(let element, let effects):
+        effects.perform()
+        return element
+      case .start:
+        startOuter()
+      case .suspend:
+        await withTaskCancellationHandler {
+          await withUnsafeContinuation(isolation: actor) { (continuation: UnsafeContinuation<Void, Never>) in
+            state.withLock { $0.suspendConsumer(continuation) }?.resume()
+          }
+        } onCancel: {
+          self.cancel()
+        }
+      case .end(let failure, let outerTask):
+        // Every task the operator started has ended before the consumer sees the end. Only the
+        // outer task starts inner tasks, so once it has ended the list of inners is complete.
+        await outerTask?.value
+        for task in state.withLock({ $0.remainingInnerTasks() }) { await task.value }
+        if let failure { throw failure }
+        return nil
+      }
+    }
+  }
+
+  func cancel() {
+    state.withLock { $0.cancel() }.perform()
+  }
+
+  // MARK: Outer
+
+  private func startOuter() {
+    let task = FlowScheduling.startTask { await self.pumpOuter() }
+    state.withLock { $0.outerStarted(task) }?.cancel()
+  }
+
+  private func pumpOuter() async {
+    var iterator = outer.makeAsyncIterator()
+    while await outerMayPull() {
+      do throws(Outer.Failure) {
+        guard let element = try await iterator.next(isolation: nil) else {
+          state.withLock { $0.outerEnded(nil) }.perform()
+          return
+        }
+        let key = self.key(element)
+        let effects = state.withLock { $0.outerElement(element, key: key) }
+        effects.perform()
+        if let (id, element) = effects.startInner { startInner(id, element) }
+      } catch {
+        let failure = outerFailure(error)
+        state.withLock { $0.outerEnded(failure) }.perform()
+        return
+      }
+    }
+  }
+
+  private func outerMayPull() async -> Bool {
+    if Task.isCancelled { return false }
+    return await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
+      if let answer = state.withLock({ $0.outerMayPull(continuation) }) { continuation.resume(returning: answer) }
+    }
+  }
+
+  // MARK: Inners
+
+  private func startInner(_ id: Int, _ element: Outer.Element) {
+    let task = FlowScheduling.startTask { await self.runInner(id, element) }
+    state.withLock { $0.innerStarted(id, task: task) }?.cancel()
+  }
+
+  private func runInner(_ id: Int, _ element: Outer.Element) async {
+    let inner = await transform(element)
+    var iterator = inner.makeAsyncIterator()
+    do throws(Inner.Failure) {
+      while let element = try await iterator.next(isolation: nil) {
+        guard await offer(id, element) else { break }
+      }
+      state.withLock { $0.innerEnded(id, failure: nil) }.perform()
+    } catch {
+      let failure = innerFailure(error)
+      state.withLock { $0.innerEnded(id, failure: failure) }.perform()
+    }
+  }
+
+  /// Hands `element` to the consumer and waits until it is taken (`true`) or dropped (`false`).
+  private func offer(_ id: Int, _ element: Inner.Element) async -> Bool {
+    await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
+      let (accepted, effects) = state.withLock { $0.offer(id, element, producer: continuation) }
+      effects.perform()
+      if !accepted { continuation.resume(returning: false) }
+    }
+  }
+}
+
+/// The consumer's end of a flattening operator: releasing it (leaving the loop) cancels the outer
+/// and every inner.
+final class FlattenConsumer<Outer: AsyncSequence & Sendable, Inner: AsyncSequence & Sendable, Key: Hashable & Sendable, Failure: Error>
+where Outer.Element: Sendable, Inner.Element: Sendable {
+  let storage: FlattenStorage<Outer, Inner, Key, Failure>
+
+  init(_ storage: FlattenStorage<Outer, Inner, Key, Failure>) {
+    self.storage = storage
+  }
+
+  deinit {
+    storage.cancel()
+  }
+
+  func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Inner.Element? {
+    if Task.isCancelled { storage.cancel() }
+    return try await storage.next(isolation: actor)
+  }
+}
+
+/// A flattening operator as a sequence: each iteration runs the outer anew.
+struct FlattenSequence<Outer: AsyncSequence & Sendable, Inner: AsyncSequence & Sendable, Key: Hashable & Sendable, Failure: Error>:
+  AsyncSequence, Sendable
+where Outer.Element: Sendable, Inner.Element: Sendable {
+  typealias Element = Inner.Element
+
+  let policy: FlattenPolicy
+  let outer: Outer
+  let key: @Sendable (Outer.Element) -> Key
+  let transform: @Sendable (Outer.Element) async -> Inner
+  let outerFailure: @Sendable (Outer.Failure) -> Failure
+  let innerFailure: @Sendable (Inner.Failure) -> Failure
+
+  func makeAsyncIterator() -> Iterator {
+    Iterator(
+      consumer: FlattenConsumer(
+        FlattenStorage(
+          policy: policy, outer: outer, key: key, transform: transform, outerFailure: outerFailure,
+          innerFailure: innerFailure)))
+  }
+
+  struct Iterator: AsyncIteratorProtocol {
+    let consumer: FlattenConsumer<Outer, Inner, Key, Failure>
+
+    mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+      try await consumer.next(isolation: actor)
+    }
+
+    mutating func next() async throws(Failure) -> Element? {
+      try await consumer.next(isolation: nil)
+    }
+  }
+}
