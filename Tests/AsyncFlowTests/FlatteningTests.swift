@@ -228,28 +228,26 @@ struct FlatteningTests {
 
   // Rule 8
   @Test func exhaustDropsElementsWhileAnInnerRuns() async {
-    let log = EventLog<String>()
+    let clock = TestClock()
     let outerGate = Gate()
     let innerGate = Gate()
     let outer = Flow<String, Never>(bufferSize: 0) { emitter in
       await emitter.emit("a")
       await emitter.emit("b")
-      await outerGate.wait()  // "b" has been received (and dropped) by now
+      await outerGate.wait()
       await emitter.emit("c")
     }
     let exhausted = outer.exhaustFlow { name in
       Flow<String, Never> { emitter in
         if name == "a" { await innerGate.wait() }
-        log.append(name)
         await emitter.emit(name)
       }
     }
-    let result = Task { await collect(exhausted).elements }
-    await innerGate.entered()
-    await outerGate.entered()
+    let result = clock.task { await collect(exhausted).elements }
+    await clock.runCurrent()  // "a" runs, parked; "b" arrived meanwhile and was dropped
+    #expect(innerGate.parkedCount == 1 && outerGate.parkedCount == 1)
     innerGate.release()
-    // Wait until "a" has finished before "c" arrives.
-    while log.all != ["a"] { await Task.yield() }
+    await clock.runCurrent()  // "a" has finished
     outerGate.release()
     #expect(await result.value == ["a", "c"])
   }
@@ -269,8 +267,10 @@ struct FlatteningTests {
         await emitter.emit("\(request.key)v\(request.version)")
       }
     }
-    let result = Task { await collect(loads).elements }
-    await gate.entered(count: 3)  // k2v1, k1v2 and the outer; k1v1 was cancelled
+    let clock = TestClock()
+    let result = clock.task { await collect(loads).elements }
+    await clock.runCurrent()  // everything has run until it parked
+    #expect(gate.parkedCount == 3)  // k2v1, k1v2 and the outer; k1v1 was cancelled and left
     gate.release()
     #expect(await result.value.sorted() == ["k1v2", "k2v1"])
   }

@@ -106,7 +106,13 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
     var iterator = inner.makeAsyncIterator()
     do throws(Inner.Failure) {
       while let element = try await iterator.next(isolation: nil) {
-        guard await offer(id, element) else { break }
+        guard await offer(id, element) else {
+          // Dropped: this task was cancelled first. Asking once more lets a cooperative iterator
+          // see the cancellation and end its own work (a Flow waits for its body) before this
+          // task ends; dropping the iterator alone could not wait for anything.
+          _ = try? await iterator.next(isolation: nil)
+          break
+        }
       }
       state.withLock { $0.innerEnded(id, failure: nil) }.perform()
     } catch {
