@@ -23,8 +23,16 @@ import AsyncFlow
 /// ```
 public struct Marbles: Sendable {
   /// The clock the inputs and recordings run on.
+  ///
+  /// ```swift
+  /// await marbles.clock.advance(by: .seconds(1))
+  /// ```
   public let clock: TestClock
   /// The duration of one symbol of a diagram.
+  ///
+  /// ```swift
+  /// let duration = marbles.tick * 3  // three symbols
+  /// ```
   public let tick: Duration
 
   /// Creates marbles on `clock`, where one symbol lasts `tick`.
@@ -139,6 +147,10 @@ public struct MarbleFailure: Error, Hashable, Sendable {
 /// ```
 public struct MarbleEvent: Hashable, Sendable {
   /// What a marble event is.
+  ///
+  /// ```swift
+  /// let finish = MarbleEvent.Symbol.finish
+  /// ```
   public enum Symbol: Hashable, Sendable {
     /// An element, drawn as this character.
     case element(Character)
@@ -149,8 +161,16 @@ public struct MarbleEvent: Hashable, Sendable {
   }
 
   /// The tick the event happens at.
+  ///
+  /// ```swift
+  /// let last = events.map(\.tick).max()
+  /// ```
   public var tick: Int
   /// What happens.
+  ///
+  /// ```swift
+  /// if case .element(let character) = event.symbol { print(character) }
+  /// ```
   public var symbol: Symbol
 
   /// An event at `tick`.

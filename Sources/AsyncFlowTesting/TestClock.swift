@@ -27,6 +27,10 @@ public final class TestClock: Clock, Sendable {
   /// ```
   public struct Instant: InstantProtocol, Hashable, Sendable, CustomStringConvertible {
     /// The time since the clock's start.
+    ///
+    /// ```swift
+    /// #expect(clock.now.offset == .seconds(2))
+    /// ```
     public var offset: Duration
 
     /// An instant `offset` after the clock's start.

@@ -33,11 +33,20 @@ where Base.Element: AsyncSequence, Fallback.Element == Base.Element.Element {
   let handler: @Sendable (Base.Element.Failure) async -> Fallback
 
   /// Makes an iterator over the base's inner sequences.
+  ///
+  /// ```swift
+  /// var iterator = sequence.makeAsyncIterator()
+  /// ```
   public func makeAsyncIterator() -> Iterator {
     Iterator(base: base.makeAsyncIterator(), handler: handler)
   }
 
   /// The iterator of an ``AsyncCatchInnerSequence``.
+  ///
+  /// ```swift
+  /// var iterator = sequence.makeAsyncIterator()
+  /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
+  /// ```
   public struct Iterator: AsyncIteratorProtocol {
     private var base: Base.AsyncIterator
     private let handler: @Sendable (Base.Element.Failure) async -> Fallback
@@ -48,12 +57,20 @@ where Base.Element: AsyncSequence, Fallback.Element == Base.Element.Element {
     }
 
     /// Returns the next inner sequence, wrapped so that its failure ends in the fallback.
+    ///
+    /// ```swift
+    /// let element = try await iterator.next(isolation: #isolation)
+    /// ```
     public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
       guard !Task.isCancelled, let inner = try await base.next(isolation: actor) else { return nil }
       return inner.catch(handler)
     }
 
     /// Returns the next inner sequence; see ``next(isolation:)``.
+    ///
+    /// ```swift
+    /// let element = try await iterator.next()
+    /// ```
     public mutating func next() async throws(Failure) -> Element? {
       try await next(isolation: nil)
     }

@@ -32,11 +32,20 @@ where Fallback.Element == Base.Element {
   let handler: @Sendable (Base.Failure) async -> Fallback
 
   /// Makes an iterator that runs the base, then the fallback if the base fails.
+  ///
+  /// ```swift
+  /// var iterator = sequence.makeAsyncIterator()
+  /// ```
   public func makeAsyncIterator() -> Iterator {
     Iterator(base: base.makeAsyncIterator(), handler: handler)
   }
 
   /// The iterator of an ``AsyncCatchSequence``.
+  ///
+  /// ```swift
+  /// var iterator = sequence.makeAsyncIterator()
+  /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
+  /// ```
   public struct Iterator: AsyncIteratorProtocol {
     private var base: Base.AsyncIterator?
     private var fallback: Fallback.AsyncIterator?
@@ -48,6 +57,10 @@ where Fallback.Element == Base.Element {
     }
 
     /// Returns the next element of the base, or of the fallback once the base has failed.
+    ///
+    /// ```swift
+    /// let element = try await iterator.next(isolation: #isolation)
+    /// ```
     public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
       if Task.isCancelled {
         base = nil
@@ -78,6 +91,10 @@ where Fallback.Element == Base.Element {
     }
 
     /// Returns the next element; see ``next(isolation:)``.
+    ///
+    /// ```swift
+    /// let element = try await iterator.next()
+    /// ```
     public mutating func next() async throws(Failure) -> Element? {
       try await next(isolation: nil)
     }

@@ -22,11 +22,20 @@ public struct AsyncMapErrorSequence<Base: AsyncSequence, MappedFailure: Error>: 
   let transform: @Sendable (Base.Failure) -> MappedFailure
 
   /// Makes an iterator over the base whose failure is transformed.
+  ///
+  /// ```swift
+  /// var iterator = sequence.makeAsyncIterator()
+  /// ```
   public func makeAsyncIterator() -> Iterator {
     Iterator(base: base.makeAsyncIterator(), transform: transform)
   }
 
   /// The iterator of an ``AsyncMapErrorSequence``.
+  ///
+  /// ```swift
+  /// var iterator = sequence.makeAsyncIterator()
+  /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
+  /// ```
   public struct Iterator: AsyncIteratorProtocol {
     private var base: Base.AsyncIterator?
     private let transform: @Sendable (Base.Failure) -> MappedFailure
@@ -37,6 +46,10 @@ public struct AsyncMapErrorSequence<Base: AsyncSequence, MappedFailure: Error>: 
     }
 
     /// Returns the next element of the base, or throws its failure transformed.
+    ///
+    /// ```swift
+    /// let element = try await iterator.next(isolation: #isolation)
+    /// ```
     public mutating func next(isolation actor: isolated (any Actor)?) async throws(MappedFailure) -> Element? {
       guard !Task.isCancelled, var iterator = base else {
         base = nil
@@ -53,6 +66,10 @@ public struct AsyncMapErrorSequence<Base: AsyncSequence, MappedFailure: Error>: 
     }
 
     /// Returns the next element; see ``next(isolation:)``.
+    ///
+    /// ```swift
+    /// let element = try await iterator.next()
+    /// ```
     public mutating func next() async throws(MappedFailure) -> Element? {
       try await next(isolation: nil)
     }

@@ -25,11 +25,20 @@ public struct AsyncReplaceErrorSequence<Base: AsyncSequence>: AsyncSequence {
   let replacement: Element
 
   /// Makes an iterator over the base that swallows its failure.
+  ///
+  /// ```swift
+  /// var iterator = sequence.makeAsyncIterator()
+  /// ```
   public func makeAsyncIterator() -> Iterator {
     Iterator(base: base.makeAsyncIterator(), replacement: replacement)
   }
 
   /// The iterator of an ``AsyncReplaceErrorSequence``.
+  ///
+  /// ```swift
+  /// var iterator = sequence.makeAsyncIterator()
+  /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
+  /// ```
   public struct Iterator: AsyncIteratorProtocol {
     private var base: Base.AsyncIterator?
     private let replacement: Element
@@ -40,6 +49,10 @@ public struct AsyncReplaceErrorSequence<Base: AsyncSequence>: AsyncSequence {
     }
 
     /// Returns the next element of the base, or the replacement once the base has failed.
+    ///
+    /// ```swift
+    /// let element = try await iterator.next(isolation: #isolation)
+    /// ```
     public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
       guard !Task.isCancelled, var iterator = base else {
         base = nil
@@ -56,6 +69,10 @@ public struct AsyncReplaceErrorSequence<Base: AsyncSequence>: AsyncSequence {
     }
 
     /// Returns the next element; see ``next(isolation:)``.
+    ///
+    /// ```swift
+    /// let element = try await iterator.next()
+    /// ```
     public mutating func next() async -> Element? {
       await next(isolation: nil)
     }

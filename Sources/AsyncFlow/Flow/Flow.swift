@@ -83,12 +83,21 @@ public struct Flow<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
   }
 
   /// Makes an iterator that runs this flow's producer from the start.
+  ///
+  /// ```swift
+  /// var iterator = sequence.makeAsyncIterator()
+  /// ```
   @inlinable
   public func makeAsyncIterator() -> Iterator {
     Iterator(pull: makePull())
   }
 
   /// The iterator of one run of a ``Flow``.
+  ///
+  /// ```swift
+  /// var iterator = sequence.makeAsyncIterator()
+  /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
+  /// ```
   public struct Iterator: AsyncIteratorProtocol {
     @usableFromInline
     var pull: FlowPull<Element, Failure>
@@ -100,6 +109,10 @@ public struct Flow<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
 
     /// Returns the next element, running on the caller's isolation: a main-actor consumer pays
     /// no executor hop per element.
+    ///
+    /// ```swift
+    /// let element = try await iterator.next(isolation: #isolation)
+    /// ```
     @inlinable
     public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
       do {
@@ -126,6 +139,10 @@ public struct Flow<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
     }
 
     /// Returns the next element; see ``next(isolation:)``.
+    ///
+    /// ```swift
+    /// let element = try await iterator.next()
+    /// ```
     @inlinable
     public mutating func next() async throws(Failure) -> Element? {
       try await next(isolation: nil)

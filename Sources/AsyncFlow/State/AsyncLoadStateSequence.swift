@@ -27,11 +27,20 @@ public struct AsyncLoadStateSequence<Base: AsyncSequence>: AsyncSequence {
   let base: Base
 
   /// Makes an iterator that starts with `.loading`.
+  ///
+  /// ```swift
+  /// var iterator = sequence.makeAsyncIterator()
+  /// ```
   public func makeAsyncIterator() -> Iterator {
     Iterator(base: base.makeAsyncIterator())
   }
 
   /// The iterator of an ``AsyncLoadStateSequence``.
+  ///
+  /// ```swift
+  /// var iterator = sequence.makeAsyncIterator()
+  /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
+  /// ```
   public struct Iterator: AsyncIteratorProtocol {
     private var base: Base.AsyncIterator?
     private var started = false
@@ -41,6 +50,10 @@ public struct AsyncLoadStateSequence<Base: AsyncSequence>: AsyncSequence {
     }
 
     /// Returns `.loading` first, then `.loaded` per element, then `.failed` if the base fails.
+    ///
+    /// ```swift
+    /// let element = try await iterator.next(isolation: #isolation)
+    /// ```
     public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
       guard !Task.isCancelled, var iterator = base else {
         base = nil
@@ -64,6 +77,10 @@ public struct AsyncLoadStateSequence<Base: AsyncSequence>: AsyncSequence {
     }
 
     /// Returns the next state; see ``next(isolation:)``.
+    ///
+    /// ```swift
+    /// let element = try await iterator.next()
+    /// ```
     public mutating func next() async -> Element? {
       await next(isolation: nil)
     }

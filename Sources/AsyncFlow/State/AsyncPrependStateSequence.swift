@@ -33,11 +33,20 @@ public struct AsyncPrependStateSequence<Base: AsyncSequence>: AsyncSequence {
   let first: Element
 
   /// Makes an iterator that delivers the first element, then the base.
+  ///
+  /// ```swift
+  /// var iterator = sequence.makeAsyncIterator()
+  /// ```
   public func makeAsyncIterator() -> Iterator {
     Iterator(base: base.makeAsyncIterator(), first: first)
   }
 
   /// The iterator of an ``AsyncPrependStateSequence``.
+  ///
+  /// ```swift
+  /// var iterator = sequence.makeAsyncIterator()
+  /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
+  /// ```
   public struct Iterator: AsyncIteratorProtocol {
     private var base: Base.AsyncIterator
     private var first: Element?
@@ -48,6 +57,10 @@ public struct AsyncPrependStateSequence<Base: AsyncSequence>: AsyncSequence {
     }
 
     /// Returns the prepended element first, then the base's elements.
+    ///
+    /// ```swift
+    /// let element = try await iterator.next(isolation: #isolation)
+    /// ```
     public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
       guard !Task.isCancelled else { return nil }
       if let first = first.take() { return first }
@@ -55,6 +68,10 @@ public struct AsyncPrependStateSequence<Base: AsyncSequence>: AsyncSequence {
     }
 
     /// Returns the next element; see ``next(isolation:)``.
+    ///
+    /// ```swift
+    /// let element = try await iterator.next()
+    /// ```
     public mutating func next() async throws(Failure) -> Element? {
       try await next(isolation: nil)
     }

@@ -72,11 +72,20 @@ where C.Duration == Duration {
   let shouldRetry: @Sendable (Base.Failure) -> Bool
 
   /// Makes an iterator for the first attempt.
+  ///
+  /// ```swift
+  /// var iterator = sequence.makeAsyncIterator()
+  /// ```
   public func makeAsyncIterator() -> Iterator {
     Iterator(sequence: self)
   }
 
   /// The iterator of an ``AsyncRetryWithBackoffSequence``.
+  ///
+  /// ```swift
+  /// var iterator = sequence.makeAsyncIterator()
+  /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
+  /// ```
   public struct Iterator: AsyncIteratorProtocol {
     private let sequence: AsyncRetryWithBackoffSequence
     private var attempt: Base.AsyncIterator?
@@ -90,6 +99,10 @@ where C.Duration == Duration {
     }
 
     /// Returns the next element of the current attempt, starting new attempts after failures.
+    ///
+    /// ```swift
+    /// let element = try await iterator.next(isolation: #isolation)
+    /// ```
     public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
       while true {
         guard !Task.isCancelled, var iterator = attempt else {
@@ -121,6 +134,10 @@ where C.Duration == Duration {
     }
 
     /// Returns the next element; see ``next(isolation:)``.
+    ///
+    /// ```swift
+    /// let element = try await iterator.next()
+    /// ```
     public mutating func next() async throws(Failure) -> Element? {
       try await next(isolation: nil)
     }
