@@ -244,7 +244,8 @@ public struct MarbleEvent: Hashable, Sendable {
   @Sendable
   public static func describe<Element>(_ element: Element) -> Character {
     let description = String(describing: element)
-    precondition(description.count == 1, "marble element \"\(description)\" must be drawn as one character; pass symbol:")
+    precondition(
+      description.count == 1, "marble element \"\(description)\" must be drawn as one character; pass symbol:")
     return description.first!
   }
 

@@ -35,19 +35,29 @@ struct EmitterStateMachineTests {
     var batch: [Int] = []
     _ = machine.next(swapping: &batch)  // starts the body; the consumer's demand is pending
     await withContinuation { consumer in
-      guard case .suspend(nil) = machine.next(swapping: &batch) else { Issue.record("expected suspend"); return }
+      guard case .suspend(nil) = machine.next(swapping: &batch) else {
+        Issue.record("expected suspend")
+        return
+      }
       #expect(machine.suspendConsumer(consumer) == nil)
       // The first element is demanded: the consumer is resumed, but the producer must wait.
-      guard case .suspend(let resumed?) = machine.emit(1) else { Issue.record("expected suspend"); return }
+      guard case .suspend(let resumed?) = machine.emit(1) else {
+        Issue.record("expected suspend")
+        return
+      }
       #expect(same(resumed, consumer))
     }
-    guard case .deliver(nil) = machine.next(swapping: &batch) else { Issue.record("expected deliver"); return }
+    guard case .deliver(nil) = machine.next(swapping: &batch) else {
+      Issue.record("expected deliver")
+      return
+    }
     #expect(batch == [1])
     await withContinuation { producer in
       // The consumer holds element 1 and has not asked again: the producer stays parked.
       #expect(machine.suspendProducer(producer, isCancelled: false) == nil)
       guard case .suspend(let resumed?) = machine.next(swapping: &batch) else {
-        Issue.record("expected the next demand to resume the producer"); return
+        Issue.record("expected the next demand to resume the producer")
+        return
       }
       #expect(same(resumed, producer))
     }
@@ -58,16 +68,31 @@ struct EmitterStateMachineTests {
     var batch: [Int] = []
     _ = machine.next(swapping: &batch)
     // One element demanded plus two of buffer: the third emit must suspend.
-    guard case .proceed = machine.emit(1) else { Issue.record("emit(1) should proceed"); return }
-    guard case .proceed = machine.emit(2) else { Issue.record("emit(2) should proceed"); return }
-    guard case .suspend = machine.emit(3) else { Issue.record("emit(3) should suspend"); return }
+    guard case .proceed = machine.emit(1) else {
+      Issue.record("emit(1) should proceed")
+      return
+    }
+    guard case .proceed = machine.emit(2) else {
+      Issue.record("emit(2) should proceed")
+      return
+    }
+    guard case .suspend = machine.emit(3) else {
+      Issue.record("emit(3) should suspend")
+      return
+    }
     await withContinuation { producer in
       #expect(machine.suspendProducer(producer, isCancelled: false) == nil)
       // The consumer takes all three but still holds two: no room yet.
-      guard case .deliver(nil) = machine.next(swapping: &batch) else { Issue.record("expected deliver"); return }
+      guard case .deliver(nil) = machine.next(swapping: &batch) else {
+        Issue.record("expected deliver")
+        return
+      }
       #expect(batch == [1, 2, 3])
       // Asking again after using the batch frees the room.
-      guard case .suspend(let resumed?) = machine.next(swapping: &batch) else { Issue.record("expected resume"); return }
+      guard case .suspend(let resumed?) = machine.next(swapping: &batch) else {
+        Issue.record("expected resume")
+        return
+      }
       #expect(same(resumed, producer))
     }
   }
@@ -79,11 +104,20 @@ struct EmitterStateMachineTests {
     _ = machine.emit(1)
     _ = machine.emit(2)
     #expect(machine.bodyEnded(failure: TestError(id: 1)) == nil)
-    guard case .deliver = machine.next(swapping: &batch) else { Issue.record("expected deliver"); return }
+    guard case .deliver = machine.next(swapping: &batch) else {
+      Issue.record("expected deliver")
+      return
+    }
     #expect(batch == [1, 2])
-    guard case .end(let failure, nil) = machine.next(swapping: &batch) else { Issue.record("expected end"); return }
+    guard case .end(let failure, nil) = machine.next(swapping: &batch) else {
+      Issue.record("expected end")
+      return
+    }
     #expect(failure == TestError(id: 1))
-    guard case .end(nil, nil) = machine.next(swapping: &batch) else { Issue.record("expected end"); return }
+    guard case .end(nil, nil) = machine.next(swapping: &batch) else {
+      Issue.record("expected end")
+      return
+    }
   }
 
   @Test func testConsumerCancelled_whenProducing_resumesBothSidesAndDropsLaterEmits() async {
@@ -97,8 +131,14 @@ struct EmitterStateMachineTests {
       #expect(same(action.resumeProducer, producer))
       #expect(action.resumeConsumer == nil)
     }
-    guard case .drop = machine.emit(2) else { Issue.record("expected drop"); return }
-    guard case .end(nil, _) = machine.next(swapping: &batch) else { Issue.record("expected end"); return }
+    guard case .drop = machine.emit(2) else {
+      Issue.record("expected drop")
+      return
+    }
+    guard case .end(nil, _) = machine.next(swapping: &batch) else {
+      Issue.record("expected end")
+      return
+    }
     #expect(batch.isEmpty)
   }
 

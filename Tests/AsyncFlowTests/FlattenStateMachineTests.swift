@@ -32,7 +32,10 @@ struct FlattenStateMachineTests {
       #expect(second.resume.count == 1 && second.resume.first?.1 == false)
     }
     // "a1" was offered before "b" arrived, but is never delivered after it.
-    guard case .suspend = machine.next() else { Issue.record("expected nothing to deliver"); return }
+    guard case .suspend = machine.next() else {
+      Issue.record("expected nothing to deliver")
+      return
+    }
     await withProducer { producer in
       #expect(machine.offer(0, "a2", producer: producer).accepted == false)
     }
@@ -44,14 +47,20 @@ struct FlattenStateMachineTests {
     _ = machine.outerElement("b", key: 0)
     let stale = machine.innerEnded(0, failure: TestError(id: 1))
     #expect(stale.cancel.isEmpty && stale.resumeConsumer == nil)
-    guard case .suspend = machine.next() else { Issue.record("the stream must go on"); return }
+    guard case .suspend = machine.next() else {
+      Issue.record("the stream must go on")
+      return
+    }
   }
 
   @Test func testInnerEnded_whenCurrentFails_endsWithTheFailure() {
     var machine = running(.latest)
     _ = machine.outerElement("a", key: 0)
     _ = machine.innerEnded(0, failure: TestError(id: 2))
-    guard case .end(let failure, _) = machine.next() else { Issue.record("expected end"); return }
+    guard case .end(let failure, _) = machine.next() else {
+      Issue.record("expected end")
+      return
+    }
     #expect(failure == TestError(id: 2))
   }
 
@@ -69,8 +78,14 @@ struct FlattenStateMachineTests {
     _ = machine.outerElement("b", key: 0)
     _ = machine.outerEnded(nil)
     _ = machine.innerEnded(0, failure: nil)
-    guard case .suspend = machine.next() else { Issue.record("b still runs"); return }
+    guard case .suspend = machine.next() else {
+      Issue.record("b still runs")
+      return
+    }
     _ = machine.innerEnded(1, failure: nil)
-    guard case .end(nil, _) = machine.next() else { Issue.record("expected the finish"); return }
+    guard case .end(nil, _) = machine.next() else {
+      Issue.record("expected the finish")
+      return
+    }
   }
 }

@@ -31,8 +31,10 @@ struct FlatteningStressTests {
       let innerLength = Int.random(in: 1...4, using: &random)
       let outerYields = (0..<outerCount).map { _ in Int.random(in: 0...3, using: &random) }
       let innerPlans = (0..<outerCount).map { _ in
-        (yields: Int.random(in: 0...3, using: &random), stubborn: Bool.random(using: &random),
-         failsWhenStale: Bool.random(using: &random))
+        (
+          yields: Int.random(in: 0...3, using: &random), stubborn: Bool.random(using: &random),
+          failsWhenStale: Bool.random(using: &random)
+        )
       }
       let started = LockedState(0)
       let ended = LockedState(0)

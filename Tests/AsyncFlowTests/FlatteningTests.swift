@@ -7,7 +7,9 @@ import Testing
 /// An inner sequence for the flattening tests: it emits `"<name>1"`, then waits for `proceed`
 /// (ignoring cancellation, as a request that cannot be stopped would), then emits `"<name>2"`,
 /// `"<name>3"` and ends, or fails if `failing`; it logs when its iteration ended.
-private func stubborn(_ name: String, proceed: Signal, failing: Bool = false, log: EventLog<String>) -> Flow<String, TestError> {
+private func stubborn(_ name: String, proceed: Signal, failing: Bool = false, log: EventLog<String>) -> Flow<
+  String, TestError
+> {
   Flow(bufferSize: 0) { emitter throws(TestError) in
     defer { log.append("\(name) ended") }
     await emitter.emit("\(name)1")
@@ -75,7 +77,8 @@ struct FlatteningTests {
       await emitter.emit(1)
       throw TestError(id: 9)
     }
-    let result = await collect(outer.switchToLatestFlow { value in Flow.just(value).setFailureType(to: TestError.self) })
+    let result = await collect(
+      outer.switchToLatestFlow { value in Flow.just(value).setFailureType(to: TestError.self) })
     #expect(result.failure == TestError(id: 9))
   }
 
@@ -222,7 +225,8 @@ struct FlatteningTests {
   }
 
   @Test func concatRunsOneAfterAnotherNoneDropped() async {
-    let result = await collect(Flow.sequence(1...3).concatFlow { value in Flow.sequence([value * 10, value * 10 + 1]) })
+    let result = await collect(
+      Flow.sequence(1...3).concatFlow { value in Flow.sequence([value * 10, value * 10 + 1]) })
     #expect(result.elements == [10, 11, 20, 21, 30, 31])
   }
 

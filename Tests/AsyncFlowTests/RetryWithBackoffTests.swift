@@ -5,7 +5,8 @@ import Testing
 @testable import AsyncFlow
 
 /// A cold source whose first `failures` attempts fail; it logs the instant of every attempt.
-private func flakySource(failures: Int, clock: TestClock, attempts: LockedState<[Duration]>) -> Flow<String, TestError> {
+private func flakySource(failures: Int, clock: TestClock, attempts: LockedState<[Duration]>) -> Flow<String, TestError>
+{
   Flow { emitter throws(TestError) in
     let attempt = attempts.withLock { attempts in
       attempts.append(clock.now.offset)
@@ -33,7 +34,9 @@ struct RetryWithBackoffTests {
     let clock = TestClock()
     let attempts = LockedState<[Duration]>([])
     let source = flakySource(failures: 10, clock: clock, attempts: attempts)
-    let result = clock.task { await collect(source.retryWithBackoff(maxRetries: 2, initialDelay: .seconds(1), clock: clock)) }
+    let result = clock.task {
+      await collect(source.retryWithBackoff(maxRetries: 2, initialDelay: .seconds(1), clock: clock))
+    }
     await clock.run()
     #expect(await result.value.failure == TestError(id: 3))
     #expect(attempts.withLock { $0 } == [.zero, .seconds(1), .seconds(3)])
@@ -54,7 +57,8 @@ struct RetryWithBackoffTests {
     let source = flakySource(failures: 10, clock: clock, attempts: attempts)
     let capped = clock.task {
       await collect(
-        source.retryWithBackoff(maxRetries: 4, initialDelay: .seconds(1), multiplier: 3, maxDelay: .seconds(5), clock: clock))
+        source.retryWithBackoff(
+          maxRetries: 4, initialDelay: .seconds(1), multiplier: 3, maxDelay: .seconds(5), clock: clock))
     }
     await clock.run()
     _ = await capped.value
@@ -78,7 +82,9 @@ struct RetryWithBackoffTests {
       await emitter.emit("a\(attempt)")
       if attempt == 1 { throw TestError() }
     }
-    let result = clock.task { await collect(source.retryWithBackoff(maxRetries: 1, initialDelay: .seconds(1), clock: clock)) }
+    let result = clock.task {
+      await collect(source.retryWithBackoff(maxRetries: 1, initialDelay: .seconds(1), clock: clock))
+    }
     await clock.run()
     #expect(await result.value.elements == ["a1", "a2"])
   }
@@ -87,7 +93,9 @@ struct RetryWithBackoffTests {
     let clock = TestClock()
     let attempts = LockedState<[Duration]>([])
     let source = flakySource(failures: 10, clock: clock, attempts: attempts)
-    let result = clock.task { await collect(source.retryWithBackoff(maxRetries: 5, initialDelay: .seconds(1), clock: clock)) }
+    let result = clock.task {
+      await collect(source.retryWithBackoff(maxRetries: 5, initialDelay: .seconds(1), clock: clock))
+    }
     await clock.sleepers(count: 1)
     result.cancel()
     let (elements, failure) = await result.value

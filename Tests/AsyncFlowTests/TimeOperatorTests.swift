@@ -10,7 +10,8 @@ struct TimeOperatorTests {
   // MARK: debounceFlow
 
   @Test func debounceDeliversAfterAQuietIntervalAndFlushesAtFinish() async {
-    let output = await marbles.record(marbles.input("a-b----c|").debounceFlow(for: .seconds(2), clock: clock), ticks: 12)
+    let output = await marbles.record(
+      marbles.input("a-b----c|").debounceFlow(for: .seconds(2), clock: clock), ticks: 12)
     #expect(output == "----b---[c|]")
     #expect(clock.pendingSleepers == 0)
   }
@@ -23,7 +24,8 @@ struct TimeOperatorTests {
 
   @Test func debounceCancelledLeavesNothingBehind() async {
     // The input never ends: the recording cancels it after 5 ticks.
-    let output = await marbles.record(marbles.input("a-b-c-d-e-f-g").debounceFlow(for: .seconds(3), clock: clock), ticks: 5)
+    let output = await marbles.record(
+      marbles.input("a-b-c-d-e-f-g").debounceFlow(for: .seconds(3), clock: clock), ticks: 5)
     #expect(output == "")
     #expect(clock.pendingSleepers == 0)
   }
@@ -44,8 +46,16 @@ struct TimeOperatorTests {
   }
 
   @Test func throttleDeliversThePendingElementAtFinishAndFailure() async {
-    #expect(await marbles.record(marbles.input("ab|").throttleFlow(for: .seconds(3), clock: clock), ticks: 5) == "a-[b|]")
-    #expect(await marbles.record(marbles.input("ab#").throttleFlow(for: .seconds(3), clock: clock), ticks: 5) == "a-[b#]")
+    #expect(
+      await marbles.record(marbles.input("ab|").throttleFlow(for: .seconds(3), clock: clock), ticks: 5) == "a-[b|]")
+    #expect(
+      await marbles.record(marbles.input("ab#").throttleFlow(for: .seconds(3), clock: clock), ticks: 5) == "a-[b#]")
+    #expect(clock.pendingSleepers == 0)
+  }
+
+  @Test func throttleCancelledLeavesNothingBehind() async {
+    let output = await marbles.record(marbles.input("a-b-c-d-e-f-g").throttleFlow(for: .seconds(3), clock: clock), ticks: 4)
+    #expect(output == "a--b")
     #expect(clock.pendingSleepers == 0)
   }
 
@@ -58,14 +68,16 @@ struct TimeOperatorTests {
   }
 
   @Test func delayCancelledLeavesNothingBehind() async {
-    #expect(await marbles.record(marbles.input("a-b-c-d").delayFlow(for: .seconds(3), clock: clock), ticks: 4) == "---a")
+    #expect(
+      await marbles.record(marbles.input("a-b-c-d").delayFlow(for: .seconds(3), clock: clock), ticks: 4) == "---a")
     #expect(clock.pendingSleepers == 0)
   }
 
   // MARK: timeoutFlow
 
   @Test func timeoutFailsWhenTheUpstreamIsTooSlow() async {
-    let output = await marbles.record(marbles.input("a-b-----c|").timeoutFlow(after: .seconds(3), clock: clock), ticks: 12)
+    let output = await marbles.record(
+      marbles.input("a-b-----c|").timeoutFlow(after: .seconds(3), clock: clock), ticks: 12)
     #expect(output == "a-b--#")
     #expect(clock.pendingSleepers == 0)
   }
@@ -74,6 +86,12 @@ struct TimeOperatorTests {
     let output = await marbles.record(
       marbles.input("a-b-----c|").timeoutFlow(finishingAfter: .seconds(3), clock: clock), ticks: 12)
     #expect(output == "a-b--|")
+    #expect(clock.pendingSleepers == 0)
+  }
+
+  @Test func timeoutCancelledLeavesNothingBehind() async {
+    let output = await marbles.record(marbles.input("a-b-c-d-e-f").timeoutFlow(after: .seconds(3), clock: clock), ticks: 3)
+    #expect(output == "a-b")
     #expect(clock.pendingSleepers == 0)
   }
 

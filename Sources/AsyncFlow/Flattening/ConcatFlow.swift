@@ -9,16 +9,14 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, any Error> & Sendable where Inner.Element: Sendable {
     return FlattenSequence(
-      policy: .merge(maxConcurrent: 1), outer: self, key: { _ in FlattenSingleKey() }, transform: transform, outerFailure: { $0 },
+      policy: .merge(maxConcurrent: 1), outer: self, key: { _ in FlattenSingleKey() }, transform: transform,
+      outerFailure: { $0 },
       innerFailure: { $0 })
   }
 }
 
 extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Never {
-  /// One after another: maps each element to an inner sequence and runs them in order, each after
-  /// the previous one finished; none is dropped. A failure ends the sequence with it.
-  ///
-  /// For an outer sequence that cannot fail: the result fails only with the inner's failure.
+  /// `concatFlow` as above. For an outer sequence that cannot fail: the result fails only with the inner's failure.
   ///
   /// ```swift
   /// let uploads = queuedFiles.concatFlow { file in api.upload(file) }   // progress of each, in turn
@@ -27,16 +25,14 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Inner.Failure> & Sendable where Inner.Element: Sendable {
     return FlattenSequence(
-      policy: .merge(maxConcurrent: 1), outer: self, key: { _ in FlattenSingleKey() }, transform: transform, outerFailure: absurd,
+      policy: .merge(maxConcurrent: 1), outer: self, key: { _ in FlattenSingleKey() }, transform: transform,
+      outerFailure: absurd,
       innerFailure: { $0 })
   }
 }
 
 extension AsyncSequence where Self: Sendable, Element: Sendable {
-  /// One after another: maps each element to an inner sequence and runs them in order, each after
-  /// the previous one finished; none is dropped. A failure ends the sequence with it.
-  ///
-  /// For an outer and inner sequences that fail with the same type: the result keeps it.
+  /// `concatFlow` as above. For an outer and inner sequences that fail with the same type: the result keeps it.
   ///
   /// ```swift
   /// let uploads = queuedFiles.concatFlow { file in api.upload(file) }   // progress of each, in turn
@@ -45,16 +41,14 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Failure> & Sendable where Inner.Element: Sendable, Inner.Failure == Failure {
     return FlattenSequence(
-      policy: .merge(maxConcurrent: 1), outer: self, key: { _ in FlattenSingleKey() }, transform: transform, outerFailure: { $0 },
+      policy: .merge(maxConcurrent: 1), outer: self, key: { _ in FlattenSingleKey() }, transform: transform,
+      outerFailure: { $0 },
       innerFailure: { $0 })
   }
 }
 
 extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Never {
-  /// One after another: maps each element to an inner sequence and runs them in order, each after
-  /// the previous one finished; none is dropped. A failure ends the sequence with it.
-  ///
-  /// For an outer and inner sequences that cannot fail: neither can the result.
+  /// `concatFlow` as above. For an outer and inner sequences that cannot fail: neither can the result.
   ///
   /// ```swift
   /// let uploads = queuedFiles.concatFlow { file in api.upload(file) }   // progress of each, in turn
@@ -63,7 +57,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Never> & Sendable where Inner.Element: Sendable, Inner.Failure == Never {
     return FlattenSequence(
-      policy: .merge(maxConcurrent: 1), outer: self, key: { _ in FlattenSingleKey() }, transform: transform, outerFailure: absurd,
+      policy: .merge(maxConcurrent: 1), outer: self, key: { _ in FlattenSingleKey() }, transform: transform,
+      outerFailure: absurd,
       innerFailure: absurd)
   }
 }

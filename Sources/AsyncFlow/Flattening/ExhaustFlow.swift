@@ -17,12 +17,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 }
 
 extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Never {
-  /// First wins: maps an element to an inner sequence and ignores the elements that arrive while
-  /// it runs; the next element after it finished starts the next inner. For submissions and
-  /// payments, where a second tap must not start a second write (and cancelling the first would not
-  /// undo it: it may already have reached the server).
-  ///
-  /// For an outer sequence that cannot fail: the result fails only with the inner's failure.
+  /// `exhaustFlow` as above. For an outer sequence that cannot fail: the result fails only with the inner's failure.
   ///
   /// ```swift
   /// let receipts = payTaps.exhaustFlow { _ in api.pay(order) }
@@ -37,12 +32,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
 }
 
 extension AsyncSequence where Self: Sendable, Element: Sendable {
-  /// First wins: maps an element to an inner sequence and ignores the elements that arrive while
-  /// it runs; the next element after it finished starts the next inner. For submissions and
-  /// payments, where a second tap must not start a second write (and cancelling the first would not
-  /// undo it: it may already have reached the server).
-  ///
-  /// For an outer and inner sequences that fail with the same type: the result keeps it.
+  /// `exhaustFlow` as above. For an outer and inner sequences that fail with the same type: the result keeps it.
   ///
   /// ```swift
   /// let receipts = payTaps.exhaustFlow { _ in api.pay(order) }
@@ -57,12 +47,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 }
 
 extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Never {
-  /// First wins: maps an element to an inner sequence and ignores the elements that arrive while
-  /// it runs; the next element after it finished starts the next inner. For submissions and
-  /// payments, where a second tap must not start a second write (and cancelling the first would not
-  /// undo it: it may already have reached the server).
-  ///
-  /// For an outer and inner sequences that cannot fail: neither can the result.
+  /// `exhaustFlow` as above. For an outer and inner sequences that cannot fail: neither can the result.
   ///
   /// ```swift
   /// let receipts = payTaps.exhaustFlow { _ in api.pay(order) }

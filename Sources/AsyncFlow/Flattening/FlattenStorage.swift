@@ -1,7 +1,9 @@
 /// Runs a ``FlattenStateMachine``: one task pulls the outer sequence, one task per inner pulls that
 /// inner on demand, and the consumer takes what the inners offer. Continuations are resumed and
 /// tasks cancelled only after the lock is released.
-final class FlattenStorage<Outer: AsyncSequence & Sendable, Inner: AsyncSequence & Sendable, Key: Hashable & Sendable, Failure: Error>:
+final class FlattenStorage<
+  Outer: AsyncSequence & Sendable, Inner: AsyncSequence & Sendable, Key: Hashable & Sendable, Failure: Error
+>:
   Sendable
 where Outer.Element: Sendable, Inner.Element: Sendable {
   typealias Machine = FlattenStateMachine<Outer.Element, Key, Inner.Element, Failure>
@@ -133,7 +135,9 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
 
 /// The consumer's end of a flattening operator: releasing it (leaving the loop) cancels the outer
 /// and every inner.
-final class FlattenConsumer<Outer: AsyncSequence & Sendable, Inner: AsyncSequence & Sendable, Key: Hashable & Sendable, Failure: Error>
+final class FlattenConsumer<
+  Outer: AsyncSequence & Sendable, Inner: AsyncSequence & Sendable, Key: Hashable & Sendable, Failure: Error
+>
 where Outer.Element: Sendable, Inner.Element: Sendable {
   let storage: FlattenStorage<Outer, Inner, Key, Failure>
 
@@ -152,7 +156,9 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
 }
 
 /// A flattening operator as a sequence: each iteration runs the outer anew.
-struct FlattenSequence<Outer: AsyncSequence & Sendable, Inner: AsyncSequence & Sendable, Key: Hashable & Sendable, Failure: Error>:
+struct FlattenSequence<
+  Outer: AsyncSequence & Sendable, Inner: AsyncSequence & Sendable, Key: Hashable & Sendable, Failure: Error
+>:
   AsyncSequence, Sendable
 where Outer.Element: Sendable, Inner.Element: Sendable {
   typealias Element = Inner.Element

@@ -16,11 +16,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 }
 
 extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Never {
-  /// Latest wins per identity: at most one inner runs per key; a new element for key K cancels
-  /// only K's inner, and inners of different keys run concurrently. For rows that each load their
-  /// details, where a newer request for a row replaces that row's older one.
-  ///
-  /// For an outer sequence that cannot fail: the result fails only with the inner's failure.
+  /// `switchToLatestFlow` as above. For an outer sequence that cannot fail: the result fails only with the inner's failure.
   ///
   /// ```swift
   /// let details = rowRequests.switchToLatestFlow(by: \.rowID) { request in api.details(request.rowID) }
@@ -35,11 +31,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
 }
 
 extension AsyncSequence where Self: Sendable, Element: Sendable {
-  /// Latest wins per identity: at most one inner runs per key; a new element for key K cancels
-  /// only K's inner, and inners of different keys run concurrently. For rows that each load their
-  /// details, where a newer request for a row replaces that row's older one.
-  ///
-  /// For an outer and inner sequences that fail with the same type: the result keeps it.
+  /// `switchToLatestFlow` as above. For an outer and inner sequences that fail with the same type: the result keeps it.
   ///
   /// ```swift
   /// let details = rowRequests.switchToLatestFlow(by: \.rowID) { request in api.details(request.rowID) }
@@ -54,11 +46,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 }
 
 extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Never {
-  /// Latest wins per identity: at most one inner runs per key; a new element for key K cancels
-  /// only K's inner, and inners of different keys run concurrently. For rows that each load their
-  /// details, where a newer request for a row replaces that row's older one.
-  ///
-  /// For an outer and inner sequences that cannot fail: neither can the result.
+  /// `switchToLatestFlow` as above. For an outer and inner sequences that cannot fail: neither can the result.
   ///
   /// ```swift
   /// let details = rowRequests.switchToLatestFlow(by: \.rowID) { request in api.details(request.rowID) }

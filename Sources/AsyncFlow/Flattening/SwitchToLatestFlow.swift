@@ -20,15 +20,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 }
 
 extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Never {
-  /// Latest wins: maps each element to an inner sequence and delivers the elements of the newest
-  /// one. A new element cancels the running inner; nothing the superseded inner produces or throws
-  /// reaches the consumer after the operator has received the newer element. A failure of the
-  /// current inner or of the outer ends the sequence with it (catch inside the inner, with
-  /// ``catchInner(_:)`` or ``asLoadState()``, to keep the outer alive). The sequence finishes when
-  /// the outer has finished and the current inner has ended. Inner elements are pulled on demand,
-  /// and the outer is watched while the consumer is slow.
-  ///
-  /// For an outer sequence that cannot fail: the result fails only with the inner's failure.
+  /// `switchToLatestFlow` as above. For an outer sequence that cannot fail: the result fails only with the inner's failure.
   ///
   /// ```swift
   /// let results = queries.switchToLatestFlow { query in api.search(query).asLoadState() }
@@ -43,15 +35,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
 }
 
 extension AsyncSequence where Self: Sendable, Element: Sendable {
-  /// Latest wins: maps each element to an inner sequence and delivers the elements of the newest
-  /// one. A new element cancels the running inner; nothing the superseded inner produces or throws
-  /// reaches the consumer after the operator has received the newer element. A failure of the
-  /// current inner or of the outer ends the sequence with it (catch inside the inner, with
-  /// ``catchInner(_:)`` or ``asLoadState()``, to keep the outer alive). The sequence finishes when
-  /// the outer has finished and the current inner has ended. Inner elements are pulled on demand,
-  /// and the outer is watched while the consumer is slow.
-  ///
-  /// For an outer and inner sequences that fail with the same type: the result keeps it.
+  /// `switchToLatestFlow` as above. For an outer and inner sequences that fail with the same type: the result keeps it.
   ///
   /// ```swift
   /// let results = queries.switchToLatestFlow { query in api.search(query).asLoadState() }
@@ -66,15 +50,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 }
 
 extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Never {
-  /// Latest wins: maps each element to an inner sequence and delivers the elements of the newest
-  /// one. A new element cancels the running inner; nothing the superseded inner produces or throws
-  /// reaches the consumer after the operator has received the newer element. A failure of the
-  /// current inner or of the outer ends the sequence with it (catch inside the inner, with
-  /// ``catchInner(_:)`` or ``asLoadState()``, to keep the outer alive). The sequence finishes when
-  /// the outer has finished and the current inner has ended. Inner elements are pulled on demand,
-  /// and the outer is watched while the consumer is slow.
-  ///
-  /// For an outer and inner sequences that cannot fail: neither can the result.
+  /// `switchToLatestFlow` as above. For an outer and inner sequences that cannot fail: neither can the result.
   ///
   /// ```swift
   /// let results = queries.switchToLatestFlow { query in api.search(query).asLoadState() }
@@ -102,11 +78,9 @@ extension AsyncSequence where Self: Sendable, Element: AsyncSequence & Sendable,
   }
 }
 
-extension AsyncSequence where Self: Sendable, Element: AsyncSequence & Sendable, Element.Element: Sendable, Failure == Never {
-  /// Latest wins, over a sequence of sequences: delivers the elements of the newest inner sequence
-  /// and cancels the one it replaces; see ``switchToLatestFlow(_:)-(_)``.
-  ///
-  /// For an outer sequence that cannot fail: the result fails only with the inner's failure.
+extension AsyncSequence
+where Self: Sendable, Element: AsyncSequence & Sendable, Element.Element: Sendable, Failure == Never {
+  /// `switchToLatestFlow` as above. For an outer sequence that cannot fail: the result fails only with the inner's failure.
   ///
   /// ```swift
   /// let results = queries.map { api.search($0) }.catchInner { _ in Flow.just([]) }.switchToLatestFlow()
@@ -119,31 +93,28 @@ extension AsyncSequence where Self: Sendable, Element: AsyncSequence & Sendable,
 }
 
 extension AsyncSequence where Self: Sendable, Element: AsyncSequence & Sendable, Element.Element: Sendable {
-  /// Latest wins, over a sequence of sequences: delivers the elements of the newest inner sequence
-  /// and cancels the one it replaces; see ``switchToLatestFlow(_:)-(_)``.
-  ///
-  /// For an outer and inner sequences that fail with the same type: the result keeps it.
+  /// `switchToLatestFlow` as above. For an outer and inner sequences that fail with the same type: the result keeps it.
   ///
   /// ```swift
   /// let results = queries.map { api.search($0) }.catchInner { _ in Flow.just([]) }.switchToLatestFlow()
   /// ```
-  public func switchToLatestFlow() -> some AsyncSequence<Element.Element, Failure> & Sendable where Element.Failure == Failure {
+  public func switchToLatestFlow() -> some AsyncSequence<Element.Element, Failure> & Sendable
+  where Element.Failure == Failure {
     FlattenSequence(
       policy: .latest, outer: self, key: { _ in FlattenSingleKey() }, transform: { $0 }, outerFailure: { $0 },
       innerFailure: { $0 })
   }
 }
 
-extension AsyncSequence where Self: Sendable, Element: AsyncSequence & Sendable, Element.Element: Sendable, Failure == Never {
-  /// Latest wins, over a sequence of sequences: delivers the elements of the newest inner sequence
-  /// and cancels the one it replaces; see ``switchToLatestFlow(_:)-(_)``.
-  ///
-  /// For an outer and inner sequences that cannot fail: neither can the result.
+extension AsyncSequence
+where Self: Sendable, Element: AsyncSequence & Sendable, Element.Element: Sendable, Failure == Never {
+  /// `switchToLatestFlow` as above. For an outer and inner sequences that cannot fail: neither can the result.
   ///
   /// ```swift
   /// let results = queries.map { api.search($0) }.catchInner { _ in Flow.just([]) }.switchToLatestFlow()
   /// ```
-  public func switchToLatestFlow() -> some AsyncSequence<Element.Element, Never> & Sendable where Element.Failure == Never {
+  public func switchToLatestFlow() -> some AsyncSequence<Element.Element, Never> & Sendable
+  where Element.Failure == Never {
     FlattenSequence(
       policy: .latest, outer: self, key: { _ in FlattenSingleKey() }, transform: { $0 }, outerFailure: absurd,
       innerFailure: absurd)

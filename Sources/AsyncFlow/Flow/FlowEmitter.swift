@@ -9,10 +9,6 @@
 public struct FlowEmitter<Element: Sendable>: Sendable {
   let sink: any EmitterSink<Element>
 
-  init(sink: any EmitterSink<Element>) {
-    self.sink = sink
-  }
-
   /// Delivers `value` to the consumer.
   ///
   /// Suspends only while the flow's `bufferSize` elements are already waiting for the consumer.

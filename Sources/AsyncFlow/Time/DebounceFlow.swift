@@ -9,9 +9,12 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```swift
   /// let queries = keystrokes.debounceFlow(for: .milliseconds(300), clock: clock)
   /// ```
-  public func debounceFlow<C: Clock>(for interval: C.Duration, clock: C) -> some AsyncSequence<Element, Failure> & Sendable {
+  public func debounceFlow<C: Clock>(for interval: C.Duration, clock: C) -> some AsyncSequence<Element, Failure>
+    & Sendable
+  {
     precondition(interval >= .zero, "debounceFlow(for:clock:): interval must be 0 or greater, got \(interval)")
-    return TimedSequence(machine: DebounceStateMachine<Element, Failure, C.Instant>(interval: interval), base: self, clock: clock)
+    return TimedSequence(
+      machine: DebounceStateMachine<Element, Failure, C.Instant>(interval: interval), base: self, clock: clock)
   }
 
   /// ``debounceFlow(for:clock:)`` on the `ContinuousClock`.

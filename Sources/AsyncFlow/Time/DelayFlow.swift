@@ -5,9 +5,11 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```swift
   /// let toasts = messages.delayFlow(for: .seconds(1), clock: clock)
   /// ```
-  public func delayFlow<C: Clock>(for interval: C.Duration, clock: C) -> some AsyncSequence<Element, Failure> & Sendable {
+  public func delayFlow<C: Clock>(for interval: C.Duration, clock: C) -> some AsyncSequence<Element, Failure> & Sendable
+  {
     precondition(interval >= .zero, "delayFlow(for:clock:): interval must be 0 or greater, got \(interval)")
-    return TimedSequence(machine: DelayStateMachine<Element, Failure, C.Instant>(interval: interval), base: self, clock: clock)
+    return TimedSequence(
+      machine: DelayStateMachine<Element, Failure, C.Instant>(interval: interval), base: self, clock: clock)
   }
 
   /// ``delayFlow(for:clock:)`` on the `ContinuousClock`.

@@ -22,7 +22,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```swift
   /// let positions = scrollOffsets.throttleFlow(for: .milliseconds(100), latest: false)
   /// ```
-  public func throttleFlow(for interval: Duration, latest: Bool = true) -> some AsyncSequence<Element, Failure> & Sendable {
+  public func throttleFlow(for interval: Duration, latest: Bool = true) -> some AsyncSequence<Element, Failure>
+    & Sendable
+  {
     throttleFlow(for: interval, clock: ContinuousClock(), latest: latest)
   }
 }

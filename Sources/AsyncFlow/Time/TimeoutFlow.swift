@@ -30,7 +30,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```swift
   /// let page = try await api.page(1).timeoutFlow(after: .seconds(5), clock: clock).first { _ in true }
   /// ```
-  public func timeoutFlow<C: Clock>(after interval: C.Duration, clock: C) -> some AsyncSequence<Element, any Error> & Sendable {
+  public func timeoutFlow<C: Clock>(after interval: C.Duration, clock: C) -> some AsyncSequence<Element, any Error>
+    & Sendable
+  {
     precondition(interval >= .zero, "timeoutFlow(after:clock:): interval must be 0 or greater, got \(interval)")
     let machine = TimeoutStateMachine<Element, Failure, any Error, C.Instant>(
       interval: interval, timeoutEnd: FlowTimeoutError(), mapFailure: { $0 })
@@ -56,7 +58,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   public func timeoutFlow<C: Clock>(
     finishingAfter interval: C.Duration, clock: C
   ) -> some AsyncSequence<Element, Failure> & Sendable {
-    precondition(interval >= .zero, "timeoutFlow(finishingAfter:clock:): interval must be 0 or greater, got \(interval)")
+    precondition(
+      interval >= .zero, "timeoutFlow(finishingAfter:clock:): interval must be 0 or greater, got \(interval)")
     let machine = TimeoutStateMachine<Element, Failure, Failure, C.Instant>(
       interval: interval, timeoutEnd: nil, mapFailure: { $0 })
     return TimedSequence(machine: machine, base: self, clock: clock)
@@ -79,7 +82,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   /// ```swift
   /// let ticks = heartbeats.timeoutFlow(after: .seconds(30), clock: clock)  // Failure == FlowTimeoutError
   /// ```
-  public func timeoutFlow<C: Clock>(after interval: C.Duration, clock: C) -> some AsyncSequence<Element, FlowTimeoutError> & Sendable {
+  public func timeoutFlow<C: Clock>(after interval: C.Duration, clock: C) -> some AsyncSequence<
+    Element, FlowTimeoutError
+  > & Sendable {
     precondition(interval >= .zero, "timeoutFlow(after:clock:): interval must be 0 or greater, got \(interval)")
     let machine = TimeoutStateMachine<Element, Never, FlowTimeoutError, C.Instant>(
       interval: interval, timeoutEnd: FlowTimeoutError(), mapFailure: absurd)
