@@ -54,7 +54,8 @@ struct TimeOperatorTests {
   }
 
   @Test func throttleCancelledLeavesNothingBehind() async {
-    let output = await marbles.record(marbles.input("a-b-c-d-e-f-g").throttleFlow(for: .seconds(3), clock: clock), ticks: 4)
+    let output = await marbles.record(
+      marbles.input("a-b-c-d-e-f-g").throttleFlow(for: .seconds(3), clock: clock), ticks: 4)
     #expect(output == "a--b")
     #expect(clock.pendingSleepers == 0)
   }
@@ -90,7 +91,8 @@ struct TimeOperatorTests {
   }
 
   @Test func timeoutCancelledLeavesNothingBehind() async {
-    let output = await marbles.record(marbles.input("a-b-c-d-e-f").timeoutFlow(after: .seconds(3), clock: clock), ticks: 3)
+    let output = await marbles.record(
+      marbles.input("a-b-c-d-e-f").timeoutFlow(after: .seconds(3), clock: clock), ticks: 3)
     #expect(output == "a-b")
     #expect(clock.pendingSleepers == 0)
   }

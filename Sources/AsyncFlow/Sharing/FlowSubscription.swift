@@ -1,0 +1,159 @@
+/// How a sequence ended, as a sink reports it.
+///
+/// ```swift
+/// flow.sink { completion in
+///   if case .failure(let error) = completion { log(error) }
+/// } receiveValue: { value in print(value) }
+/// ```
+public enum FlowCompletion<Failure: Error>: Sendable {
+  /// The sequence finished.
+  case finished
+  /// The sequence failed.
+  case failure(Failure)
+}
+
+extension AsyncSequence where Self: Sendable, Element: Sendable {
+  /// Iterates this sequence at once, in a task the returned subscription owns, calling
+  /// `receiveValue` for each element on the closure's own isolation: a `@MainActor` closure can
+  /// write main-actor state directly.
+  ///
+  /// `cancel()` on the subscription, or releasing it, cancels that task. When `cancel()` is called
+  /// from the closure's isolation (the main actor, for a `@MainActor` closure), nothing is
+  /// delivered after it returns.
+  ///
+  /// ```swift
+  /// @MainActor final class SearchModel {
+  ///   var results: [Result] = []
+  ///   var subscriptions = Set<FlowSubscription>()
+  ///   func bind(_ results: some AsyncSequence<[Result], Never> & Sendable) {
+  ///     results.sink { @MainActor [weak self] in self?.results = $0 }.store(in: &subscriptions)
+  ///   }
+  /// }
+  /// ```
+  public func sink(
+    receiveValue: @escaping @Sendable @isolated(any) (Element) async -> Void
+  ) -> FlowSubscription {
+    sink(receiveCompletion: { _ in }, receiveValue: receiveValue)
+  }
+
+  /// Like ``sink(receiveValue:)``, and reports the end (finished or the failure) to
+  /// `receiveCompletion`, unless the subscription was cancelled first.
+  ///
+  /// ```swift
+  /// let subscription = uploads.sink { completion in
+  ///   status = completion  // .finished or .failure(error)
+  /// } receiveValue: { progress in
+  ///   bar.progress = progress
+  /// }
+  /// ```
+  public func sink(
+    receiveCompletion: @escaping @Sendable @isolated(any) (FlowCompletion<Failure>) async -> Void,
+    receiveValue: @escaping @Sendable @isolated(any) (Element) async -> Void
+  ) -> FlowSubscription {
+    // The task holds the delivery gate, not the subscription: releasing the subscription must be
+    // able to end the task.
+    let gate = SinkDeliveryGate()
+    let task = FlowScheduling.startTask {
+      var iterator = self.makeAsyncIterator()
+      do throws(Failure) {
+        while let element = try await iterator.next(isolation: nil) {
+          guard await gate.deliver(element, to: receiveValue) else { return }
+        }
+        _ = await gate.deliver(.finished, to: receiveCompletion)
+      } catch {
+        _ = await gate.deliver(.failure(error), to: receiveCompletion)
+      }
+    }
+    return FlowSubscription(gate: gate, task: task)
+  }
+}
+
+/// A running sink: cancel it, or release it, to stop the iteration.
+///
+/// ```swift
+/// var subscriptions = Set<FlowSubscription>()
+/// subject.sink { print($0) }.store(in: &subscriptions)
+/// subscriptions.removeAll()   // cancels the sink
+/// ```
+public final class FlowSubscription: Sendable, Hashable {
+  private let gate: SinkDeliveryGate
+  private let task: Task<Void, Never>
+
+  init(gate: SinkDeliveryGate, task: Task<Void, Never>) {
+    self.gate = gate
+    self.task = task
+  }
+
+  deinit {
+    cancel()
+  }
+
+  /// Cancels the sink's task. Nothing is delivered after this returns when it is called from the
+  /// receiving closure's isolation; calling it again does nothing.
+  ///
+  /// ```swift
+  /// subscription.cancel()
+  /// ```
+  public func cancel() {
+    gate.close()
+    task.cancel()
+  }
+
+  /// Keeps the subscription alive as long as `set` holds it, as Combine's `AnyCancellable` does.
+  ///
+  /// ```swift
+  /// flow.sink { print($0) }.store(in: &subscriptions)
+  /// ```
+  public func store(in set: inout Set<FlowSubscription>) {
+    set.insert(self)
+  }
+
+  /// Identity: two subscriptions are equal only if they are the same one.
+  ///
+  /// ```swift
+  /// #expect(subscription == subscription)
+  /// ```
+  public static func == (lhs: FlowSubscription, rhs: FlowSubscription) -> Bool {
+    lhs === rhs
+  }
+
+  /// Hashes the identity.
+  ///
+  /// ```swift
+  /// var seen = Set([subscription])
+  /// ```
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(ObjectIdentifier(self))
+  }
+}
+
+/// Decides, on the receiver's isolation, whether a sink may still deliver.
+final class SinkDeliveryGate: Sendable {
+  private let isClosed = LockedState(false)
+
+  func close() {
+    isClosed.withLock { $0 = true }
+  }
+
+  private var isCancelled: Bool {
+    isClosed.withLock { $0 }
+  }
+
+  /// Calls `receive` unless cancelled; returns whether the sink goes on.
+  func deliver<Value: Sendable>(
+    _ value: Value, to receive: @escaping @Sendable @isolated(any) (Value) async -> Void
+  ) async -> Bool {
+    await deliver(value, to: receive, on: receive.isolation)
+  }
+
+  /// Runs on the receiver's isolation, so that the check and the start of `receive` cannot be
+  /// separated by a `cancel()` made there.
+  private func deliver<Value: Sendable>(
+    _ value: Value, to receive: @escaping @Sendable @isolated(any) (Value) async -> Void,
+    on isolation: isolated (any Actor)?
+  ) async -> Bool {
+    guard !isCancelled else { return false }
+    await receive(value)
+    return !isCancelled
+  }
+}

@@ -1,0 +1,69 @@
+/// How many elements a subscriber of a hot source keeps while it is slower than the sender.
+///
+/// ```swift
+/// let positions = PassthroughFlow<CGPoint, Never>(bufferingPolicy: .bufferingNewest(1))
+/// ```
+public struct FlowBufferingPolicy: Sendable, Equatable, CustomStringConvertible {
+  enum Storage: Sendable, Equatable {
+    case unbounded
+    case newest(Int)
+    case oldest(Int)
+  }
+
+  let storage: Storage
+
+  /// Keeps every element: nothing is lost, and memory grows with the subscriber's backlog.
+  ///
+  /// ```swift
+  /// let events = PassthroughFlow<Event, Never>(bufferingPolicy: .unbounded)
+  /// ```
+  public static var unbounded: Self { Self(storage: .unbounded) }
+
+  /// Keeps the newest `limit` elements, dropping older ones: for state, where only the latest
+  /// matters.
+  ///
+  /// ```swift
+  /// let progress = PassthroughFlow<Double, Never>(bufferingPolicy: .bufferingNewest(1))
+  /// ```
+  public static func bufferingNewest(_ limit: Int) -> Self {
+    precondition(limit >= 0, "FlowBufferingPolicy.bufferingNewest(_:): limit must be 0 or greater, got \(limit)")
+    return Self(storage: .newest(limit))
+  }
+
+  /// Keeps the oldest `limit` elements, dropping newer ones until the subscriber catches up.
+  ///
+  /// ```swift
+  /// let commands = PassthroughFlow<Command, Never>(bufferingPolicy: .bufferingOldest(100))
+  /// ```
+  public static func bufferingOldest(_ limit: Int) -> Self {
+    precondition(limit >= 0, "FlowBufferingPolicy.bufferingOldest(_:): limit must be 0 or greater, got \(limit)")
+    return Self(storage: .oldest(limit))
+  }
+
+  /// The policy as written in code, as in `.bufferingNewest(1)`.
+  ///
+  /// ```swift
+  /// print(FlowBufferingPolicy.unbounded)  // .unbounded
+  /// ```
+  public var description: String {
+    switch storage {
+    case .unbounded: ".unbounded"
+    case .newest(let limit): ".bufferingNewest(\(limit))"
+    case .oldest(let limit): ".bufferingOldest(\(limit))"
+    }
+  }
+
+  /// Adds `element` to `buffer` as this policy says.
+  func append<Element>(_ element: Element, to buffer: inout [Element]) {
+    switch storage {
+    case .unbounded:
+      buffer.append(element)
+    case .newest(let limit):
+      guard limit > 0 else { return }
+      if buffer.count >= limit { buffer.removeFirst(buffer.count - limit + 1) }
+      buffer.append(element)
+    case .oldest(let limit):
+      if buffer.count < limit { buffer.append(element) }
+    }
+  }
+}

@@ -1,0 +1,103 @@
+/// A hot source: values sent while nobody listens are dropped, and every subscriber gets every
+/// value sent after it subscribed, in order, subject to its buffering policy. `send` is
+/// synchronous, never blocks, and can be called from any isolation.
+///
+/// A subscriber is registered when its iterator is made, not at its first `next()`, so nothing
+/// sent in between is lost. A slow subscriber never slows `send` or the other subscribers.
+///
+/// ```swift
+/// let searchText = PassthroughFlow<String, Never>()
+/// let results = searchText.debounceFlow(for: .milliseconds(300)).switchToLatestFlow { api.search($0) }
+/// searchText.send("swift")
+/// ```
+public final class PassthroughFlow<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
+  private let storage: SubjectStorage<Element, Failure>
+
+  /// Creates a subject whose subscribers each buffer by `bufferingPolicy`.
+  ///
+  /// ```swift
+  /// let taps = PassthroughFlow<Void, Never>(bufferingPolicy: .bufferingNewest(1))
+  /// ```
+  public init(bufferingPolicy: FlowBufferingPolicy = .unbounded) {
+    storage = SubjectStorage(SubjectStateMachine(policy: bufferingPolicy, replayLimit: 0))
+  }
+
+  /// Delivers `element` to every current subscriber; ignored after the end.
+  ///
+  /// ```swift
+  /// subject.send(42)
+  /// ```
+  public func send(_ element: Element) {
+    storage.send(element)
+  }
+
+  /// Ends every subscriber once it has drained what was already buffered for it; later
+  /// subscribers finish at once.
+  ///
+  /// ```swift
+  /// subject.finish()
+  /// ```
+  public func finish() {
+    storage.end(failure: nil)
+  }
+
+  /// Fails every subscriber with `error` once it has drained its buffer; later subscribers fail
+  /// at once.
+  ///
+  /// ```swift
+  /// subject.fail(.disconnected)
+  /// ```
+  public func fail(_ error: Failure) {
+    storage.end(failure: error)
+  }
+
+  /// The number of subscribers right now; a cancelled or released one is removed at once.
+  ///
+  /// ```swift
+  /// #expect(subject.subscriberCount == 0)
+  /// ```
+  public var subscriberCount: Int {
+    storage.subscriberCount
+  }
+
+  /// Subscribes: values sent from now on are buffered for this iterator.
+  ///
+  /// ```swift
+  /// var iterator = subject.makeAsyncIterator()
+  /// subject.send(1)
+  /// let one = await iterator.next()  // 1
+  /// ```
+  public func makeAsyncIterator() -> Iterator {
+    Iterator(subscriber: SubjectSubscriber(storage))
+  }
+
+  /// One subscription to a ``PassthroughFlow``.
+  ///
+  /// ```swift
+  /// for await value in subject { print(value) }
+  /// ```
+  public struct Iterator: AsyncIteratorProtocol {
+    let subscriber: SubjectSubscriber<Element, Failure>
+
+    /// Returns the next value sent, waiting for it if needed.
+    ///
+    /// ```swift
+    /// let value = try await iterator.next(isolation: #isolation)
+    /// ```
+    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+      try await subscriber.next(isolation: actor)
+    }
+
+    /// Returns the next value; see ``next(isolation:)``.
+    ///
+    /// ```swift
+    /// let value = try await iterator.next()
+    /// ```
+    public mutating func next() async throws(Failure) -> Element? {
+      try await subscriber.next(isolation: nil)
+    }
+  }
+}
+
+@available(*, unavailable)
+extension PassthroughFlow.Iterator: Sendable {}

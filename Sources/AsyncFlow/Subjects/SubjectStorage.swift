@@ -1,0 +1,91 @@
+/// Owns the lock around a ``SubjectStateMachine``; continuations are resumed after it is released.
+final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
+  let state: LockedState<SubjectStateMachine<Element, Failure>>
+  /// Told about demand and departures, for sources that start an upstream (`shareFlow`).
+  let upstream: (any SubjectUpstream)?
+
+  init(_ machine: SubjectStateMachine<Element, Failure>, upstream: (any SubjectUpstream)? = nil) {
+    self.state = LockedState(machine)
+    self.upstream = upstream
+  }
+
+  var subscriberCount: Int { state.withLock { $0.subscriberCount } }
+
+  func send(_ element: Element) {
+    for consumer in state.withLock({ $0.send(element) }) { consumer.resume() }
+  }
+
+  func end(failure: Failure?) {
+    for consumer in state.withLock({ $0.end(failure: failure) }) { consumer.resume() }
+  }
+
+  func unsubscribe(_ id: Int) {
+    let (consumer, remaining) = state.withLock { state in (state.unsubscribe(id), state.subscriberCount) }
+    consumer?.resume()
+    upstream?.subscribersLeft(remaining: remaining)
+  }
+}
+
+/// An upstream that a subject starts on demand and stops when nobody listens.
+protocol SubjectUpstream: Sendable {
+  func demanded()
+  func subscribersLeft(remaining: Int)
+}
+
+/// One subscriber's end of a hot source: it is registered when made, serves its batch without
+/// locking, and unsubscribes when released.
+final class SubjectSubscriber<Element: Sendable, Failure: Error> {
+  private let storage: SubjectStorage<Element, Failure>
+  private let id: Int
+  private var batch: [Element] = []
+  private var position = 0
+  private var isSubscribed = true
+
+  init(_ storage: SubjectStorage<Element, Failure>) {
+    self.storage = storage
+    self.id = storage.state.withLock { $0.subscribe() }
+  }
+
+  deinit {
+    if isSubscribed { storage.unsubscribe(id) }
+  }
+
+  func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+    guard isSubscribed else { return nil }
+    if Task.isCancelled { return leave() }
+    if position < batch.count {
+      defer { position += 1 }
+      return batch[position]
+    }
+    storage.upstream?.demanded()
+    while true {
+      let storage = self.storage
+      let id = self.id
+      switch storage.state.withLock({ $0.next(id, swapping: &batch) }) {
+      case .deliver:
+        position = 1
+        return batch[0]
+      case .suspend:
+        await withTaskCancellationHandler {
+          await withUnsafeContinuation(isolation: actor) { (continuation: UnsafeContinuation<Void, Never>) in
+            storage.state.withLock { $0.suspend(id, continuation) }?.resume()
+          }
+        } onCancel: {
+          storage.unsubscribe(id)
+        }
+        if Task.isCancelled { return leave() }
+      case .end(let failure):
+        isSubscribed = false
+        if let failure { throw failure }
+        return nil
+      }
+    }
+  }
+
+  private func leave() -> Element? {
+    isSubscribed = false
+    batch = []
+    storage.unsubscribe(id)
+    return nil
+  }
+}

@@ -1,0 +1,245 @@
+import AsyncFlow
+import AsyncFlowTesting
+import Testing
+
+@testable import AsyncFlow
+
+@Suite("PassthroughFlow, CurrentValueFlow, shareFlow, sink")
+struct HotSourcesTests {
+  // MARK: PassthroughFlow
+
+  @Test func subscriberIsRegisteredWhenItsIteratorIsMade() async throws {
+    let subject = PassthroughFlow<Int, Never>()
+    subject.send(0)  // nobody listens: dropped
+    var iterator = subject.makeAsyncIterator()
+    #expect(subject.subscriberCount == 1)
+    subject.send(1)
+    #expect(await iterator.next() == 1)
+  }
+
+  @Test func everySubscriberGetsEveryValueInOrder() async {
+    let subject = PassthroughFlow<Int, Never>()
+    var fast = subject.makeAsyncIterator()
+    var slow = subject.makeAsyncIterator()
+    for value in 1...100 { subject.send(value) }
+    subject.finish()
+    var fastValues: [Int] = []
+    while let value = await fast.next() { fastValues.append(value) }
+    var slowValues: [Int] = []
+    while let value = await slow.next() { slowValues.append(value) }
+    #expect(fastValues == Array(1...100))
+    #expect(slowValues == Array(1...100))
+  }
+
+  @Test func bufferingPoliciesKeepWhatTheySay() async {
+    let newest = PassthroughFlow<Int, Never>(bufferingPolicy: .bufferingNewest(2))
+    let oldest = PassthroughFlow<Int, Never>(bufferingPolicy: .bufferingOldest(2))
+    var newestIterator = newest.makeAsyncIterator()
+    var oldestIterator = oldest.makeAsyncIterator()
+    for value in 1...5 {
+      newest.send(value)
+      oldest.send(value)
+    }
+    newest.finish()
+    oldest.finish()
+    var newestValues: [Int] = []
+    while let value = await newestIterator.next() { newestValues.append(value) }
+    var oldestValues: [Int] = []
+    while let value = await oldestIterator.next() { oldestValues.append(value) }
+    #expect(newestValues == [4, 5])
+    #expect(oldestValues == [1, 2])
+    #expect(FlowBufferingPolicy.bufferingNewest(2) != .bufferingOldest(2))
+  }
+
+  @Test func finishAndFailEndSubscribersAfterTheirBuffer() async throws {
+    let subject = PassthroughFlow<Int, TestError>()
+    var iterator = subject.makeAsyncIterator()
+    subject.send(1)
+    subject.fail(TestError(id: 3))
+    subject.send(2)  // ignored after the end
+    #expect(try await iterator.next() == 1)
+    await #expect(throws: TestError(id: 3)) { try await iterator.next() }
+    #expect(try await iterator.next() == nil)
+    // A subscriber made after the end fails at once.
+    var late = subject.makeAsyncIterator()
+    await #expect(throws: TestError(id: 3)) { try await late.next() }
+
+    let finished = PassthroughFlow<Int, Never>()
+    finished.finish()
+    #expect(await collect(finished).elements.isEmpty)
+  }
+
+  @Test func cancelledOrReleasedSubscribersAreRemovedAtOnce() async {
+    let subject = PassthroughFlow<Int, Never>()
+    do {
+      let iterator = subject.makeAsyncIterator()
+      #expect(subject.subscriberCount == 1)
+      _ = iterator
+    }
+    #expect(subject.subscriberCount == 0)
+    let started = Signal()
+    let consumer = Task {
+      var iterator = subject.makeAsyncIterator()
+      started.fire()
+      return await iterator.next()
+    }
+    await started.wait()
+    consumer.cancel()
+    #expect(await consumer.value == nil)
+    #expect(subject.subscriberCount == 0)
+  }
+
+  @Test func manySendersLoseNothingAndKeepEachSendersOrder() async {
+    let subject = PassthroughFlow<(sender: Int, value: Int), Never>()
+    let perSender = 10_000
+    let received = await withTaskGroup(of: [[Int]].self) { group in
+      for _ in 0..<4 {
+        group.addTask {
+          var iterator = subject.makeAsyncIterator()
+          var bySender = [[Int]](repeating: [], count: 8)
+          for _ in 0..<(8 * perSender) {
+            guard let (sender, value) = await iterator.next() else { break }
+            bySender[sender].append(value)
+          }
+          return bySender
+        }
+      }
+      // Every subscriber is registered before the first value is sent (a condition, not a guess).
+      while subject.subscriberCount < 4 { await Task.yield() }
+      await withTaskGroup(of: Void.self) { senders in
+        for sender in 0..<8 {
+          senders.addTask {
+            for value in 0..<perSender { subject.send((sender, value)) }
+          }
+        }
+      }
+      return await group.reduce(into: []) { $0.append($1) }
+    }
+    #expect(received.count == 4)
+    for bySender in received {
+      #expect(bySender.allSatisfy { $0 == Array(0..<perSender) })
+    }
+  }
+
+  // MARK: CurrentValueFlow
+
+  @Test func currentValueGoesFirstThenLaterValuesConflated() async {
+    let current = CurrentValueFlow(1)
+    var iterator = current.makeAsyncIterator()
+    #expect(await iterator.next() == 1)
+    current.send(2)
+    current.send(3)
+    current.value = 4  // a slow subscriber sees only the latest
+    #expect(await iterator.next() == 4)
+    #expect(current.value == 4)
+    var late = current.makeAsyncIterator()
+    #expect(await late.next() == 4)
+    current.finish()
+    #expect(await iterator.next() == nil)
+    #expect(await collect(current).elements.isEmpty)  // after the end: finishes at once
+  }
+
+  // MARK: shareFlow
+
+  @Test func shareIteratesTheUpstreamOnceAndReplaysToLateSubscribers() async {
+    let iterations = LockedState(0)
+    let gate = Gate()
+    let upstream = Flow<Int, Never>(bufferSize: 0) { emitter in
+      iterations.withLock { $0 += 1 }
+      await emitter.emit(1)
+      await emitter.emit(2)
+      await gate.wait()
+      await emitter.emit(3)
+    }
+    let shared = upstream.shareFlow(replay: 1)
+    var first = shared.makeAsyncIterator()
+    #expect(iterations.withLock { $0 } == 0)  // started by the first next(), not by subscribing
+    #expect(try! await first.next() == 1)
+    #expect(try! await first.next() == 2)
+    await gate.entered()
+    var late = shared.makeAsyncIterator()  // replays 2, then live
+    gate.release()
+    #expect(try! await late.next() == 2)
+    #expect(try! await late.next() == 3)
+    #expect(try! await late.next() == nil)
+    #expect(try! await first.next() == 3)
+    #expect(try! await first.next() == nil)
+    #expect(iterations.withLock { $0 } == 1)
+  }
+
+  @Test func shareCancelsTheUpstreamWhenTheLastSubscriberLeaves() async {
+    let ended = Signal()
+    let upstream = Flow<Int, Never> { emitter in
+      defer { ended.fire() }
+      var value = 0
+      while !Task.isCancelled {
+        value += 1
+        await emitter.emit(value)
+      }
+    }
+    let shared = upstream.shareFlow()
+    do {
+      var iterator = shared.makeAsyncIterator()
+      _ = try! await iterator.next()
+    }
+    await ended.wait()
+  }
+
+  @Test func shareDeliversTheUpstreamFailureToEverySubscriber() async {
+    let gate = Gate()
+    let upstream = Flow<Int, TestError> { emitter throws(TestError) in
+      await gate.wait()
+      throw TestError(id: 8)
+    }
+    let shared = upstream.shareFlow()
+    let clock = TestClock()
+    let a = clock.task { await collect(shared).failure }
+    let b = clock.task { await collect(shared).failure }
+    await clock.runCurrent()  // both have subscribed and wait; the upstream is parked
+    #expect(gate.parkedCount == 1)
+    gate.release()
+    #expect(await a.value == TestError(id: 8))
+    #expect(await b.value == TestError(id: 8))
+  }
+
+  // MARK: sink
+
+  @Test func sinkStartsAtOnceAndStopsDeliveringOnCancel() async {
+    let subject = PassthroughFlow<Int, Never>()
+    let received = LockedState<[Int]>([])
+    let gotOne = Signal()
+    let subscription = subject.sink { @MainActor value in
+      received.withLock { $0.append(value) }
+      gotOne.fire()
+    }
+    while subject.subscriberCount == 0 { await Task.yield() }
+    subject.send(1)
+    await gotOne.wait()
+    await MainActor.run { subscription.cancel() }
+    subject.send(2)
+    while subject.subscriberCount != 0 { await Task.yield() }  // the sink's iteration has ended
+    #expect(received.withLock { $0 } == [1])
+  }
+
+  @Test func sinkReportsCompletionAndReleasingCancels() async {
+    let done = Signal()
+    let completion = LockedState<String>("")
+    let subscription = Flow<Int, TestError>.fail(TestError(id: 4)).sink { result in
+      if case .failure(let error) = result { completion.withLock { $0 = "failed \(error.id)" } }
+      done.fire()
+    } receiveValue: { _ in
+    }
+    await done.wait()
+    #expect(completion.withLock { $0 } == "failed 4")
+    var subscriptions = Set<FlowSubscription>()
+    subscription.store(in: &subscriptions)
+    #expect(subscriptions.contains(subscription))
+
+    let subject = PassthroughFlow<Int, Never>()
+    var released: FlowSubscription? = subject.sink { _ in }
+    while subject.subscriberCount == 0 { await Task.yield() }
+    released = nil
+    _ = released
+    while subject.subscriberCount != 0 { await Task.yield() }
+  }
+}
