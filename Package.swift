@@ -15,7 +15,9 @@ let package = Package(
     .target(name: "AsyncFlowTesting", dependencies: ["AsyncFlow"]),
     .executableTarget(name: "search-demo", dependencies: ["AsyncFlow", "AsyncFlowTesting"]),
     .executableTarget(name: "flow-benchmarks", dependencies: ["AsyncFlow"], path: "Benchmarks/Sources"),
+    .target(name: "GuideExamples", dependencies: ["AsyncFlow", "AsyncFlowTesting"], path: "Guides/Examples"),
     .testTarget(name: "AsyncFlowTests", dependencies: ["AsyncFlow", "AsyncFlowTesting"]),
+    .testTarget(name: "GuideExamplesTests", dependencies: ["GuideExamples", "AsyncFlow", "AsyncFlowTesting"]),
     .testTarget(name: "AsyncFlowTestingTests", dependencies: ["AsyncFlowTesting"]),
   ],
   swiftLanguageModes: [.v6]

@@ -5,30 +5,7 @@ struct TestError: Error, Hashable {
 }
 
 /// A one-shot event: `wait()` returns once `fire()` has been called, before or after.
-final class Signal: Sendable {
-  private let state = LockedState<(fired: Bool, waiters: [UnsafeContinuation<Void, Never>])>((false, []))
-
-  func fire() {
-    let waiters = state.withLock { state in
-      state.fired = true
-      defer { state.waiters.removeAll() }
-      return state.waiters
-    }
-    for waiter in waiters { waiter.resume() }
-  }
-
-  var isFired: Bool { state.withLock { $0.fired } }
-
-  func wait() async {
-    await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-      let fired = state.withLock { state in
-        if !state.fired { state.waiters.append(continuation) }
-        return state.fired
-      }
-      if fired { continuation.resume() }
-    }
-  }
-}
+typealias Signal = CompletionSignal
 
 /// A thread-safe log of events, for asserting the order in which concurrent code ran.
 final class EventLog<Event: Sendable>: Sendable {

@@ -1,0 +1,28 @@
+/// A one-shot event: `wait()` returns once `fire()` has been called, before or after. Waiting is
+/// not cancellable: it is for an end that is sure to come.
+package final class CompletionSignal: Sendable {
+  private let state = LockedState<(fired: Bool, waiters: [UnsafeContinuation<Void, Never>])>((false, []))
+
+  package init() {}
+
+  package func fire() {
+    let waiters = state.withLock { state in
+      state.fired = true
+      defer { state.waiters.removeAll() }
+      return state.waiters
+    }
+    for waiter in waiters { waiter.resume() }
+  }
+
+  package var isFired: Bool { state.withLock { $0.fired } }
+
+  package func wait() async {
+    await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+      let fired = state.withLock { state in
+        if !state.fired { state.waiters.append(continuation) }
+        return state.fired
+      }
+      if fired { continuation.resume() }
+    }
+  }
+}

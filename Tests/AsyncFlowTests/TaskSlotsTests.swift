@@ -1,0 +1,154 @@
+import AsyncFlow
+import AsyncFlowTesting
+import Testing
+
+@testable import AsyncFlow
+
+@Suite("TaskSlots and Generation")
+struct TaskSlotsTests {
+  @Test func latestWinsCancelsTheOldTaskBeforeTheNewOneStarts() async {
+    let slots = TaskSlots<String>()
+    let gate = Gate()
+    let log = EventLog<String>()
+    let first = slots.run("load") {
+      await gate.wait()  // returns once cancelled
+      log.append("first ended, cancelled: \(Task.isCancelled)")
+    }
+    await gate.entered()
+    let firstTask = first!
+    let second = slots.run("load") {
+      log.append("second started, first cancelled: \(firstTask.isCancelled)")
+      await gate.wait()
+    }
+    await first?.value
+    // The superseded task's completion left its successor in the slot.
+    #expect(slots.isRunning("load"))
+    #expect(slots.runningCount == 1)
+    await gate.entered()
+    gate.release()
+    await second?.value
+    #expect(log.all.contains("second started, first cancelled: true"))
+    #expect(log.all.contains("first ended, cancelled: true"))
+    #expect(slots.runningCount == 0)
+  }
+
+  @Test func firstWinsIgnoresNewTasksWhileOneRuns() async {
+    let slots = TaskSlots<String>()
+    let gate = Gate()
+    let runs = LockedState(0)
+    let first = slots.run("submit", policy: .firstWins) {
+      runs.withLock { $0 += 1 }
+      await gate.wait()
+    }
+    await gate.entered()
+    #expect(slots.run("submit", policy: .firstWins) { runs.withLock { $0 += 1 } } == nil)
+    gate.release()
+    await first?.value
+    let third = slots.run("submit", policy: .firstWins) { runs.withLock { $0 += 1 } }
+    #expect(third != nil)
+    await third?.value
+    #expect(runs.withLock { $0 } == 2)
+  }
+
+  @Test func queueRunsOneAtATimeInCallOrder() async {
+    let slots = TaskSlots<String>()
+    let log = EventLog<String>()
+    var tasks: [Task<Void, Never>] = []
+    for index in 1...3 {
+      tasks.append(
+        slots.run("save", policy: .queue) {
+          log.append("start \(index)")
+          await Task.yield()
+          log.append("end \(index)")
+        }!)
+    }
+    for task in tasks { await task.value }
+    #expect(log.all == ["start 1", "end 1", "start 2", "end 2", "start 3", "end 3"])
+  }
+
+  @Test func cancellingAQueueCancelsTheRunningTaskAndDropsTheQueuedOnes() async {
+    let slots = TaskSlots<String>()
+    let gate = Gate()
+    let log = EventLog<String>()
+    var tasks: [Task<Void, Never>] = []
+    for index in 1...3 {
+      tasks.append(
+        slots.run("save", policy: .queue) {
+          log.append("start \(index)")
+          await gate.wait()
+        }!)
+    }
+    await gate.entered()
+    slots.cancel("save")
+    #expect(slots.runningCount == 0)
+    for task in tasks { await task.value }
+    #expect(log.all == ["start 1"])
+  }
+
+  @Test func runningTheListenerSevenTimesLeavesExactlyOne() async {
+    let slots = TaskSlots<String>()
+    let messages = PassthroughFlow<String, Never>()
+    let received = LockedState<[String: Int]>([:])
+    for _ in 0..<7 {  // an onAppear that fires seven times
+      slots.run("listener") {
+        for await message in messages { received.withLock { $0[message, default: 0] += 1 } }
+      }
+    }
+    while messages.subscriberCount != 1 { await Task.yield() }  // the six superseded listeners left
+    messages.send("hello")
+    while received.withLock({ $0["hello"] }) == nil { await Task.yield() }
+    messages.finish()
+    while slots.runningCount != 0 { await Task.yield() }
+    #expect(received.withLock { $0 } == ["hello": 1])
+  }
+
+  @Test func identitiesNeverAffectEachOther() async {
+    let slots = TaskSlots<Int>()
+    let gate = Gate()
+    let done = LockedState(0)
+    var tasks: [Task<Void, Never>] = []
+    for row in 0..<100 {
+      tasks.append(
+        slots.run(row) {
+          await gate.wait()
+          if !Task.isCancelled { done.withLock { $0 += 1 } }
+        }!)
+    }
+    await gate.entered(count: 100)
+    #expect(slots.runningCount == 100)
+    gate.release()
+    for task in tasks { await task.value }
+    #expect(done.withLock { $0 } == 100)
+    #expect(slots.runningCount == 0)
+  }
+
+  @Test func cancelAllAndReleasingTheSlotsCancelEveryTask() async {
+    let gate = Gate()
+    var slots: TaskSlots<Int>? = TaskSlots<Int>()
+    var tasks: [Task<Void, Never>] = []
+    for id in 0..<3 { tasks.append(slots!.run(id) { await gate.wait() }!) }
+    await gate.entered(count: 3)
+    slots!.cancelAll()
+    #expect(slots!.runningCount == 0)
+    for task in tasks { await task.value }
+
+    tasks = []
+    for id in 0..<3 { tasks.append(slots!.run(id, policy: .concurrent) { await gate.wait() }!) }
+    await gate.entered(count: 3)
+    slots = nil  // tasks end with their owner
+    for task in tasks {
+      await task.value
+      #expect(task.isCancelled)
+    }
+  }
+
+  @Test func generationTokensGoStaleWhenItAdvances() {
+    var generation = Generation()
+    let loadMore = generation.current
+    #expect(generation.isCurrent(loadMore))
+    let refresh = generation.advance()
+    #expect(!generation.isCurrent(loadMore))
+    #expect(generation.isCurrent(refresh))
+    #expect(generation.current == refresh)
+  }
+}
