@@ -1,5 +1,107 @@
 import AsyncFlow
+import Foundation
 
-// A placeholder until the benchmark workloads land.
-let sum = await Flow.sequence(0..<1000).map { $0 * 2 }.filter { $0 % 3 != 0 }.reduce(0, +)
-print("flow-benchmarks: no workloads yet (checksum \(sum))")
+// flow-benchmarks: every hot path against an in-process baseline. Release builds only:
+//   swift run -c release flow-benchmarks [--quick] [--filter NAME] [--json PATH]
+
+let options = Options(arguments: CommandLine.arguments)
+let scale = options.quick ? 100 : 1
+let repetitions = options.quick ? 3 : 5
+
+let benchmarks: [(size: Int, Benchmark)] = [
+  (1_000_000, Benchmark(workload: "W0", implementation: "loop", isBaseline: true) { w0Loop($0) }),
+  (1_000_000, Benchmark(workload: "W1", implementation: "stdlib", isBaseline: true) { await w1Stdlib($0) }),
+  (
+    1_000_000, Benchmark(workload: "W1", implementation: "flowSequence", isBaseline: false) { await w1FlowSequence($0) }
+  ),
+  (
+    1_000_000,
+    Benchmark(workload: "W1", implementation: "flowMainActor", isBaseline: false) { await w1FlowMainActor($0) }
+  ),
+  (1_000_000, Benchmark(workload: "W1", implementation: "flowBuilder", isBaseline: false) { await w1FlowBuilder($0) }),
+  (1_000_000, Benchmark(workload: "W1", implementation: "asyncStream", isBaseline: false) { await w1AsyncStream($0) }),
+  (
+    1_000_000,
+    Benchmark(workload: "W2", implementation: "asyncStream1", isBaseline: true) {
+      await w2AsyncStream($0, subscribers: 1)
+    }
+  ),
+  (
+    1_000_000,
+    Benchmark(workload: "W2", implementation: "passthrough1", isBaseline: false) {
+      await w2Passthrough($0, subscribers: 1)
+    }
+  ),
+  (
+    1_000_000,
+    Benchmark(workload: "W2", implementation: "asyncStream4", isBaseline: true) {
+      await w2AsyncStream($0, subscribers: 4)
+    }
+  ),
+  (
+    1_000_000,
+    Benchmark(workload: "W2", implementation: "passthrough4", isBaseline: false) {
+      await w2Passthrough($0, subscribers: 4)
+    }
+  ),
+  (
+    1_000_000,
+    Benchmark(workload: "W2", implementation: "currentValue1", isBaseline: false) { await w2CurrentValue($0) }
+  ),
+  (100_000, Benchmark(workload: "W3", implementation: "naive", isBaseline: true) { await w3Naive($0) }),
+  (
+    100_000,
+    Benchmark(workload: "W3", implementation: "switchToLatest", isBaseline: false) { await w3SwitchToLatest($0) }
+  ),
+  (1_000_000, Benchmark(workload: "W4", implementation: "asyncStream", isBaseline: true) { await w4AsyncStream($0) }),
+  (1_000_000, Benchmark(workload: "W4", implementation: "merge", isBaseline: false) { await w4Merge($0) }),
+  (100_000, Benchmark(workload: "W6", implementation: "naive", isBaseline: true) { await w6Naive($0) }),
+  (100_000, Benchmark(workload: "W6", implementation: "taskSlotsLatest", isBaseline: false) { await w6TaskSlots($0) }),
+]
+
+let memoryBenchmarks: [MemoryBenchmark] = [
+  MemoryBenchmark(workload: "W5", implementation: "asyncStream", isBaseline: true) { await w5AsyncStream($0) },
+  MemoryBenchmark(workload: "W5", implementation: "passthrough", isBaseline: false) { await w5Passthrough($0) },
+  MemoryBenchmark(workload: "W5", implementation: "passthroughIterator", isBaseline: false) {
+    await w5PassthroughIterators($0)
+  },
+]
+
+/// The baseline each workload's ratios are taken against (W2 pairs subscriber counts).
+func baselineKey(for key: String) -> String? {
+  switch key {
+  case "W1.flowSequence", "W1.flowMainActor": "W1.stdlib"
+  case "W1.flowBuilder": "W1.asyncStream"
+  case "W1.asyncStream": "W1.stdlib"
+  case "W2.passthrough1", "W2.currentValue1": "W2.asyncStream1"
+  case "W2.passthrough4": "W2.asyncStream4"
+  case "W3.switchToLatest": "W3.naive"
+  case "W4.merge": "W4.asyncStream"
+  case "W5.passthrough", "W5.passthroughIterator": "W5.asyncStream"
+  case "W6.taskSlotsLatest": "W6.naive"
+  default: nil
+  }
+}
+
+var rows: [Row] = []
+for (size, benchmark) in benchmarks where options.includes("\(benchmark.workload).\(benchmark.implementation)") {
+  rows.append(await measure(benchmark, size: max(size / scale, 10), repetitions: repetitions))
+}
+for benchmark in memoryBenchmarks where options.includes("\(benchmark.workload).\(benchmark.implementation)") {
+  let count = options.quick ? 1_000 : 100_000
+  var samples: [Double] = []
+  for _ in 0..<(options.quick ? 1 : 3) { samples.append(await benchmark.run(count)) }
+  samples.sort()
+  rows.append(
+    Row(
+      key: "\(benchmark.workload).\(benchmark.implementation)", median: samples[samples.count / 2], min: samples.first!,
+      max: samples.last!, unit: "B", note: "bytes per idle subscriber, \(count) subscribers"))
+}
+for index in rows.indices {
+  guard let baseline = baselineKey(for: rows[index].key), let base = rows.first(where: { $0.key == baseline }) else {
+    continue
+  }
+  rows[index].ratio = rows[index].median / base.median
+}
+printTable(rows)
+if let path = options.jsonPath { writeJSON(rows, to: path) }

@@ -21,23 +21,43 @@ struct FlattenStateMachineTests {
     return machine
   }
 
-  @Test func testOuterElement_whenLatest_dropsThePendingElementOfTheSupersededInner() async {
+  @Test func testOuterElement_whenLatest_dropsThePendingElementsOfTheSupersededInner() async {
     var machine = running(.latest)
-    let first = machine.outerElement("a", key: 0)
-    #expect(first.startInner?.id == 0)
-    await withProducer { producer in
-      #expect(machine.offer(0, "a1", producer: producer).accepted)
-      let second = machine.outerElement("b", key: 0)
-      #expect(second.startInner?.id == 1)
-      #expect(second.resume.count == 1 && second.resume.first?.1 == false)
+    #expect(machine.outerElement("a", key: 0).startInner?.id == 0)
+    guard case .accepted = machine.offer(0, "a1") else {
+      Issue.record("expected the offer to be taken")
+      return
     }
+    #expect(machine.outerElement("b", key: 0).startInner?.id == 1)
     // "a1" was offered before "b" arrived, but is never delivered after it.
     guard case .suspend = machine.next() else {
       Issue.record("expected nothing to deliver")
       return
     }
+    guard case .dropped = machine.offer(0, "a2") else {
+      Issue.record("expected the superseded inner to be told to stop")
+      return
+    }
+  }
+
+  @Test func testOuterElement_whenLatestAndTheInnerWaitsForRoom_resumesItToStop() async {
+    var machine = running(.latest)
+    _ = machine.outerElement("a", key: 0)
+    for index in 0..<Machine.innerBufferLimit {
+      guard case .accepted = machine.offer(0, "a\(index)") else {
+        Issue.record("expected room for \(index)")
+        return
+      }
+    }
+    guard case .full = machine.offer(0, "more") else {
+      Issue.record("expected the inner to be full")
+      return
+    }
     await withProducer { producer in
-      #expect(machine.offer(0, "a2", producer: producer).accepted == false)
+      #expect(machine.waitForRoom(0, producer) == nil)
+      let effects = machine.outerElement("b", key: 0)
+      #expect(effects.resume.count == 1 && effects.resume.first?.1 == false)
+      #expect(effects.cancel.isEmpty)  // the task was never attached in this test
     }
   }
 

@@ -11,21 +11,28 @@ enum FlattenPolicy: Sendable, Equatable {
 /// The pure logic of every flattening operator: which inner sequences run, which are superseded,
 /// what the consumer may take and when the whole is over.
 ///
-/// Each inner runs in a task of its own and pulls its sequence on demand: it offers one element,
-/// then waits until the consumer takes it (or until it is superseded) before pulling the next. So
-/// an inner holds at most one element, and a superseded inner's element is dropped under the same
-/// lock that registers its successor: it can never reach the consumer afterwards.
+/// Each inner runs in a task of its own and pulls its sequence on demand: it may hold up to
+/// ``innerBufferLimit`` elements the consumer has not taken, then waits (or is superseded) before
+/// pulling more. So a slow consumer never makes anything buffer without bound, the hand-offs of a
+/// busy inner do not cost a suspension each, and a superseded inner's elements are dropped under
+/// the same lock that registers its successor: they can never reach the consumer afterwards.
 struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Element: Sendable, Failure: Error> {
   typealias Resumption = UnsafeContinuation<Bool, Never>
+
+  /// How many elements one inner may hold that the consumer has not taken yet.
+  static var innerBufferLimit: Int { 16 }
 
   private struct Inner {
     var key: Key
     /// False once superseded (or once the operator is ending): nothing it offers is taken.
     var isCurrent = true
-    var pending: Element?
-    /// The inner's task waiting for its pending element to be taken (`true`) or dropped (`false`).
+    var pending: [Element] = []
+    /// The inner's task waiting for room (`true`) or for being dropped (`false`).
     var producer: Resumption?
     var task: Task<Void, Never>?
+    /// The inner sequence ended while elements were still pending; it retires once they are taken.
+    var hasEnded = false
+    var failure: Failure?
   }
 
   private enum Phase {
@@ -62,6 +69,12 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
     var cancel: [Task<Void, Never>] = []
     var startInner: (id: Int, element: OuterElement)?
 
+    mutating func merge(_ other: Effects) {
+      resume += other.resume
+      resumeConsumer = resumeConsumer ?? other.resumeConsumer
+      cancel += other.cancel
+    }
+
     func perform() {
       for task in cancel { task.cancel() }
       for (continuation, value) in resume { continuation.resume(returning: value) }
@@ -97,10 +110,20 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
           ready.removeAll(keepingCapacity: true)
           readyStart = 0
         }
-        guard var inner = inners[id], inner.isCurrent, let element = inner.pending.take() else { continue }
+        guard var inner = inners[id], inner.isCurrent, !inner.pending.isEmpty else { continue }
+        let element = inner.pending.removeFirst()
         var effects = Effects()
-        if let producer = inner.producer.take() { effects.resume.append((producer, true)) }
-        inners[id] = inner
+        // Waking a full inner only once half its room is free keeps a busy inner and consumer from
+        // trading a suspension per element.
+        if inner.pending.count <= Self.innerBufferLimit / 2, let producer = inner.producer.take() {
+          effects.resume.append((producer, true))
+        }
+        if inner.hasEnded && inner.pending.isEmpty {
+          inners.removeValue(forKey: id)
+          effects.merge(retire(inner))
+        } else {
+          inners[id] = inner
+        }
         return .deliver(element, effects)
       }
       return .suspend
@@ -145,11 +168,12 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
     return task
   }
 
-  /// Whether the outer pump may pull; registers it to wait otherwise (`nil`).
-  mutating func outerMayPull(_ continuation: Resumption) -> Bool? {
+  /// Whether the outer pump may pull; `nil` if it must wait, in which case `continuation` (if
+  /// given) is registered to be resumed with the answer.
+  mutating func outerMayPull(_ continuation: Resumption?) -> Bool? {
     guard case .running = phase else { return false }
     if outerWanted { return true }
-    outerWaiting = continuation
+    if let continuation { outerWaiting = continuation }
     return nil
   }
 
@@ -192,25 +216,61 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
     return inner.isCurrent ? nil : task
   }
 
-  /// An inner offers `element`; returns `false` (to resume the inner at once) if it is not taken.
-  mutating func offer(_ id: Int, _ element: Element, producer: Resumption) -> (accepted: Bool, effects: Effects) {
-    guard case .running = phase, var inner = inners[id], inner.isCurrent else { return (false, Effects()) }
-    inner.pending = element
-    inner.producer = producer
+  enum OfferResult {
+    case accepted(Effects)
+    /// The inner holds ``innerBufferLimit`` elements: wait for room, then offer again.
+    case full
+    /// Superseded, or the operator is ending: stop.
+    case dropped
+  }
+
+  /// An inner offers `element`.
+  mutating func offer(_ id: Int, _ element: Element) -> OfferResult {
+    guard case .running = phase, var inner = inners[id], inner.isCurrent else { return .dropped }
+    guard inner.pending.count < Self.innerBufferLimit else { return .full }
+    inner.pending.append(element)
     inners[id] = inner
     ready.append(id)
     var effects = Effects()
     effects.resumeConsumer = consumer.take()
-    return (true, effects)
+    return .accepted(effects)
+  }
+
+  /// A full inner waits for room; returns the answer at once (`true`: offer again, `false`: stop)
+  /// if it need not wait.
+  mutating func waitForRoom(_ id: Int, _ producer: Resumption) -> Bool? {
+    guard case .running = phase, var inner = inners[id], inner.isCurrent else { return false }
+    guard inner.pending.count >= Self.innerBufferLimit else { return true }
+    inner.producer = producer
+    inners[id] = inner
+    return nil
   }
 
   mutating func innerEnded(_ id: Int, failure: Failure?) -> Effects {
-    guard let inner = inners.removeValue(forKey: id) else { return Effects() }
+    guard var inner = inners[id] else { return Effects() }
     // A superseded inner's end, failure included, is stale: it must not touch the live stream.
-    guard inner.isCurrent, case .running = phase else { return Effects() }
+    guard inner.isCurrent, case .running = phase else {
+      inners.removeValue(forKey: id)
+      return Effects()
+    }
+    inner.task = nil
+    inner.hasEnded = true
+    inner.failure = failure
+    // Elements it offered before it ended are delivered first; it retires after the last one.
+    guard inner.pending.isEmpty else {
+      inners[id] = inner
+      return Effects()
+    }
+    inners.removeValue(forKey: id)
+    return retire(inner)
+  }
+
+  /// An ended inner whose elements have all been taken leaves: it ends the operator if it failed,
+  /// lets the outer pull again (merge), and may finish the operator.
+  private mutating func retire(_ inner: Inner) -> Effects {
     activeCount -= 1
     if !isMerge { currentByKey.removeValue(forKey: inner.key) }
-    if let failure { return end(failure) }
+    if let failure = inner.failure { return end(failure) }
     var effects = finishIfDone()
     if let outer = outerWaiting.take() { effects.resume.append((outer, outerWanted)) }
     return effects
@@ -226,10 +286,11 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
   private mutating func supersede(_ id: Int, into effects: inout Effects) {
     guard var inner = inners[id] else { return }
     inner.isCurrent = false
-    inner.pending = nil
+    inner.pending = []
     if let producer = inner.producer.take() { effects.resume.append((producer, false)) }
     if let task = inner.task { effects.cancel.append(task) }
-    inners[id] = inner
+    // An inner that already ended has no task left to report back: it leaves now.
+    if inner.hasEnded { inners.removeValue(forKey: id) } else { inners[id] = inner }
     activeCount -= 1
     currentByKey.removeValue(forKey: inner.key)
   }
@@ -246,7 +307,7 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
     var effects = Effects()
     for (id, var inner) in inners {
       inner.isCurrent = false
-      inner.pending = nil
+      inner.pending = []
       if let producer = inner.producer.take() { effects.resume.append((producer, false)) }
       if let task = inner.task { effects.cancel.append(task) }
       inners[id] = inner

@@ -91,6 +91,9 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
 
   private func outerMayPull() async -> Bool {
     if Task.isCancelled { return false }
+    // Most of the time the answer is known at once: suspending only to resume at once would cost
+    // a trip through the executor per outer element.
+    if let answer = state.withLock({ $0.outerMayPull(nil) }) { return answer }
     return await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
       if let answer = state.withLock({ $0.outerMayPull(continuation) }) { continuation.resume(returning: answer) }
     }
@@ -123,12 +126,24 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
     }
   }
 
-  /// Hands `element` to the consumer and waits until it is taken (`true`) or dropped (`false`).
+  /// Hands `element` to the consumer, waiting while the inner already holds as many as it may;
+  /// `false` once the inner was dropped.
   private func offer(_ id: Int, _ element: Inner.Element) async -> Bool {
-    await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
-      let (accepted, effects) = state.withLock { $0.offer(id, element, producer: continuation) }
-      effects.perform()
-      if !accepted { continuation.resume(returning: false) }
+    while true {
+      switch state.withLock({ $0.offer(id, element) }) {
+      case .accepted(let effects):
+        effects.perform()
+        return true
+      case .dropped:
+        return false
+      case .full:
+        let offerAgain = await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
+          if let answer = state.withLock({ $0.waitForRoom(id, continuation) }) {
+            continuation.resume(returning: answer)
+          }
+        }
+        if !offerAgain { return false }
+      }
     }
   }
 }

@@ -9,6 +9,7 @@ package enum FlowScheduling {
 
   /// Starts one of an operator's internal tasks, on the preferred executor if one is set.
   package static func startTask(_ operation: sending @escaping () async -> Void) -> Task<Void, Never> {
-    Task(executorPreference: executor, operation: operation)
+    guard let executor else { return Task.detached(operation: operation) }
+    return Task(executorPreference: executor, operation: operation)
   }
 }

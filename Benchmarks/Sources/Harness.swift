@@ -1,0 +1,104 @@
+import Foundation
+
+/// One measured implementation of a workload: returns how many units it processed (elements, outer
+/// values, calls) and, optionally, a note such as a delivered count.
+struct Benchmark {
+  let workload: String
+  let implementation: String
+  let isBaseline: Bool
+  let run: @Sendable (_ size: Int) async -> (units: Int, note: String?)
+}
+
+/// A memory benchmark: returns bytes per subscriber.
+struct MemoryBenchmark {
+  let workload: String
+  let implementation: String
+  let isBaseline: Bool
+  let run: @Sendable (_ count: Int) async -> Double
+}
+
+struct Options {
+  var filter: String?
+  var quick = false
+  var jsonPath: String?
+
+  init(arguments: [String]) {
+    var iterator = arguments.dropFirst().makeIterator()
+    while let argument = iterator.next() {
+      switch argument {
+      case "--quick": quick = true
+      case "--filter": filter = iterator.next()
+      case "--json": jsonPath = iterator.next()
+      case "--help", "-h":
+        print("usage: flow-benchmarks [--quick] [--filter NAME] [--json PATH]")
+        exit(0)
+      default:
+        FileHandle.standardError.write("flow-benchmarks: unknown option \(argument)\n".data(using: .utf8)!)
+        print("usage: flow-benchmarks [--quick] [--filter NAME] [--json PATH]")
+        exit(2)
+      }
+    }
+  }
+
+  func includes(_ key: String) -> Bool {
+    guard let filter else { return true }
+    return key.localizedCaseInsensitiveContains(filter)
+  }
+}
+
+struct Row {
+  var key: String
+  var median: Double
+  var min: Double
+  var max: Double
+  var unit: String
+  var note: String?
+  var ratio: Double?
+}
+
+/// Median of `repetitions` runs after one warm-up, in nanoseconds per unit.
+func measure(_ benchmark: Benchmark, size: Int, repetitions: Int) async -> Row {
+  _ = await benchmark.run(max(size / 10, 1))  // warm-up
+  var samples: [Double] = []
+  var note: String?
+  for _ in 0..<repetitions {
+    let clock = ContinuousClock()
+    var result: (units: Int, note: String?) = (0, nil)
+    let elapsed = await clock.measure { result = await benchmark.run(size) }
+    note = result.note
+    let nanoseconds = Double(elapsed.components.seconds) * 1e9 + Double(elapsed.components.attoseconds) / 1e9
+    samples.append(nanoseconds / Double(max(result.units, 1)))
+  }
+  samples.sort()
+  return Row(
+    key: "\(benchmark.workload).\(benchmark.implementation)", median: samples[samples.count / 2], min: samples.first!,
+    max: samples.last!, unit: "ns", note: note)
+}
+
+/// Resident memory of this process, in bytes (Linux: /proc/self/statm).
+func residentBytes() -> Double {
+  guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+  let fields = text.split(separator: " ")
+  guard fields.count > 1, let pages = Double(fields[1]) else { return 0 }
+  return pages * Double(sysconf(Int32(_SC_PAGESIZE)))
+}
+
+func printTable(_ rows: [Row]) {
+  func pad(_ text: String, _ width: Int) -> String {
+    text.padding(toLength: max(width, text.count), withPad: " ", startingAt: 0)
+  }
+  print(pad("workload.implementation", 28) + pad("median", 12) + pad("min–max", 22) + pad("ratio", 10) + "note")
+  for row in rows {
+    let median = String(format: "%.1f %@", row.median, row.unit)
+    let range = String(format: "%.1f–%.1f", row.min, row.max)
+    let ratio = row.ratio.map { String(format: "%.3f", $0) } ?? "baseline"
+    print(pad(row.key, 28) + pad(median, 12) + pad(range, 22) + pad(ratio, 10) + (row.note ?? ""))
+  }
+}
+
+func writeJSON(_ rows: [Row], to path: String) {
+  var object: [String: Double] = [:]
+  for row in rows { object[row.key] = row.median }
+  let data = try! JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
+  _ = FileManager.default.createFile(atPath: path, contents: data)
+}

@@ -1,0 +1,299 @@
+import AsyncFlow
+
+/// The smallest synchronous `AsyncSequence`: the base of the stdlib chain in W1.
+struct Counter: AsyncSequence, Sendable {
+  let count: Int
+  struct AsyncIterator: AsyncIteratorProtocol {
+    var current = 0
+    let count: Int
+    mutating func next() async -> Int? {
+      guard current < count else { return nil }
+      defer { current += 1 }
+      return current
+    }
+  }
+  func makeAsyncIterator() -> AsyncIterator { AsyncIterator(count: count) }
+}
+
+@inline(never)
+func blackHole<T>(_ value: T) {}
+
+// MARK: W0, W1: a chain of map and filter
+
+func w0Loop(_ n: Int) -> (Int, String?) {
+  var sum = 0
+  for value in 0..<n {
+    let doubled = value * 2
+    if doubled % 3 != 0 { sum &+= doubled }
+  }
+  blackHole(sum)
+  return (n, nil)
+}
+
+func w1Stdlib(_ n: Int) async -> (Int, String?) {
+  let task = Task.detached {
+    var sum = 0
+    for await value in Counter(count: n).map({ $0 * 2 }).filter({ $0 % 3 != 0 }) { sum &+= value }
+    return sum
+  }
+  blackHole(await task.value)
+  return (n, nil)
+}
+
+func w1FlowSequence(_ n: Int) async -> (Int, String?) {
+  let task = Task.detached {
+    var sum = 0
+    for await value in Flow.sequence(0..<n).map({ $0 * 2 }).filter({ $0 % 3 != 0 }) { sum &+= value }
+    return sum
+  }
+  blackHole(await task.value)
+  return (n, nil)
+}
+
+@MainActor
+func w1FlowMainActor(_ n: Int) async -> (Int, String?) {
+  var sum = 0
+  for await value in Flow.sequence(0..<n).map({ $0 * 2 }).filter({ $0 % 3 != 0 }) { sum &+= value }
+  blackHole(sum)
+  return (n, nil)
+}
+
+func w1FlowBuilder(_ n: Int) async -> (Int, String?) {
+  let task = Task.detached {
+    var sum = 0
+    let flow = Flow<Int, Never> { emitter in
+      for value in 0..<n { await emitter.emit(value) }
+    }
+    for await value in flow.map({ $0 * 2 }).filter({ $0 % 3 != 0 }) { sum &+= value }
+    return sum
+  }
+  blackHole(await task.value)
+  return (n, nil)
+}
+
+func w1AsyncStream(_ n: Int) async -> (Int, String?) {
+  let task = Task.detached {
+    let (stream, continuation) = AsyncStream<Int>.makeStream()
+    let producer = Task {
+      for value in 0..<n { continuation.yield(value) }
+      continuation.finish()
+    }
+    var sum = 0
+    for await value in stream {
+      let doubled = value * 2
+      if doubled % 3 != 0 { sum &+= doubled }
+    }
+    await producer.value
+    return sum
+  }
+  blackHole(await task.value)
+  return (n, nil)
+}
+
+// MARK: W2: a hot source
+
+func w2Passthrough(_ n: Int, subscribers: Int) async -> (Int, String?) {
+  let subject = PassthroughFlow<Int, Never>()
+  let received = await withTaskGroup(of: Int.self) { group in
+    for _ in 0..<subscribers {
+      let iterator = subject.makeAsyncIterator()
+      group.addTask { [iterator] in
+        var iterator = iterator
+        var count = 0
+        while await iterator.next() != nil { count += 1 }
+        return count
+      }
+    }
+    group.addTask {
+      for value in 0..<n { subject.send(value) }
+      subject.finish()
+      return 0
+    }
+    return await group.reduce(0, +)
+  }
+  return (n, "delivered \(received)")
+}
+
+func w2AsyncStream(_ n: Int, subscribers: Int) async -> (Int, String?) {
+  let streams = (0..<subscribers).map { _ in AsyncStream<Int>.makeStream() }
+  let received = await withTaskGroup(of: Int.self) { group in
+    for (stream, _) in streams {
+      group.addTask {
+        var count = 0
+        for await _ in stream { count += 1 }
+        return count
+      }
+    }
+    group.addTask {
+      for value in 0..<n {
+        for (_, continuation) in streams { continuation.yield(value) }
+      }
+      for (_, continuation) in streams { continuation.finish() }
+      return 0
+    }
+    return await group.reduce(0, +)
+  }
+  return (n, "delivered \(received)")
+}
+
+func w2CurrentValue(_ n: Int) async -> (Int, String?) {
+  let subject = CurrentValueFlow(-1)
+  var iterator = subject.makeAsyncIterator()
+  let consumer = Task { [iterator] in
+    var iterator = iterator
+    var count = 0
+    while await iterator.next() != nil { count += 1 }
+    return count
+  }
+  _ = iterator
+  iterator = subject.makeAsyncIterator()  // released: only the consumer above subscribes
+  for value in 0..<n { subject.send(value) }
+  subject.finish()
+  let seen = await consumer.value
+  return (n, "seen \(seen) of \(n + 1) (conflated)")
+}
+
+// MARK: W3: switch to latest
+
+func w3SwitchToLatest(_ n: Int) async -> (Int, String?) {
+  let task = Task.detached {
+    var delivered = 0
+    for await _ in Flow.sequence(0..<n).switchToLatestFlow({ value in Flow.sequence([value, value, value]) }) {
+      delivered += 1
+    }
+    return delivered
+  }
+  let delivered = await task.value
+  return (n, "inner values delivered \(delivered)")
+}
+
+func w3Naive(_ n: Int) async -> (Int, String?) {
+  let (results, output) = AsyncStream<Int>.makeStream()
+  let task = Task.detached {
+    var current: Task<Void, Never>?
+    for value in 0..<n {
+      current?.cancel()
+      current = Task {
+        for inner in [value, value, value] {
+          if Task.isCancelled { return }
+          output.yield(inner)
+        }
+      }
+    }
+    await current?.value
+    output.finish()
+  }
+  var delivered = 0
+  for await _ in results { delivered += 1 }
+  await task.value
+  return (n, "inner values delivered \(delivered)")
+}
+
+// MARK: W4: merge
+
+func w4Merge(_ n: Int) async -> (Int, String?) {
+  let half = n / 2
+  let task = Task.detached {
+    var count = 0
+    let sources = [Flow.sequence(0..<half), Flow.sequence(0..<half)]
+    for await _ in Flow.sequence(sources).mergeFlow({ $0 }) { count += 1 }
+    return count
+  }
+  let count = await task.value
+  return (2 * half, "merged \(count)")
+}
+
+func w4AsyncStream(_ n: Int) async -> (Int, String?) {
+  let half = n / 2
+  let (stream, continuation) = AsyncStream<Int>.makeStream()
+  let producers = Task.detached {
+    await withTaskGroup(of: Void.self) { group in
+      for _ in 0..<2 { group.addTask { for value in 0..<half { continuation.yield(value) } } }
+    }
+    continuation.finish()
+  }
+  var count = 0
+  for await _ in stream { count += 1 }
+  await producers.value
+  return (2 * half, "merged \(count)")
+}
+
+// MARK: W5: idle subscribers
+
+func w5Passthrough(_ count: Int) async -> Double {
+  let subject = PassthroughFlow<Int, Never>()
+  let before = residentBytes()
+  var tasks: [Task<Void, Never>] = []
+  tasks.reserveCapacity(count)
+  for _ in 0..<count {
+    let iterator = subject.makeAsyncIterator()
+    tasks.append(
+      Task { [iterator] in
+        var iterator = iterator
+        _ = await iterator.next()
+      })
+  }
+  while subject.subscriberCount < count { await Task.yield() }
+  let after = residentBytes()
+  subject.finish()
+  for task in tasks { await task.value }
+  return (after - before) / Double(count)
+}
+
+func w5PassthroughIterators(_ count: Int) async -> Double {
+  let subject = PassthroughFlow<Int, Never>()
+  let before = residentBytes()
+  var iterators: [PassthroughFlow<Int, Never>.Iterator] = []
+  iterators.reserveCapacity(count)
+  for _ in 0..<count { iterators.append(subject.makeAsyncIterator()) }
+  let after = residentBytes()
+  blackHole(iterators.count)
+  return (after - before) / Double(count)
+}
+
+func w5AsyncStream(_ count: Int) async -> Double {
+  let before = residentBytes()
+  var continuations: [AsyncStream<Int>.Continuation] = []
+  var tasks: [Task<Void, Never>] = []
+  continuations.reserveCapacity(count)
+  tasks.reserveCapacity(count)
+  let started = AsyncStream<Void>.makeStream()
+  for _ in 0..<count {
+    let (stream, continuation) = AsyncStream<Int>.makeStream()
+    continuations.append(continuation)
+    tasks.append(
+      Task {
+        started.continuation.yield()
+        for await _ in stream {}
+      })
+  }
+  var running = 0
+  for await _ in started.stream {
+    running += 1
+    if running == count { break }
+  }
+  let after = residentBytes()
+  for continuation in continuations { continuation.finish() }
+  for task in tasks { await task.value }
+  return (after - before) / Double(count)
+}
+
+// MARK: W6: cancel and replace
+
+func w6TaskSlots(_ n: Int) async -> (Int, String?) {
+  let slots = TaskSlots<Int>()
+  var last: Task<Void, Never>?
+  for _ in 0..<n { last = slots.run(0) {} }
+  await last?.value
+  return (n, nil)
+}
+
+func w6Naive(_ n: Int) async -> (Int, String?) {
+  var current: Task<Void, Never>?
+  for _ in 0..<n {
+    current?.cancel()
+    current = Task {}
+  }
+  await current?.value
+  return (n, nil)
+}
