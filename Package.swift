@@ -13,7 +13,7 @@ let package = Package(
   targets: [
     .target(name: "AsyncFlow"),
     .target(name: "AsyncFlowTesting", dependencies: ["AsyncFlow"]),
-    .executableTarget(name: "search-demo", dependencies: ["AsyncFlow", "AsyncFlowTesting"]),
+    .executableTarget(name: "search-demo", dependencies: ["AsyncFlow", "AsyncFlowTesting", "GuideExamples"]),
     .executableTarget(name: "flow-benchmarks", dependencies: ["AsyncFlow"], path: "Benchmarks/Sources"),
     .target(name: "GuideExamples", dependencies: ["AsyncFlow", "AsyncFlowTesting"], path: "Guides/Examples"),
     .testTarget(name: "AsyncFlowTests", dependencies: ["AsyncFlow", "AsyncFlowTesting"]),
