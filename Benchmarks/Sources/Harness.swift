@@ -21,6 +21,8 @@ struct Options {
   var filter: String?
   var quick = false
   var jsonPath: String?
+  /// Set in a child process that measures one memory workload.
+  var memoryChild: (key: String, count: Int)?
 
   init(arguments: [String]) {
     var iterator = arguments.dropFirst().makeIterator()
@@ -29,6 +31,7 @@ struct Options {
       case "--quick": quick = true
       case "--filter": filter = iterator.next()
       case "--json": jsonPath = iterator.next()
+      case "--memory-child": memoryChild = (iterator.next() ?? "", Int(iterator.next() ?? "") ?? 0)
       case "--help", "-h":
         print("usage: flow-benchmarks [--quick] [--filter NAME] [--json PATH]")
         exit(0)
@@ -75,12 +78,27 @@ func measure(_ benchmark: Benchmark, size: Int, repetitions: Int) async -> Row {
     max: samples.last!, unit: "ns", note: note)
 }
 
-/// Resident memory of this process, in bytes (Linux: /proc/self/statm).
+/// Resident memory of this process, in bytes (Linux: /proc/self/statm). Memory workloads run in a
+/// fresh child process each: in a process that already ran other workloads the allocator reuses
+/// freed pages and resident memory barely moves (measured: 0 B per subscriber).
 func residentBytes() -> Double {
   guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
   let fields = text.split(separator: " ")
   guard fields.count > 1, let pages = Double(fields[1]) else { return 0 }
   return pages * Double(sysconf(Int32(_SC_PAGESIZE)))
+}
+
+/// Runs `--memory-child KEY COUNT` in a new process of this executable and reads its figure.
+func measureInChild(_ key: String, count: Int) -> Double {
+  let process = Process()
+  process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+  process.arguments = ["--memory-child", key, String(count)]
+  let pipe = Pipe()
+  process.standardOutput = pipe
+  do { try process.run() } catch { return .nan }
+  let data = pipe.fileHandleForReading.readDataToEndOfFile()
+  process.waitUntilExit()
+  return Double(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? .nan
 }
 
 func printTable(_ rows: [Row]) {
@@ -89,8 +107,8 @@ func printTable(_ rows: [Row]) {
   }
   print(pad("workload.implementation", 28) + pad("median", 12) + pad("min–max", 22) + pad("ratio", 10) + "note")
   for row in rows {
-    let median = String(format: "%.1f %@", row.median, row.unit)
-    let range = String(format: "%.1f–%.1f", row.min, row.max)
+    let median = String(format: "%.2f %@", row.median, row.unit)
+    let range = String(format: "%.2f–%.2f", row.min, row.max)
     let ratio = row.ratio.map { String(format: "%.3f", $0) } ?? "baseline"
     print(pad(row.key, 28) + pad(median, 12) + pad(range, 22) + pad(ratio, 10) + (row.note ?? ""))
   }

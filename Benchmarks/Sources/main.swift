@@ -83,6 +83,12 @@ func baselineKey(for key: String) -> String? {
   }
 }
 
+if let child = options.memoryChild {
+  let benchmark = memoryBenchmarks.first { "\($0.workload).\($0.implementation)" == child.key }!
+  print(await benchmark.run(child.count))
+  exit(0)
+}
+
 var rows: [Row] = []
 for (size, benchmark) in benchmarks where options.includes("\(benchmark.workload).\(benchmark.implementation)") {
   rows.append(await measure(benchmark, size: max(size / scale, 10), repetitions: repetitions))
@@ -90,7 +96,9 @@ for (size, benchmark) in benchmarks where options.includes("\(benchmark.workload
 for benchmark in memoryBenchmarks where options.includes("\(benchmark.workload).\(benchmark.implementation)") {
   let count = options.quick ? 1_000 : 100_000
   var samples: [Double] = []
-  for _ in 0..<(options.quick ? 1 : 3) { samples.append(await benchmark.run(count)) }
+  for _ in 0..<(options.quick ? 1 : 3) {
+    samples.append(measureInChild("\(benchmark.workload).\(benchmark.implementation)", count: count))
+  }
   samples.sort()
   rows.append(
     Row(

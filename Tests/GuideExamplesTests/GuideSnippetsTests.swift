@@ -1,0 +1,62 @@
+import AsyncFlow
+import AsyncFlowTesting
+import GuideExamples
+import Testing
+
+@Suite("Guide snippets run")
+struct GuideSnippetsTests {
+  let client = ArticlesClient(pages: [[Article(title: "swift")], [Article(title: "swiftui"), Article(title: "kotlin")]])
+
+  @Test func gettingStarted() async {
+    let states = await pageStates(from: client)
+    #expect(states.count == 3 && states[0].isLoading && states[2].value?.count == 2)
+    let failing = await pageStates(from: ArticlesClient(pages: [[Article(title: "a")]]))
+    #expect(failing.last?.failure is ClientError)
+    var found: [[Article]] = []
+    for await result in searches(Flow.sequence(["swift", "fail", "kotlin"]), client: client) { found.append(result) }
+    #expect(found.last == [Article(title: "kotlin")])  // the failed search did not end the stream
+  }
+
+  @Test func flatteningPoliciesCompileAndRun() async {
+    let queries = PassthroughFlow<String, Never>()
+    let taps = PassthroughFlow<Void, Never>()
+    let (results, _) = flatteningPolicies(queries: queries, payTaps: taps, client: client) { "receipt" }
+    let collected = Task { await Array(results.prefix(2)) }
+    while queries.subscriberCount == 0 { await Task.yield() }
+    queries.send("kotlin")
+    let states = await collected.value
+    #expect(states.last?.value == [Article(title: "kotlin")])
+  }
+
+  @Test func searchBoxOnATestClock() async {
+    let clock = TestClock()
+    let text = Flow.sequence(["s", "sw", "swiftui"])
+    let states = clock.task { await Array(searchBox(text, client: self.client, clock: clock)) }
+    await clock.run()
+    let result = await states.value
+    #expect(result.last?.value == [Article(title: "swiftui")])
+  }
+
+  @Test @MainActor func hotSourceSink() async {
+    let model = SearchFieldModel(client: client)
+    while model.searchText.subscriberCount == 0 { await Task.yield() }
+    model.textChanged("kotlin")
+    while model.state.value == nil { await Task.yield() }
+    #expect(model.state.value == [Article(title: "kotlin")])
+  }
+
+  @Test func testingSnippets() async {
+    let (output, pending) = await debounceDiagram()
+    #expect(output == "----b---[c|]" && pending == 0)
+    #expect(await cancelWhileInFlight())
+    #expect(await timerTicks() == [.seconds(1), .seconds(2), .seconds(3)])
+  }
+}
+
+
+func Array<S: AsyncSequence>(_ sequence: S) async -> [S.Element] where S.Failure == Never {
+  var elements: [S.Element] = []
+  var iterator = sequence.makeAsyncIterator()
+  while let element = await iterator.next(isolation: #isolation) { elements.append(element) }
+  return elements
+}
