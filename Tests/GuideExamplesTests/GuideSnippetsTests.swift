@@ -5,7 +5,9 @@ import Testing
 
 @Suite("Guide snippets run")
 struct GuideSnippetsTests {
-  let client = ArticlesClient(pages: [[Article(title: "swift")], [Article(title: "swiftui"), Article(title: "kotlin")]])
+  let client = ArticlesClient(pages: [
+    [Article(title: "swift")], [Article(title: "swiftui"), Article(title: "kotlin")],
+  ])
 
   @Test func gettingStarted() async {
     let states = await pageStates(from: client)
@@ -52,7 +54,6 @@ struct GuideSnippetsTests {
     #expect(await timerTicks() == [.seconds(1), .seconds(2), .seconds(3)])
   }
 }
-
 
 func Array<S: AsyncSequence>(_ sequence: S) async -> [S.Element] where S.Failure == Never {
   var elements: [S.Element] = []

@@ -1,5 +1,6 @@
 import AsyncFlow
 import AsyncFlowTesting
+import Foundation
 import GuideExamples
 import Testing
 
@@ -19,9 +20,16 @@ struct SearchDemoTests {
     #expect(run.bEnded == .milliseconds(1300))
   }
 
-  @Test func theRecordedMarblesAreStable() async {
+  @Test func theRecordedMarblesAreStableAndInTheGuide() async throws {
     let run = await runDemo()
-    #expect(marbles(run.a, ended: run.aEnded, symbol: demoSymbol) == "-----r--[e|]")
-    #expect(marbles(run.b, ended: run.bEnded, symbol: demoSymbol) == "-l--lr-l-xl-l[r|]")
+    let a = marbles(run.a, ended: run.aEnded, symbol: demoSymbol)
+    let b = marbles(run.b, ended: run.bEnded, symbol: demoSymbol)
+    #expect(a == "-----r--[e|]")
+    #expect(b == "-l--lr-l-xl-l[r|]")
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+      .deletingLastPathComponent()
+    let guide = try String(contentsOf: root.appendingPathComponent("Guides/ErrorHandling.md"), encoding: .utf8)
+    #expect(guide.contains("A      \(a) "), "Guides/ErrorHandling.md should show A as \(a)")
+    #expect(guide.contains("B      \(b) "), "Guides/ErrorHandling.md should show B as \(b)")
   }
 }

@@ -66,7 +66,10 @@ public func searches(
 public func flatteningPolicies(
   queries: PassthroughFlow<String, Never>, payTaps: PassthroughFlow<Void, Never>, client: ArticlesClient,
   pay: @escaping @Sendable () async -> String
-) -> (results: some AsyncSequence<LoadState<[Article], ClientError>, Never> & Sendable, receipts: some AsyncSequence<String, Never> & Sendable) {
+) -> (
+  results: some AsyncSequence<LoadState<[Article], ClientError>, Never> & Sendable,
+  receipts: some AsyncSequence<String, Never> & Sendable
+) {
   // Searches: the newest query wins; the stale request is cancelled and can never write.
   let results = queries.switchToLatestFlow { query in client.search(query).asLoadState() }
   // Payments: the first tap wins; later taps are ignored while it runs.
