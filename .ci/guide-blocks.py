@@ -63,7 +63,7 @@ def main() -> int:
     write = "--write" in sys.argv[1:]
     stale = []
     blocks = 0
-    for guide in sorted(GUIDES.glob("*.md")):
+    for guide in sorted(GUIDES.glob("*.md")) + [ROOT / "README.md"]:
         text = guide.read_text()
 
         def replace(match: re.Match) -> str:
@@ -81,7 +81,7 @@ def main() -> int:
     if stale and not write:
         problems.append("guide blocks that differ from their compiled regions (run .ci/guide-blocks.py --write):")
         problems += ["  " + entry for entry in stale]
-    for guide in sorted(GUIDES.glob("*.md")):
+    for guide in sorted(GUIDES.glob("*.md")) + [ROOT / "README.md"]:
         text = guide.read_text()
         for match in re.finditer(r"```swift\n", text):
             if not text[: match.start()].endswith(" -->\n"):

@@ -113,7 +113,7 @@ final class TaskSlotsRegistry<ID: Hashable & Sendable>: Sendable {
       await predecessor?.wait()
       if !Task.isCancelled { await operation() }
       self.state.withLock { $0.finished(id: id, token: token) }
-      done.fire()
+      done?.fire()
     }
     if !state.withLock({ $0.attach(task, id: id, token: token) }) { task.cancel() }
     return task

@@ -5,7 +5,22 @@ struct TaskSlotsStateMachine<ID: Hashable> {
     let token: Int
     /// `nil` between the reservation and the task's creation.
     var task: Task<Void, Never>?
-    let done: CompletionSignal
+    /// Made only for queued tasks, which a later queued task waits for (saves an allocation per
+    /// `latestWins` call); a queued task after another kind waits for that task's handle.
+    let done: CompletionSignal?
+  }
+
+  /// What a queued task waits for before it runs.
+  enum Predecessor {
+    case signal(CompletionSignal)
+    case task(Task<Void, Never>)
+
+    func wait() async {
+      switch self {
+      case .signal(let signal): await signal.wait()
+      case .task(let task): await task.value
+      }
+    }
   }
 
   private var slots: [ID: [Entry]] = [:]
@@ -14,7 +29,7 @@ struct TaskSlotsStateMachine<ID: Hashable> {
 
   enum RunDecision {
     /// Cancel `superseded`, then start the task for `token`, after `predecessor` has ended.
-    case start(token: Int, done: CompletionSignal, superseded: [Task<Void, Never>], predecessor: CompletionSignal?)
+    case start(token: Int, done: CompletionSignal?, superseded: [Task<Void, Never>], predecessor: Predecessor?)
     /// `firstWins` while a task runs: start nothing.
     case ignore
   }
@@ -22,24 +37,31 @@ struct TaskSlotsStateMachine<ID: Hashable> {
   /// Registers a new task for `id` under `policy`. For `latestWins` the tasks in flight leave the
   /// registry in the same step, so it never holds two for one identity.
   mutating func reserve(_ id: ID, policy: SlotPolicy) -> RunDecision {
-    var entries = slots[id] ?? []
+    // Taken out of the dictionary so that the array is uniquely referenced: mutating it in place
+    // then costs no copy.
+    var entries = slots.removeValue(forKey: id) ?? []
     var superseded: [Task<Void, Never>] = []
-    var predecessor: CompletionSignal?
+    var predecessor: Predecessor?
     switch policy.storage {
     case .latestWins:
-      superseded = entries.compactMap(\.task)
+      superseded = entries.compactMap { $0.task }
       runningCount -= entries.count
       entries.removeAll()
     case .firstWins:
-      if !entries.isEmpty { return .ignore }
+      if !entries.isEmpty {
+        slots[id] = entries
+        return .ignore
+      }
     case .queue:
-      predecessor = entries.last?.done
+      if let last = entries.last {
+        predecessor = last.done.map(Predecessor.signal) ?? last.task.map(Predecessor.task)
+      }
     case .concurrent:
       break
     }
     let token = nextToken
     nextToken += 1
-    let done = CompletionSignal()
+    let done = policy == .queue ? CompletionSignal() : nil
     entries.append(Entry(token: token, task: nil, done: done))
     runningCount += 1
     slots[id] = entries
@@ -56,17 +78,19 @@ struct TaskSlotsStateMachine<ID: Hashable> {
 
   /// A task ended; only its own registration is removed, never a successor's.
   mutating func finished(id: ID, token: Int) {
-    guard var entries = slots[id], let index = entries.firstIndex(where: { $0.token == token }) else { return }
-    entries.remove(at: index)
-    runningCount -= 1
-    slots[id] = entries.isEmpty ? nil : entries
+    guard var entries = slots.removeValue(forKey: id) else { return }
+    if let index = entries.firstIndex(where: { $0.token == token }) {
+      entries.remove(at: index)
+      runningCount -= 1
+    }
+    if !entries.isEmpty { slots[id] = entries }
   }
 
   /// Removes every registration of `id`; returns the tasks to cancel.
   mutating func cancel(_ id: ID) -> [Task<Void, Never>] {
     guard let entries = slots.removeValue(forKey: id) else { return [] }
     runningCount -= entries.count
-    return entries.compactMap(\.task)
+    return entries.compactMap { $0.task }
   }
 
   /// Removes every registration; returns the tasks to cancel.
@@ -75,7 +99,7 @@ struct TaskSlotsStateMachine<ID: Hashable> {
       slots.removeAll()
       runningCount = 0
     }
-    return slots.values.flatMap { $0.compactMap(\.task) }
+    return slots.values.flatMap { $0.compactMap { $0.task } }
   }
 
   func isRunning(_ id: ID) -> Bool {

@@ -144,7 +144,7 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
 
   /// The inner tasks still running, once the outer task has ended (it starts no more of them).
   func remainingInnerTasks() -> [Task<Void, Never>] {
-    inners.values.compactMap(\.task)
+    inners.values.compactMap { $0.task }
   }
 
   /// The consumer's task was cancelled or its iterator released.
