@@ -18,18 +18,7 @@ public final class Gate: Sendable {
   private struct State {
     var parked: [Int: UnsafeContinuation<Void, Never>] = [:]
     var nextID = 0
-    var watchers: [(count: Int, continuation: UnsafeContinuation<Void, Never>)] = []
-
-    /// Removes and returns the watchers whose count is now reached.
-    mutating func satisfiedWatchers() -> [UnsafeContinuation<Void, Never>] {
-      var satisfied: [UnsafeContinuation<Void, Never>] = []
-      watchers.removeAll { watcher in
-        guard parked.count >= watcher.count else { return false }
-        satisfied.append(watcher.continuation)
-        return true
-      }
-      return satisfied
-    }
+    var watchers = CountWatchers()
   }
 
   private let state = LockedState(State())
@@ -60,7 +49,7 @@ public final class Gate: Sendable {
         let (resumeNow, watchers) = state.withLock { state -> (Bool, [UnsafeContinuation<Void, Never>]) in
           if Task.isCancelled { return (true, []) }
           state.parked[id] = continuation
-          return (false, state.satisfiedWatchers())
+          return (false, state.watchers.reached(state.parked.count))
         }
         for watcher in watchers { watcher.resume() }
         if resumeNow { continuation.resume() }
@@ -80,12 +69,10 @@ public final class Gate: Sendable {
   public func entered(count: Int = 1) async {
     precondition(count >= 0, "Gate.entered(count:): count must be 0 or greater, got \(count)")
     await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-      let reached = state.withLock { state in
-        if state.parked.count >= count { return true }
-        state.watchers.append((count, continuation))
-        return false
+      let registered = state.withLock { state in
+        state.watchers.register(continuation, until: count, current: state.parked.count)
       }
-      if reached { continuation.resume() }
+      if !registered { continuation.resume() }
     }
   }
 

@@ -88,18 +88,12 @@ public final class TestClock: Clock, Sendable {
     /// Ordered by deadline, then by registration.
     var sleepers: [Sleeper] = []
     var nextID = 0
-    var watchers: [(count: Int, continuation: UnsafeContinuation<Void, Never>)] = []
+    var watchers = CountWatchers()
 
     mutating func insert(_ sleeper: Sleeper) -> [UnsafeContinuation<Void, Never>] {
       let index = sleepers.firstIndex { $0.deadline > sleeper.deadline } ?? sleepers.endIndex
       sleepers.insert(sleeper, at: index)
-      var satisfied: [UnsafeContinuation<Void, Never>] = []
-      watchers.removeAll { watcher in
-        guard sleepers.count >= watcher.count else { return false }
-        satisfied.append(watcher.continuation)
-        return true
-      }
-      return satisfied
+      return watchers.reached(sleepers.count)
     }
   }
 
@@ -229,12 +223,10 @@ public final class TestClock: Clock, Sendable {
   public func sleepers(count: Int) async {
     precondition(count >= 0, "TestClock.sleepers(count:): count must be 0 or greater, got \(count)")
     await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-      let reached = state.withLock { state in
-        if state.sleepers.count >= count { return true }
-        state.watchers.append((count, continuation))
-        return false
+      let registered = state.withLock { state in
+        state.watchers.register(continuation, until: count, current: state.sleepers.count)
       }
-      if reached { continuation.resume() }
+      if !registered { continuation.resume() }
     }
   }
 

@@ -7,7 +7,7 @@ public final class ControlledCalls<Request: Hashable & Sendable, Response: Senda
   private struct State {
     var waiting: [Request: [UnsafeContinuation<Response, Never>]] = [:]
     var requests: [Request] = []
-    var watchers: [(count: Int, continuation: UnsafeContinuation<Void, Never>)] = []
+    var watchers = CountWatchers()
   }
 
   private let state = LockedState(State())
@@ -20,13 +20,7 @@ public final class ControlledCalls<Request: Hashable & Sendable, Response: Senda
       let satisfied = state.withLock { state -> [UnsafeContinuation<Void, Never>] in
         state.requests.append(request)
         state.waiting[request, default: []].append(continuation)
-        var satisfied: [UnsafeContinuation<Void, Never>] = []
-        state.watchers.removeAll { watcher in
-          guard state.requests.count >= watcher.count else { return false }
-          satisfied.append(watcher.continuation)
-          return true
-        }
-        return satisfied
+        return state.watchers.reached(state.requests.count)
       }
       for watcher in satisfied { watcher.resume() }
     }
@@ -38,12 +32,10 @@ public final class ControlledCalls<Request: Hashable & Sendable, Response: Senda
   /// Suspends until at least `count` requests have been made.
   public func waitForRequests(_ count: Int) async {
     await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-      let reached = state.withLock { state in
-        if state.requests.count >= count { return true }
-        state.watchers.append((count, continuation))
-        return false
+      let registered = state.withLock { state in
+        state.watchers.register(continuation, until: count, current: state.requests.count)
       }
-      if reached { continuation.resume() }
+      if !registered { continuation.resume() }
     }
   }
 
