@@ -243,3 +243,37 @@ struct HotSourcesTests {
     while subject.subscriberCount != 0 { await Task.yield() }
   }
 }
+
+@Suite("shareFlow races")
+struct ShareFlowRaceTests {
+  /// The last subscriber leaves while a new one arrives: its departure was counted (no one left),
+  /// but before it stops the upstream, the newcomer subscribes and asks. The upstream must stay.
+  @Test func aSubscriberArrivingWhileTheLastLeavesKeepsTheUpstream() async {
+    let stopped = Signal()
+    let upstream = Flow<Int, Never>(bufferSize: 0) { emitter in
+      defer { stopped.fire() }
+      var value = 0
+      while !Task.isCancelled {
+        value += 1
+        await emitter.emit(value)
+      }
+    }
+    let shared = upstream.shareFlow() as! ShareSequence<Int, Never>
+    let storage = shared.storage
+    let share = storage.upstream as! ShareUpstream<Flow<Int, Never>>
+    // The first subscriber starts the upstream.
+    let first = SubjectSubscriber(storage)
+    #expect(await first.next(isolation: nil) != nil)
+    // It leaves: the first half of `unsubscribe`, which counts nobody left...
+    let firstID = 0
+    _ = storage.state.withLock { $0.unsubscribe(firstID) }
+    // ...then a newcomer subscribes and asks, while the upstream still runs...
+    let second = SubjectSubscriber(storage)
+    share.demanded()
+    // ...then the departure is reported, counted before the newcomer came.
+    share.subscribersLeft(remaining: 0)
+    // The newcomer is served: the upstream was not stopped under it.
+    #expect(await second.next(isolation: nil) != nil)
+    #expect(!stopped.isFired)
+  }
+}

@@ -102,7 +102,7 @@ final class TaskSlotsRegistry<ID: Hashable & Sendable>: Sendable {
     operation: @escaping @Sendable @isolated(any) () async -> Void
   ) -> Task<Void, Never>? {
     guard
-      case .start(let token, let done, let superseded, let predecessor) = state.withLock({
+      case .start(let token, let done, let superseded, let predecessors) = state.withLock({
         $0.reserve(id, policy: policy)
       })
     else { return nil }
@@ -110,10 +110,10 @@ final class TaskSlotsRegistry<ID: Hashable & Sendable>: Sendable {
     // and before the new task exists.
     for task in superseded { task.cancel() }
     let task = Task(priority: priority) {
-      await predecessor?.wait()
+      for predecessor in predecessors { await predecessor.wait() }
       if !Task.isCancelled { await operation() }
       self.state.withLock { $0.finished(id: id, token: token) }
-      done?.fire()
+      done.fire()
     }
     if !state.withLock({ $0.attach(task, id: id, token: token) }) { task.cancel() }
     return task

@@ -5,22 +5,9 @@ struct TaskSlotsStateMachine<ID: Hashable> {
     let token: Int
     /// `nil` between the reservation and the task's creation.
     var task: Task<Void, Never>?
-    /// Made only for queued tasks, which a later queued task waits for (saves an allocation per
-    /// `latestWins` call); a queued task after another kind waits for that task's handle.
-    let done: CompletionSignal?
-  }
-
-  /// What a queued task waits for before it runs.
-  enum Predecessor {
-    case signal(CompletionSignal)
-    case task(Task<Void, Never>)
-
-    func wait() async {
-      switch self {
-      case .signal(let signal): await signal.wait()
-      case .task(let task): await task.value
-      }
-    }
+    /// Fired when the task ends; a queued task waits for those of every task before it, which
+    /// exist from the reservation on (a task handle does not, yet).
+    let done: CompletionSignal
   }
 
   private var slots: [ID: [Entry]] = [:]
@@ -28,8 +15,8 @@ struct TaskSlotsStateMachine<ID: Hashable> {
   private(set) var runningCount = 0
 
   enum RunDecision {
-    /// Cancel `superseded`, then start the task for `token`, after `predecessor` has ended.
-    case start(token: Int, done: CompletionSignal?, superseded: [Task<Void, Never>], predecessor: Predecessor?)
+    /// Cancel `superseded`, then start the task for `token`, after every one of `predecessors` fired.
+    case start(token: Int, done: CompletionSignal, superseded: [Task<Void, Never>], predecessors: [CompletionSignal])
     /// `firstWins` while a task runs: start nothing.
     case ignore
   }
@@ -41,7 +28,7 @@ struct TaskSlotsStateMachine<ID: Hashable> {
     // then costs no copy.
     var entries = slots.removeValue(forKey: id) ?? []
     var superseded: [Task<Void, Never>] = []
-    var predecessor: Predecessor?
+    var predecessors: [CompletionSignal] = []
     switch policy.storage {
     case .latestWins:
       superseded = entries.compactMap { $0.task }
@@ -53,19 +40,17 @@ struct TaskSlotsStateMachine<ID: Hashable> {
         return .ignore
       }
     case .queue:
-      if let last = entries.last {
-        predecessor = last.done.map(Predecessor.signal) ?? last.task.map(Predecessor.task)
-      }
+      predecessors = entries.map { $0.done }
     case .concurrent:
       break
     }
     let token = nextToken
     nextToken += 1
-    let done = policy == .queue ? CompletionSignal() : nil
+    let done = CompletionSignal()
     entries.append(Entry(token: token, task: nil, done: done))
     runningCount += 1
     slots[id] = entries
-    return .start(token: token, done: done, superseded: superseded, predecessor: predecessor)
+    return .start(token: token, done: done, superseded: superseded, predecessors: predecessors)
   }
 
   /// Attaches the started task; returns `false` if its registration is already gone (cancelled),

@@ -46,12 +46,18 @@ struct ShareSequence<Element: Sendable, Failure: Error>: AsyncSequence, Sendable
 }
 
 /// Starts the shared upstream on demand and stops it when nobody listens.
+///
+/// Lock order: this upstream's lock, then the subject's. Deciding to stop, and sending an element,
+/// each look at both in one step, so a subscriber arriving while the last one leaves cannot be
+/// left waiting on a stopped upstream, and a stopped iteration cannot send a late element.
 final class ShareUpstream<Base: AsyncSequence & Sendable>: SubjectUpstream where Base.Element: Sendable {
   private struct State {
     /// Weak: the storage owns this upstream.
     weak var storage: SubjectStorage<Base.Element, Base.Failure>?
-    /// Tells a restarted iteration from one still winding down after its cancellation.
+    /// Tells the current iteration from one still winding down after it was stopped.
     var generation = 0
+    /// An iteration is starting or running.
+    var isRunning = false
     var task: Task<Void, Never>?
     var ended = false
   }
@@ -69,14 +75,16 @@ final class ShareUpstream<Base: AsyncSequence & Sendable>: SubjectUpstream where
 
   func demanded() {
     let start = state.withLock { state -> (Int, SubjectStorage<Base.Element, Base.Failure>)? in
-      guard state.task == nil, !state.ended, let storage = state.storage else { return nil }
+      // `isRunning` is set here, in the same step, so that two first subscribers start one iteration.
+      guard !state.isRunning, !state.ended, let storage = state.storage else { return nil }
+      state.isRunning = true
       state.generation += 1
       return (state.generation, storage)
     }
     guard let (generation, storage) = start else { return }
     let task = FlowScheduling.startTask { await self.iterate(generation, into: storage) }
     let cancelNow = state.withLock { state -> Bool in
-      guard state.generation == generation else { return true }
+      guard state.generation == generation, state.isRunning else { return true }
       state.task = task
       return false
     }
@@ -86,22 +94,24 @@ final class ShareUpstream<Base: AsyncSequence & Sendable>: SubjectUpstream where
   func subscribersLeft(remaining: Int) {
     guard remaining == 0 else { return }
     state.withLock { state -> Task<Void, Never>? in
-      // A new generation makes the stopped iteration's late elements stale.
+      // Someone may have subscribed since `remaining` was counted: then the upstream stays.
+      guard state.isRunning, state.storage?.subscriberCount == 0 else { return nil }
+      state.isRunning = false
       state.generation += 1
       return state.task.take()
     }?.cancel()
-  }
-
-  private func isCurrent(_ generation: Int) -> Bool {
-    state.withLock { $0.generation == generation }
   }
 
   private func iterate(_ generation: Int, into storage: SubjectStorage<Base.Element, Base.Failure>) async {
     var iterator = base.makeAsyncIterator()
     do throws(Base.Failure) {
       while let element = try await iterator.next(isolation: nil) {
-        guard isCurrent(generation) else { return }
-        storage.send(element)
+        let waking = state.withLock { state -> [UnsafeContinuation<Void, Never>]? in
+          guard state.generation == generation else { return nil }
+          return storage.state.withLock { $0.send(element) }
+        }
+        guard let waking else { return }
+        for consumer in waking { consumer.resume() }
       }
       finish(generation, storage, failure: nil)
     } catch {
@@ -111,12 +121,13 @@ final class ShareUpstream<Base: AsyncSequence & Sendable>: SubjectUpstream where
 
   private func finish(_ generation: Int, _ storage: SubjectStorage<Base.Element, Base.Failure>, failure: Base.Failure?)
   {
-    let isCurrent = state.withLock { state -> Bool in
-      guard state.generation == generation, !Task.isCancelled else { return false }
+    let waking = state.withLock { state -> [UnsafeContinuation<Void, Never>] in
+      guard state.generation == generation, !Task.isCancelled else { return [] }
       state.ended = true
+      state.isRunning = false
       state.task = nil
-      return true
+      return storage.state.withLock { $0.end(failure: failure) }
     }
-    if isCurrent { storage.end(failure: failure) }
+    for consumer in waking { consumer.resume() }
   }
 }

@@ -91,6 +91,10 @@ where Base.Element == Machine.Element, Base.Failure == Machine.UpstreamFailure, 
       switch step {
       case .output(let output, let wakeups):
         wakeups.perform()
+        if case .end = output {
+          // No work outlives the iteration: the end arrives once the cancelled task has ended.
+          await state.withLock { $0.task }?.value
+        }
         return output
       case .start:
         startTask()
