@@ -12,9 +12,10 @@
 /// cannot see, so every contended use is reported as a race (measured here: eight tasks appending
 /// under a `Mutex` give a "Swift access race" report). ThreadSanitizer intercepts pthread locks,
 /// so a clean run under it means something. Continuations must be resumed after `withLock` returns.
+@usableFromInline
 package final class LockedState<State>: @unchecked Sendable {
-  private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-  private var state: State
+  @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
+  @usableFromInline var state: State
 
   package init(_ state: State) {
     self.state = state
@@ -38,7 +39,7 @@ package final class LockedState<State>: @unchecked Sendable {
     mutex.deallocate()
   }
 
-  @inline(__always)
+  @inlinable
   package func withLock<Result, Failure: Error>(
     _ body: (inout State) throws(Failure) -> Result
   ) throws(Failure) -> Result {

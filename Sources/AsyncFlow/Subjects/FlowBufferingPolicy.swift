@@ -4,13 +4,14 @@
 /// let positions = PassthroughFlow<CGPoint, Never>(bufferingPolicy: .bufferingNewest(1))
 /// ```
 public struct FlowBufferingPolicy: Sendable, Equatable, CustomStringConvertible {
+  @usableFromInline
   enum Storage: Sendable, Equatable {
     case unbounded
     case newest(Int)
     case oldest(Int)
   }
 
-  let storage: Storage
+  @usableFromInline let storage: Storage
 
   /// Keeps every element: nothing is lost, and memory grows with the subscriber's backlog.
   ///
@@ -54,6 +55,7 @@ public struct FlowBufferingPolicy: Sendable, Equatable, CustomStringConvertible 
   }
 
   /// Adds `element` to `buffer` as this policy says.
+  @inlinable
   func append<Element>(_ element: Element, to buffer: inout [Element]) {
     switch storage {
     case .unbounded:

@@ -11,7 +11,7 @@
 /// searchText.send("swift")
 /// ```
 public final class PassthroughFlow<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
-  private let storage: SubjectStorage<Element, Failure>
+  @usableFromInline let storage: SubjectStorage<Element, Failure>
 
   /// Creates a subject whose subscribers each buffer by `bufferingPolicy`.
   ///
@@ -27,6 +27,7 @@ public final class PassthroughFlow<Element: Sendable, Failure: Error>: AsyncSequ
   /// ```swift
   /// subject.send(42)
   /// ```
+  @inlinable
   public func send(_ element: Element) {
     storage.send(element)
   }
@@ -77,13 +78,14 @@ public final class PassthroughFlow<Element: Sendable, Failure: Error>: AsyncSequ
   /// for await value in subject { print(value) }
   /// ```
   public struct Iterator: AsyncIteratorProtocol {
-    let subscriber: SubjectSubscriber<Element, Failure>
+    @usableFromInline let subscriber: SubjectSubscriber<Element, Failure>
 
     /// Returns the next value sent, waiting for it if needed.
     ///
     /// ```swift
     /// let value = try await iterator.next(isolation: #isolation)
     /// ```
+    @inlinable
     public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
       try await subscriber.next(isolation: actor)
     }

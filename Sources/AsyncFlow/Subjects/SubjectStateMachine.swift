@@ -1,23 +1,32 @@
 /// The pure logic of a hot source: every subscriber has its own buffer, filled by `send` under its
 /// buffering policy and taken by the subscriber a whole batch at a time.
+@usableFromInline
 struct SubjectStateMachine<Element: Sendable, Failure: Error> {
-  typealias Continuation = UnsafeContinuation<Void, Never>
+  @usableFromInline typealias Continuation = UnsafeContinuation<Void, Never>
 
-  private struct Subscriber {
-    let id: Int
-    var buffer: [Element]
-    var consumer: Continuation?
+  @usableFromInline
+  struct Subscriber {
+    @usableFromInline let id: Int
+    @usableFromInline var buffer: [Element]
+    @usableFromInline var consumer: Continuation?
+
+    @inlinable
+    init(id: Int, buffer: [Element], consumer: Continuation?) {
+      self.id = id
+      self.buffer = buffer
+      self.consumer = consumer
+    }
   }
 
-  private let policy: FlowBufferingPolicy
-  private let replayLimit: Int
+  @usableFromInline let policy: FlowBufferingPolicy
+  @usableFromInline let replayLimit: Int
   /// Subscribers, with `indexByID` for O(1) removal (the last one moves into the gap).
-  private var subscribers: [Subscriber] = []
+  @usableFromInline var subscribers: [Subscriber] = []
   private var indexByID: [Int: Int] = [:]
   private var nextID = 0
   /// The last `replayLimit` elements, given to each new subscriber first.
-  private(set) var replay: [Element] = []
-  private var ended = false
+  @usableFromInline var replay: [Element] = []
+  @usableFromInline var ended = false
   private var failure: Failure?
 
   init(policy: FlowBufferingPolicy, replay: [Element] = [], replayLimit: Int) {
@@ -51,6 +60,7 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   }
 
   /// Buffers `element` for every subscriber; returns the ones to wake (no allocation if none waits).
+  @inlinable
   mutating func send(_ element: Element) -> [Continuation] {
     guard !ended else { return [] }
     if replayLimit > 0 {

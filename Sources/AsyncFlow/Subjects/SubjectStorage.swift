@@ -1,6 +1,7 @@
 /// Owns the lock around a ``SubjectStateMachine``; continuations are resumed after it is released.
+@usableFromInline
 final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
-  let state: LockedState<SubjectStateMachine<Element, Failure>>
+  @usableFromInline let state: LockedState<SubjectStateMachine<Element, Failure>>
   /// Told about demand and departures, for sources that start an upstream (`shareFlow`).
   let upstream: (any SubjectUpstream)?
 
@@ -11,6 +12,7 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
 
   var subscriberCount: Int { state.withLock { $0.subscriberCount } }
 
+  @inlinable
   func send(_ element: Element) {
     for consumer in state.withLock({ $0.send(element) }) { consumer.resume() }
   }
@@ -34,12 +36,13 @@ protocol SubjectUpstream: Sendable {
 
 /// One subscriber's end of a hot source: it is registered when made, serves its batch without
 /// locking, and unsubscribes when released.
+@usableFromInline
 final class SubjectSubscriber<Element: Sendable, Failure: Error> {
   private let storage: SubjectStorage<Element, Failure>
   private let id: Int
-  private var batch: [Element] = []
-  private var position = 0
-  private var isSubscribed = true
+  @usableFromInline var batch: [Element] = []
+  @usableFromInline var position = 0
+  @usableFromInline var isSubscribed = true
 
   init(_ storage: SubjectStorage<Element, Failure>) {
     self.storage = storage
@@ -50,13 +53,20 @@ final class SubjectSubscriber<Element: Sendable, Failure: Error> {
     if isSubscribed { storage.unsubscribe(id) }
   }
 
+  /// Serves the current batch inline in the consumer (specialized there); refills out of line.
+  @inlinable
   func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-    guard isSubscribed else { return nil }
-    if Task.isCancelled { return leave() }
-    if position < batch.count {
+    if position < batch.count, isSubscribed, !Task.isCancelled {
       defer { position += 1 }
       return batch[position]
     }
+    return try await refill(isolation: actor)
+  }
+
+  @usableFromInline
+  func refill(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+    guard isSubscribed else { return nil }
+    if Task.isCancelled { return leave() }
     storage.upstream?.demanded()
     while true {
       let storage = self.storage
