@@ -8,10 +8,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   public func concatFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, any Error> & Sendable where Inner.Element: Sendable {
-    return FlattenSequence(
-      policy: .merge(maxConcurrent: 1), outer: self, key: { _ in FlattenSingleKey() }, transform: transform,
-      outerFailure: { $0 },
-      innerFailure: { $0 })
+    flattened(.merge(maxConcurrent: 1), transform, outerFailure: { $0 }, innerFailure: { $0 })
   }
 }
 
@@ -24,10 +21,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   public func concatFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Inner.Failure> & Sendable where Inner.Element: Sendable {
-    return FlattenSequence(
-      policy: .merge(maxConcurrent: 1), outer: self, key: { _ in FlattenSingleKey() }, transform: transform,
-      outerFailure: absurd,
-      innerFailure: { $0 })
+    flattened(.merge(maxConcurrent: 1), transform, outerFailure: absurd, innerFailure: { $0 })
   }
 }
 
@@ -40,10 +34,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   public func concatFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Failure> & Sendable where Inner.Element: Sendable, Inner.Failure == Failure {
-    return FlattenSequence(
-      policy: .merge(maxConcurrent: 1), outer: self, key: { _ in FlattenSingleKey() }, transform: transform,
-      outerFailure: { $0 },
-      innerFailure: { $0 })
+    flattened(.merge(maxConcurrent: 1), transform, outerFailure: { $0 }, innerFailure: { $0 })
   }
 }
 
@@ -56,9 +47,6 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   public func concatFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Never> & Sendable where Inner.Element: Sendable, Inner.Failure == Never {
-    return FlattenSequence(
-      policy: .merge(maxConcurrent: 1), outer: self, key: { _ in FlattenSingleKey() }, transform: transform,
-      outerFailure: absurd,
-      innerFailure: absurd)
+    flattened(.merge(maxConcurrent: 1), transform, outerFailure: absurd, innerFailure: absurd)
   }
 }

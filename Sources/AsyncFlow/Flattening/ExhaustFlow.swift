@@ -10,9 +10,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   public func exhaustFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, any Error> & Sendable where Inner.Element: Sendable {
-    return FlattenSequence(
-      policy: .exhaust, outer: self, key: { _ in FlattenSingleKey() }, transform: transform, outerFailure: { $0 },
-      innerFailure: { $0 })
+    flattened(.exhaust, transform, outerFailure: { $0 }, innerFailure: { $0 })
   }
 }
 
@@ -25,9 +23,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   public func exhaustFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Inner.Failure> & Sendable where Inner.Element: Sendable {
-    return FlattenSequence(
-      policy: .exhaust, outer: self, key: { _ in FlattenSingleKey() }, transform: transform, outerFailure: absurd,
-      innerFailure: { $0 })
+    flattened(.exhaust, transform, outerFailure: absurd, innerFailure: { $0 })
   }
 }
 
@@ -40,9 +36,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   public func exhaustFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Failure> & Sendable where Inner.Element: Sendable, Inner.Failure == Failure {
-    return FlattenSequence(
-      policy: .exhaust, outer: self, key: { _ in FlattenSingleKey() }, transform: transform, outerFailure: { $0 },
-      innerFailure: { $0 })
+    flattened(.exhaust, transform, outerFailure: { $0 }, innerFailure: { $0 })
   }
 }
 
@@ -55,8 +49,6 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   public func exhaustFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Never> & Sendable where Inner.Element: Sendable, Inner.Failure == Never {
-    return FlattenSequence(
-      policy: .exhaust, outer: self, key: { _ in FlattenSingleKey() }, transform: transform, outerFailure: absurd,
-      innerFailure: absurd)
+    flattened(.exhaust, transform, outerFailure: absurd, innerFailure: absurd)
   }
 }

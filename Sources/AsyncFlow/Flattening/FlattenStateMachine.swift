@@ -6,6 +6,13 @@ enum FlattenPolicy: Sendable, Equatable {
   case merge(maxConcurrent: Int)
   /// The new element is dropped while an inner runs (first wins).
   case exhaust
+
+  /// `merge`, with the argument checked as the public API promises.
+  static func merge(checking maxConcurrent: Int) -> FlattenPolicy {
+    precondition(
+      maxConcurrent >= 1, "mergeFlow(maxConcurrent:_:): maxConcurrent must be 1 or greater, got \(maxConcurrent)")
+    return .merge(maxConcurrent: maxConcurrent)
+  }
 }
 
 /// The pure logic of every flattening operator: which inner sequences run, which are superseded,

@@ -205,3 +205,26 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
     }
   }
 }
+
+extension AsyncSequence where Self: Sendable, Element: Sendable {
+  /// What every flattening entry point builds; the public overloads differ only in the policy and
+  /// in how they map the outer's and the inner's failures to the result's.
+  func flattened<Key: Hashable & Sendable, Inner: AsyncSequence & Sendable, F: Error>(
+    _ policy: FlattenPolicy, by key: @escaping @Sendable (Element) -> Key,
+    _ transform: @escaping @Sendable (Element) async -> Inner,
+    outerFailure: @escaping @Sendable (Failure) -> F, innerFailure: @escaping @Sendable (Inner.Failure) -> F
+  ) -> FlattenSequence<Self, Inner, Key, F> where Inner.Element: Sendable {
+    FlattenSequence(
+      policy: policy, outer: self, key: key, transform: transform, outerFailure: outerFailure,
+      innerFailure: innerFailure)
+  }
+
+  /// ``flattened(_:by:_:outerFailure:innerFailure:)`` with one key for every element.
+  func flattened<Inner: AsyncSequence & Sendable, F: Error>(
+    _ policy: FlattenPolicy, _ transform: @escaping @Sendable (Element) async -> Inner,
+    outerFailure: @escaping @Sendable (Failure) -> F, innerFailure: @escaping @Sendable (Inner.Failure) -> F
+  ) -> FlattenSequence<Self, Inner, FlattenSingleKey, F> where Inner.Element: Sendable {
+    flattened(
+      policy, by: { _ in FlattenSingleKey() }, transform, outerFailure: outerFailure, innerFailure: innerFailure)
+  }
+}

@@ -11,12 +11,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   public func mergeFlow<Inner: AsyncSequence & Sendable>(
     maxConcurrent: Int = .max, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, any Error> & Sendable where Inner.Element: Sendable {
-    precondition(
-      maxConcurrent >= 1, "mergeFlow(maxConcurrent:_:): maxConcurrent must be 1 or greater, got \(maxConcurrent)")
-    return FlattenSequence(
-      policy: .merge(maxConcurrent: maxConcurrent), outer: self, key: { _ in FlattenSingleKey() }, transform: transform,
-      outerFailure: { $0 },
-      innerFailure: { $0 })
+    flattened(.merge(checking: maxConcurrent), transform, outerFailure: { $0 }, innerFailure: { $0 })
   }
 }
 
@@ -29,12 +24,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   public func mergeFlow<Inner: AsyncSequence & Sendable>(
     maxConcurrent: Int = .max, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Inner.Failure> & Sendable where Inner.Element: Sendable {
-    precondition(
-      maxConcurrent >= 1, "mergeFlow(maxConcurrent:_:): maxConcurrent must be 1 or greater, got \(maxConcurrent)")
-    return FlattenSequence(
-      policy: .merge(maxConcurrent: maxConcurrent), outer: self, key: { _ in FlattenSingleKey() }, transform: transform,
-      outerFailure: absurd,
-      innerFailure: { $0 })
+    flattened(.merge(checking: maxConcurrent), transform, outerFailure: absurd, innerFailure: { $0 })
   }
 }
 
@@ -47,12 +37,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   public func mergeFlow<Inner: AsyncSequence & Sendable>(
     maxConcurrent: Int = .max, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Failure> & Sendable where Inner.Element: Sendable, Inner.Failure == Failure {
-    precondition(
-      maxConcurrent >= 1, "mergeFlow(maxConcurrent:_:): maxConcurrent must be 1 or greater, got \(maxConcurrent)")
-    return FlattenSequence(
-      policy: .merge(maxConcurrent: maxConcurrent), outer: self, key: { _ in FlattenSingleKey() }, transform: transform,
-      outerFailure: { $0 },
-      innerFailure: { $0 })
+    flattened(.merge(checking: maxConcurrent), transform, outerFailure: { $0 }, innerFailure: { $0 })
   }
 }
 
@@ -65,11 +50,6 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   public func mergeFlow<Inner: AsyncSequence & Sendable>(
     maxConcurrent: Int = .max, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Never> & Sendable where Inner.Element: Sendable, Inner.Failure == Never {
-    precondition(
-      maxConcurrent >= 1, "mergeFlow(maxConcurrent:_:): maxConcurrent must be 1 or greater, got \(maxConcurrent)")
-    return FlattenSequence(
-      policy: .merge(maxConcurrent: maxConcurrent), outer: self, key: { _ in FlattenSingleKey() }, transform: transform,
-      outerFailure: absurd,
-      innerFailure: absurd)
+    flattened(.merge(checking: maxConcurrent), transform, outerFailure: absurd, innerFailure: absurd)
   }
 }

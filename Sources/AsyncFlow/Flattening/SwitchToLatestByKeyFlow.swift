@@ -9,9 +9,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   public func switchToLatestFlow<Key: Hashable & Sendable, Inner: AsyncSequence & Sendable>(
     by key: @escaping @Sendable (Element) -> Key, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, any Error> & Sendable where Inner.Element: Sendable {
-    return FlattenSequence(
-      policy: .latest, outer: self, key: key, transform: transform, outerFailure: { $0 },
-      innerFailure: { $0 })
+    flattened(.latest, by: key, transform, outerFailure: { $0 }, innerFailure: { $0 })
   }
 }
 
@@ -24,9 +22,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   public func switchToLatestFlow<Key: Hashable & Sendable, Inner: AsyncSequence & Sendable>(
     by key: @escaping @Sendable (Element) -> Key, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Inner.Failure> & Sendable where Inner.Element: Sendable {
-    return FlattenSequence(
-      policy: .latest, outer: self, key: key, transform: transform, outerFailure: absurd,
-      innerFailure: { $0 })
+    flattened(.latest, by: key, transform, outerFailure: absurd, innerFailure: { $0 })
   }
 }
 
@@ -39,9 +35,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   public func switchToLatestFlow<Key: Hashable & Sendable, Inner: AsyncSequence & Sendable>(
     by key: @escaping @Sendable (Element) -> Key, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Failure> & Sendable where Inner.Element: Sendable, Inner.Failure == Failure {
-    return FlattenSequence(
-      policy: .latest, outer: self, key: key, transform: transform, outerFailure: { $0 },
-      innerFailure: { $0 })
+    flattened(.latest, by: key, transform, outerFailure: { $0 }, innerFailure: { $0 })
   }
 }
 
@@ -54,8 +48,6 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   public func switchToLatestFlow<Key: Hashable & Sendable, Inner: AsyncSequence & Sendable>(
     by key: @escaping @Sendable (Element) -> Key, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Never> & Sendable where Inner.Element: Sendable, Inner.Failure == Never {
-    return FlattenSequence(
-      policy: .latest, outer: self, key: key, transform: transform, outerFailure: absurd,
-      innerFailure: absurd)
+    flattened(.latest, by: key, transform, outerFailure: absurd, innerFailure: absurd)
   }
 }

@@ -13,9 +13,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   public func switchToLatestFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, any Error> & Sendable where Inner.Element: Sendable {
-    return FlattenSequence(
-      policy: .latest, outer: self, key: { _ in FlattenSingleKey() }, transform: transform, outerFailure: { $0 },
-      innerFailure: { $0 })
+    flattened(.latest, transform, outerFailure: { $0 }, innerFailure: { $0 })
   }
 }
 
@@ -28,9 +26,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   public func switchToLatestFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Inner.Failure> & Sendable where Inner.Element: Sendable {
-    return FlattenSequence(
-      policy: .latest, outer: self, key: { _ in FlattenSingleKey() }, transform: transform, outerFailure: absurd,
-      innerFailure: { $0 })
+    flattened(.latest, transform, outerFailure: absurd, innerFailure: { $0 })
   }
 }
 
@@ -43,9 +39,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   public func switchToLatestFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Failure> & Sendable where Inner.Element: Sendable, Inner.Failure == Failure {
-    return FlattenSequence(
-      policy: .latest, outer: self, key: { _ in FlattenSingleKey() }, transform: transform, outerFailure: { $0 },
-      innerFailure: { $0 })
+    flattened(.latest, transform, outerFailure: { $0 }, innerFailure: { $0 })
   }
 }
 
@@ -58,9 +52,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   public func switchToLatestFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Never> & Sendable where Inner.Element: Sendable, Inner.Failure == Never {
-    return FlattenSequence(
-      policy: .latest, outer: self, key: { _ in FlattenSingleKey() }, transform: transform, outerFailure: absurd,
-      innerFailure: absurd)
+    flattened(.latest, transform, outerFailure: absurd, innerFailure: absurd)
   }
 }
 
@@ -72,9 +64,7 @@ extension AsyncSequence where Self: Sendable, Element: AsyncSequence & Sendable,
   /// let results = queries.map { api.search($0) }.catchInner { _ in Flow.just([]) }.switchToLatestFlow()
   /// ```
   public func switchToLatestFlow() -> some AsyncSequence<Element.Element, any Error> & Sendable {
-    FlattenSequence(
-      policy: .latest, outer: self, key: { _ in FlattenSingleKey() }, transform: { $0 }, outerFailure: { $0 },
-      innerFailure: { $0 })
+    flattened(.latest, { $0 }, outerFailure: { $0 }, innerFailure: { $0 })
   }
 }
 
@@ -86,9 +76,7 @@ where Self: Sendable, Element: AsyncSequence & Sendable, Element.Element: Sendab
   /// let results = queries.map { api.search($0) }.catchInner { _ in Flow.just([]) }.switchToLatestFlow()
   /// ```
   public func switchToLatestFlow() -> some AsyncSequence<Element.Element, Element.Failure> & Sendable {
-    FlattenSequence(
-      policy: .latest, outer: self, key: { _ in FlattenSingleKey() }, transform: { $0 }, outerFailure: absurd,
-      innerFailure: { $0 })
+    flattened(.latest, { $0 }, outerFailure: absurd, innerFailure: { $0 })
   }
 }
 
@@ -100,9 +88,7 @@ extension AsyncSequence where Self: Sendable, Element: AsyncSequence & Sendable,
   /// ```
   public func switchToLatestFlow() -> some AsyncSequence<Element.Element, Failure> & Sendable
   where Element.Failure == Failure {
-    FlattenSequence(
-      policy: .latest, outer: self, key: { _ in FlattenSingleKey() }, transform: { $0 }, outerFailure: { $0 },
-      innerFailure: { $0 })
+    flattened(.latest, { $0 }, outerFailure: { $0 }, innerFailure: { $0 })
   }
 }
 
@@ -115,9 +101,7 @@ where Self: Sendable, Element: AsyncSequence & Sendable, Element.Element: Sendab
   /// ```
   public func switchToLatestFlow() -> some AsyncSequence<Element.Element, Never> & Sendable
   where Element.Failure == Never {
-    FlattenSequence(
-      policy: .latest, outer: self, key: { _ in FlattenSingleKey() }, transform: { $0 }, outerFailure: absurd,
-      innerFailure: absurd)
+    flattened(.latest, { $0 }, outerFailure: absurd, innerFailure: absurd)
   }
 }
 
