@@ -8,7 +8,7 @@ private final class Counter: Sendable {
   var count: Int { value.load(ordering: .relaxed) }
 }
 
-@Suite("Gate")
+@Suite("Gate", .timeLimit(.minutes(1)))
 struct GateTests {
   @Test func releaseResumesEveryParkedCallerAndOnlyThem() async {
     let gate = Gate()

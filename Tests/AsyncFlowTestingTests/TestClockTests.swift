@@ -10,7 +10,7 @@ private final class Log: Sendable {
   var all: [String] { entries.withLock { $0 } }
 }
 
-@Suite("TestClock")
+@Suite("TestClock", .timeLimit(.minutes(1)))
 struct TestClockTests {
   @Test func sleepersFireInDeadlineOrderAndWokenTasksRunBeforeLaterOnes() async throws {
     let clock = TestClock()

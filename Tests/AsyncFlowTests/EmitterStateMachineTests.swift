@@ -17,7 +17,7 @@ private func same(_ lhs: UnsafeContinuation<Void, Never>?, _ rhs: UnsafeContinua
   return unsafeBitCast(lhs, to: UnsafeRawPointer.self) == unsafeBitCast(rhs, to: UnsafeRawPointer.self)
 }
 
-@Suite("EmitterStateMachine")
+@Suite("EmitterStateMachine", .timeLimit(.minutes(1)))
 struct EmitterStateMachineTests {
   typealias Machine = EmitterStateMachine<Int, TestError>
 

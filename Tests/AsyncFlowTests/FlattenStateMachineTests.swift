@@ -11,7 +11,7 @@ private func withProducer(_ body: (UnsafeContinuation<Bool, Never>) -> Void) asy
   }
 }
 
-@Suite("FlattenStateMachine")
+@Suite("FlattenStateMachine", .timeLimit(.minutes(1)))
 struct FlattenStateMachineTests {
   typealias Machine = FlattenStateMachine<String, Int, String, TestError>
 

@@ -20,7 +20,7 @@ private func yields(_ count: Int) async {
   for _ in 0..<count { await Task.yield() }
 }
 
-@Suite("Flattening stress")
+@Suite("Flattening stress", .timeLimit(.minutes(1)))
 struct FlatteningStressTests {
   /// Seeded schedules of outer and inner events (random yields between them, inners that ignore
   /// cancellation or fail after being superseded), checked against rules 1 to 6.

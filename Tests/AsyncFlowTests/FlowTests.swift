@@ -3,7 +3,7 @@ import AsyncFlowTesting
 import Synchronization
 import Testing
 
-@Suite("Flow")
+@Suite("Flow", .timeLimit(.minutes(1)))
 struct FlowTests {
   @Test func bodyRunsOncePerIterationAndOnlyWhenIterated() async {
     let runs = Atomic(0)

@@ -4,7 +4,7 @@ import Testing
 
 @testable import AsyncFlow
 
-@Suite("PassthroughFlow, CurrentValueFlow, shareFlow, sink")
+@Suite("PassthroughFlow, CurrentValueFlow, shareFlow, sink", .timeLimit(.minutes(1)))
 struct HotSourcesTests {
   // MARK: PassthroughFlow
 
@@ -244,7 +244,7 @@ struct HotSourcesTests {
   }
 }
 
-@Suite("shareFlow races")
+@Suite("shareFlow races", .timeLimit(.minutes(1)))
 struct ShareFlowRaceTests {
   /// The last subscriber leaves while a new one arrives: its departure was counted (no one left),
   /// but before it stops the upstream, the newcomer subscribes and asks. The upstream must stay.

@@ -1,7 +1,7 @@
 import AsyncFlow
 import Testing
 
-@Suite("LoadState, asLoadState, prependState")
+@Suite("LoadState, asLoadState, prependState", .timeLimit(.minutes(1)))
 struct LoadStateTests {
   @Test func accessors() {
     let loaded = LoadState<Int, TestError>.loaded(3)

@@ -17,7 +17,7 @@ private func flakySource(failures: Int, clock: TestClock, attempts: LockedState<
   }
 }
 
-@Suite("retryWithBackoff")
+@Suite("retryWithBackoff", .timeLimit(.minutes(1)))
 struct RetryWithBackoffTests {
   @Test func retriesAtOneAndThreeSecondsThenSucceeds() async {
     let marbles = Marbles(tick: .seconds(1))

@@ -2,7 +2,7 @@ import AsyncFlow
 import AsyncFlowTesting
 import Testing
 
-@Suite("Time operators on marbles")
+@Suite("Time operators on marbles", .timeLimit(.minutes(1)))
 struct TimeOperatorTests {
   let marbles = Marbles(tick: .seconds(1))
   var clock: TestClock { marbles.clock }

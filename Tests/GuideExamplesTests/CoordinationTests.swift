@@ -10,7 +10,7 @@ private func until(_ condition: @MainActor () -> Bool) async {
   #expect(condition())
 }
 
-@Suite("Coordination worked examples")
+@Suite("Coordination worked examples", .timeLimit(.minutes(1)))
 @MainActor
 struct CoordinationTests {
   // MARK: 1. Articles list: sent A, B, C; returned C, A, B.

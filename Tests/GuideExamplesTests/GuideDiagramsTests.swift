@@ -4,7 +4,7 @@ import Testing
 
 /// The guides' marble diagrams, re-recorded: a guide whose copy drifted from what the code does
 /// fails here, with the text it should contain.
-@Suite("Guide diagrams are re-recorded")
+@Suite("Guide diagrams are re-recorded", .timeLimit(.minutes(1)))
 struct GuideDiagramsTests {
   private func guide(_ name: String) throws -> String {
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

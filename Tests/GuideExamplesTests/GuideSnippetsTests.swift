@@ -3,7 +3,7 @@ import AsyncFlowTesting
 import GuideExamples
 import Testing
 
-@Suite("Guide snippets run")
+@Suite("Guide snippets run", .timeLimit(.minutes(1)))
 struct GuideSnippetsTests {
   let client = ArticlesClient(pages: [
     [Article(title: "swift")], [Article(title: "swiftui"), Article(title: "kotlin")],

@@ -4,7 +4,7 @@ import Foundation
 import GuideExamples
 import Testing
 
-@Suite("Search demo pipelines")
+@Suite("Search demo pipelines", .timeLimit(.minutes(1)))
 struct SearchDemoTests {
   @Test func catchingAtTheEndDiesAtTheFailureAndCatchingInsideSurvives() async {
     let run = await runDemo()
