@@ -5,11 +5,11 @@
 /// slots.run(.submit, policy: .firstWins) { await model.submit(order) }
 /// ```
 public struct SlotPolicy: Sendable, Equatable, CustomStringConvertible {
-  enum Storage: Sendable, Equatable {
+  @usableFromInline enum Storage: Sendable, Equatable {
     case latestWins, firstWins, queue, concurrent
   }
 
-  let storage: Storage
+  @usableFromInline let storage: Storage
 
   /// Cancels the task in flight, then starts the new one: searches, refreshes, anything where only
   /// the newest answer matters.

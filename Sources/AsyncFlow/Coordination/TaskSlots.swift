@@ -20,7 +20,7 @@
 /// }
 /// ```
 public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
-  private let registry = TaskSlotsRegistry<ID>()
+  @usableFromInline let registry = TaskSlotsRegistry<ID>()
 
   /// Creates an empty registry; keep it in the object whose lifetime the tasks share.
   ///
@@ -48,7 +48,7 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   /// ```swift
   /// slots.run(.refresh) { @MainActor in await self.reload() }
   /// ```
-  @discardableResult
+  @inlinable @discardableResult
   public func run(
     _ id: ID, policy: SlotPolicy = .latestWins, priority: TaskPriority? = nil,
     operation: @escaping @Sendable @isolated(any) () async -> Void
@@ -94,15 +94,18 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
 }
 
 /// What the tasks of a ``TaskSlots`` hold on to, so that releasing the `TaskSlots` itself can cancel them.
+@usableFromInline
 final class TaskSlotsRegistry<ID: Hashable & Sendable>: Sendable {
-  let state = LockedState(TaskSlotsStateMachine<ID>())
+  @usableFromInline let state = LockedState(TaskSlotsStateMachine<ID>())
 
-  func run(
+  @inlinable init() {}
+
+  @inlinable func run(
     _ id: ID, policy: SlotPolicy, priority: TaskPriority?,
     operation: @escaping @Sendable @isolated(any) () async -> Void
   ) -> Task<Void, Never>? {
     guard
-      case .start(let token, let done, let superseded, let predecessors) = state.withLock({
+      case .start(let token, let superseded, let predecessors) = state.withLock({
         $0.reserve(id, policy: policy)
       })
     else { return nil }
@@ -112,8 +115,7 @@ final class TaskSlotsRegistry<ID: Hashable & Sendable>: Sendable {
     let task = Task(priority: priority) {
       for predecessor in predecessors { await predecessor.wait() }
       if !Task.isCancelled { await operation() }
-      self.state.withLock { $0.finished(id: id, token: token) }
-      done.fire()
+      self.state.withLock { $0.finished(id: id, token: token) }?.fire()
     }
     if !state.withLock({ $0.attach(task, id: id, token: token) }) { task.cancel() }
     return task

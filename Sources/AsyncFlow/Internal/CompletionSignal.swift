@@ -1,11 +1,12 @@
 /// A one-shot event: `wait()` returns once `fire()` has been called, before or after. Waiting is
 /// not cancellable: it is for an end that is sure to come.
+@usableFromInline
 package final class CompletionSignal: Sendable {
-  private let state = LockedState<(fired: Bool, waiters: [UnsafeContinuation<Void, Never>])>((false, []))
+  @usableFromInline let state = LockedState<(fired: Bool, waiters: [UnsafeContinuation<Void, Never>])>((false, []))
 
-  package init() {}
+  @inlinable package init() {}
 
-  package func fire() {
+  @inlinable package func fire() {
     let waiters = state.withLock { state in
       state.fired = true
       defer { state.waiters.removeAll() }
@@ -14,9 +15,9 @@ package final class CompletionSignal: Sendable {
     for waiter in waiters { waiter.resume() }
   }
 
-  package var isFired: Bool { state.withLock { $0.fired } }
+  @inlinable package var isFired: Bool { state.withLock { $0.fired } }
 
-  package func wait() async {
+  @inlinable package func wait() async {
     await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
       let fired = state.withLock { state in
         if !state.fired { state.waiters.append(continuation) }
