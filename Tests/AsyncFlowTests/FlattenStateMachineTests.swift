@@ -21,40 +21,88 @@ struct FlattenStateMachineTests {
     return machine
   }
 
+  /// Offers `element` on `channel` as the inner's task does: listing the channel when it asks.
+  private func offer(_ element: String, on channel: Machine.Channel, to machine: inout Machine) -> Bool {
+    guard case .accepted(let needsListing) = channel.offer(element) else { return false }
+    if needsListing { _ = machine.listReady(channel) }
+    return true
+  }
+
+  /// Ends `channel` as the inner's task does.
+  private func end(_ channel: Machine.Channel, failure: TestError?, in machine: inout Machine) -> Machine.Effects {
+    machine.innerEnded(channel, needsListing: channel.end(failure: failure))
+  }
+
   @Test func testOuterElement_whenLatest_dropsThePendingElementsOfTheSupersededInner() async {
     var machine = running(.latest)
-    #expect(machine.outerElement("a", key: 0).startInner?.id == 0)
-    guard case .accepted = machine.offer(0, "a1") else {
-      Issue.record("expected the offer to be taken")
+    guard let (channel, _) = machine.outerElement("a", key: 0).startInner else {
+      Issue.record("expected an inner to start")
       return
     }
-    #expect(machine.outerElement("b", key: 0).startInner?.id == 1)
+    #expect(offer("a1", on: channel, to: &machine))
+    #expect(machine.outerElement("b", key: 0).startInner?.channel.id == 1)
     // "a1" was offered before "b" arrived, but is never delivered after it.
     guard case .suspend = machine.next() else {
       Issue.record("expected nothing to deliver")
       return
     }
-    guard case .dropped = machine.offer(0, "a2") else {
+    guard case .dropped = channel.offer("a2") else {
       Issue.record("expected the superseded inner to be told to stop")
       return
     }
   }
 
+  @Test func testNext_whenMerge_takesEverythingReadyInOneBatch() async {
+    var machine = running(.merge(maxConcurrent: 2))
+    guard let (first, _) = machine.outerElement("a", key: 0).startInner,
+      let (second, _) = machine.outerElement("b", key: 0).startInner
+    else {
+      Issue.record("expected two inners to start")
+      return
+    }
+    #expect(offer("a1", on: first, to: &machine))
+    #expect(offer("b1", on: second, to: &machine))
+    #expect(offer("a2", on: first, to: &machine))
+    guard case .deliver(let elements, _) = machine.next() else {
+      Issue.record("expected a batch")
+      return
+    }
+    #expect(elements == ["a1", "a2", "b1"])
+  }
+
+  @Test func testNext_whenLatest_takesOneElementAtATime() async {
+    var machine = running(.latest)
+    guard let (channel, _) = machine.outerElement("a", key: 0).startInner else {
+      Issue.record("expected an inner to start")
+      return
+    }
+    #expect(offer("a1", on: channel, to: &machine))
+    #expect(offer("a2", on: channel, to: &machine))
+    guard case .deliver(let elements, _) = machine.next() else {
+      Issue.record("expected an element")
+      return
+    }
+    #expect(elements == ["a1"])
+  }
+
   @Test func testOuterElement_whenLatestAndTheInnerWaitsForRoom_resumesItToStop() async {
     var machine = running(.latest)
-    _ = machine.outerElement("a", key: 0)
-    for index in 0..<Machine.innerBufferLimit {
-      guard case .accepted = machine.offer(0, "a\(index)") else {
+    guard let (channel, _) = machine.outerElement("a", key: 0).startInner else {
+      Issue.record("expected an inner to start")
+      return
+    }
+    for index in 0..<Machine.Channel.bufferLimit {
+      guard offer("a\(index)", on: channel, to: &machine) else {
         Issue.record("expected room for \(index)")
         return
       }
     }
-    guard case .full = machine.offer(0, "more") else {
+    guard case .full = channel.offer("more") else {
       Issue.record("expected the inner to be full")
       return
     }
     await withProducer { producer in
-      #expect(machine.waitForRoom(0, producer) == nil)
+      #expect(channel.waitForRoom(producer) == nil)
       let effects = machine.outerElement("b", key: 0)
       #expect(effects.resume.count == 1 && effects.resume.first?.1 == false)
       #expect(effects.cancel.isEmpty)  // the task was never attached in this test
@@ -63,9 +111,12 @@ struct FlattenStateMachineTests {
 
   @Test func testInnerEnded_whenSuperseded_discardsItsFailure() {
     var machine = running(.latest)
-    _ = machine.outerElement("a", key: 0)
+    guard let (channel, _) = machine.outerElement("a", key: 0).startInner else {
+      Issue.record("expected an inner to start")
+      return
+    }
     _ = machine.outerElement("b", key: 0)
-    let stale = machine.innerEnded(0, failure: TestError(id: 1))
+    let stale = end(channel, failure: TestError(id: 1), in: &machine)
     #expect(stale.cancel.isEmpty && stale.resumeConsumer == nil)
     guard case .suspend = machine.next() else {
       Issue.record("the stream must go on")
@@ -75,8 +126,16 @@ struct FlattenStateMachineTests {
 
   @Test func testInnerEnded_whenCurrentFails_endsWithTheFailure() {
     var machine = running(.latest)
-    _ = machine.outerElement("a", key: 0)
-    _ = machine.innerEnded(0, failure: TestError(id: 2))
+    guard let (channel, _) = machine.outerElement("a", key: 0).startInner else {
+      Issue.record("expected an inner to start")
+      return
+    }
+    _ = end(channel, failure: TestError(id: 2), in: &machine)
+    // The consumer retires the failed inner, then ends with its failure.
+    guard case .deliver(let elements, _) = machine.next(), elements.isEmpty else {
+      Issue.record("expected the end to be decided")
+      return
+    }
     guard case .end(let failure, _) = machine.next() else {
       Issue.record("expected end")
       return
@@ -86,23 +145,32 @@ struct FlattenStateMachineTests {
 
   @Test func testOuterElement_whenExhaustAndRunning_dropsTheElement() {
     var machine = running(.exhaust)
-    #expect(machine.outerElement("a", key: 0).startInner != nil)
+    guard let (channel, _) = machine.outerElement("a", key: 0).startInner else {
+      Issue.record("expected an inner to start")
+      return
+    }
     #expect(machine.outerElement("b", key: 0).startInner == nil)
-    _ = machine.innerEnded(0, failure: nil)
-    #expect(machine.outerElement("c", key: 0).startInner?.id == 1)
+    _ = end(channel, failure: nil, in: &machine)
+    _ = machine.next()  // the consumer retires the ended inner
+    #expect(machine.outerElement("c", key: 0).startInner?.channel.id == 1)
   }
 
   @Test func testOuterEnded_whenInnersRun_finishesOnlyAfterTheLastEnds() {
     var machine = running(.merge(maxConcurrent: 2))
-    _ = machine.outerElement("a", key: 0)
-    _ = machine.outerElement("b", key: 0)
+    guard let (first, _) = machine.outerElement("a", key: 0).startInner,
+      let (second, _) = machine.outerElement("b", key: 0).startInner
+    else {
+      Issue.record("expected two inners to start")
+      return
+    }
     _ = machine.outerEnded(nil)
-    _ = machine.innerEnded(0, failure: nil)
+    _ = end(first, failure: nil, in: &machine)
     guard case .suspend = machine.next() else {
       Issue.record("b still runs")
       return
     }
-    _ = machine.innerEnded(1, failure: nil)
+    _ = end(second, failure: nil, in: &machine)
+    _ = machine.next()  // the consumer retires b: the last one, so the operator ends
     guard case .end(nil, _) = machine.next() else {
       Issue.record("expected the finish")
       return

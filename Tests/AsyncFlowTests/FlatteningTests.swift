@@ -103,7 +103,7 @@ struct FlatteningTests {
     #expect(try await iterator.next() == "a1")
     await outerGate.entered()
     // The consumer is slow: the inner has pulled at most its bounded buffer and one element more.
-    #expect(pulls.withLock { $0 } <= FlattenStateMachine<String, Int, String, Never>.innerBufferLimit + 2)
+    #expect(pulls.withLock { $0 } <= FlattenInnerChannel<String, Never>.bufferLimit + 2)
     outerGate.release()
     await outerGate.entered()
     // "b" superseded "a" while nobody was asking for elements.

@@ -15,31 +15,26 @@ enum FlattenPolicy: Sendable, Equatable {
   }
 }
 
-/// The pure logic of every flattening operator: which inner sequences run, which are superseded,
+/// The logic of every flattening operator: which inner sequences run, which are superseded,
 /// what the consumer may take and when the whole is over.
 ///
-/// Each inner runs in a task of its own and pulls its sequence on demand: it may hold up to
-/// ``innerBufferLimit`` elements the consumer has not taken, then waits (or is superseded) before
-/// pulling more. So a slow consumer never makes anything buffer without bound, the hand-offs of a
-/// busy inner do not cost a suspension each, and a superseded inner's elements are dropped under
-/// the same lock that registers its successor: they can never reach the consumer afterwards.
+/// Each inner runs in a task of its own and pulls its sequence on demand into its
+/// ``FlattenInnerChannel``: it may hold up to ``FlattenInnerChannel/bufferLimit`` elements the
+/// consumer has not taken yet, then waits (or is superseded) before pulling more. So a slow
+/// consumer never makes anything buffer without bound, the hand-offs of a busy inner do not cost a
+/// suspension each, and a superseded inner's channel is dropped under the same lock that registers
+/// its successor: its elements can never reach the consumer afterwards. The machine runs under the
+/// operator's shared lock and takes the channels' locks inside it.
 struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Element: Sendable, Failure: Error> {
+  typealias Channel = FlattenInnerChannel<Element, Failure>
   typealias Resumption = UnsafeContinuation<Bool, Never>
-
-  /// How many elements one inner may hold that the consumer has not taken yet.
-  static var innerBufferLimit: Int { 16 }
 
   private struct Inner {
     var key: Key
-    /// False once superseded (or once the operator is ending): nothing it offers is taken.
+    let channel: Channel
+    /// False once superseded (or once the operator is ending).
     var isCurrent = true
-    var pending: [Element] = []
-    /// The inner's task waiting for room (`true`) or for being dropped (`false`).
-    var producer: Resumption?
     var task: Task<Void, Never>?
-    /// The inner sequence ended while elements were still pending; it retires once they are taken.
-    var hasEnded = false
-    var failure: Failure?
   }
 
   private enum Phase {
@@ -55,9 +50,10 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
   private var inners: [Int: Inner] = [:]
   /// The running inner of each key, for `latest` and `exhaust`.
   private var currentByKey: [Key: Int] = [:]
-  /// Inners that are current: not superseded, not ended.
+  /// Inners that are current: not superseded, not retired.
   private var activeCount = 0
-  private var ready: [Int] = []
+  /// Channels with something for the consumer (elements, or their end), in the order they got it.
+  private var ready: [Channel] = []
   private var readyStart = 0
   private var nextID = 0
   private var outerHasEnded = false
@@ -74,7 +70,9 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
     var resume: [(Resumption, Bool)] = []
     var resumeConsumer: UnsafeContinuation<Void, Never>?
     var cancel: [Task<Void, Never>] = []
-    var startInner: (id: Int, element: OuterElement)?
+    var startInner: (channel: Channel, element: OuterElement)?
+
+    var isEmpty: Bool { resume.isEmpty && resumeConsumer == nil && cancel.isEmpty }
 
     mutating func merge(_ other: Effects) {
       resume += other.resume
@@ -97,12 +95,18 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
   // MARK: Consumer
 
   enum NextAction {
-    case deliver(Element, Effects)
+    /// Perform `effects`, then deliver `elements` in order (if none, ask again).
+    case deliver([Element], Effects)
     case start
     case suspend
     /// Await the outer task, then the inner tasks, then end with the failure (or finish).
     case end(Failure?, outer: Task<Void, Never>?)
   }
+
+  /// Whether the consumer may take everything ready at once. A superseding policy may not: an
+  /// element handed over early could be superseded before the consumer returns it, and a stale
+  /// element must never reach the consumer.
+  private var takesBatches: Bool { policy != .latest }
 
   mutating func next() -> NextAction {
     switch phase {
@@ -110,28 +114,28 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
       phase = .running
       return .start
     case .running:
+      var elements: [Element] = []
+      var effects = Effects()
       while readyStart < ready.count {
-        let id = ready[readyStart]
-        readyStart += 1
-        if readyStart == ready.count {
-          ready.removeAll(keepingCapacity: true)
-          readyStart = 0
+        let channel = ready[readyStart]
+        let taken = channel.take(all: takesBatches, into: &elements)
+        if let producer = taken.producer { effects.resume.append((producer, true)) }
+        if taken.isDrained { readyStart += 1 }
+        if taken.retires, let inner = inners.removeValue(forKey: channel.id) {
+          effects.merge(retire(inner, failure: taken.failure))
+          // A failure ends the operator: what was taken before it is still delivered.
+          guard case .running = phase else { break }
         }
-        guard var inner = inners[id], inner.isCurrent, !inner.pending.isEmpty else { continue }
-        let element = inner.pending.removeFirst()
-        var effects = Effects()
-        // Waking a full inner only once half its room is free keeps a busy inner and consumer from
-        // trading a suspension per element.
-        if inner.pending.count <= Self.innerBufferLimit / 2, let producer = inner.producer.take() {
-          effects.resume.append((producer, true))
-        }
-        if inner.hasEnded && inner.pending.isEmpty {
-          inners.removeValue(forKey: id)
-          effects.merge(retire(inner))
-        } else {
-          inners[id] = inner
-        }
-        return .deliver(element, effects)
+        if !takesBatches && !elements.isEmpty { break }
+      }
+      if readyStart == ready.count {
+        ready.removeAll(keepingCapacity: true)
+        readyStart = 0
+      }
+      guard elements.isEmpty, effects.isEmpty, case .running = phase else {
+        // Retiring may have ended the operator or let the outer go on: then there is something to
+        // do even without elements.
+        return .deliver(elements, effects)
       }
       return .suspend
     case .ending(let failure):
@@ -199,10 +203,11 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
     }
     let id = nextID
     nextID += 1
-    inners[id] = Inner(key: key)
+    let channel = Channel(id: id)
+    inners[id] = Inner(key: key, channel: channel)
     activeCount += 1
     if !isMerge { currentByKey[key] = id }
-    effects.startInner = (id, element)
+    effects.startInner = (channel, element)
     return effects
   }
 
@@ -217,67 +222,39 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
 
   /// Returns the task if the inner is no longer wanted, so that it is cancelled.
   mutating func innerStarted(_ id: Int, task: Task<Void, Never>) -> Task<Void, Never>? {
-    guard var inner = inners[id] else { return nil }
-    inner.task = task
-    inners[id] = inner
-    return inner.isCurrent ? nil : task
+    guard let index = inners.index(forKey: id) else { return nil }
+    inners.values[index].task = task
+    return inners.values[index].isCurrent ? nil : task
   }
 
-  enum OfferResult {
-    case accepted(Effects)
-    /// The inner holds ``innerBufferLimit`` elements: wait for room, then offer again.
-    case full
-    /// Superseded, or the operator is ending: stop.
-    case dropped
+  /// A channel got its first element since the consumer last emptied it: list it as ready.
+  mutating func listReady(_ channel: Channel) -> UnsafeContinuation<Void, Never>? {
+    guard case .running = phase else { return nil }
+    ready.append(channel)
+    return consumer.take()
   }
 
-  /// An inner offers `element`.
-  mutating func offer(_ id: Int, _ element: Element) -> OfferResult {
-    guard case .running = phase, var inner = inners[id], inner.isCurrent else { return .dropped }
-    guard inner.pending.count < Self.innerBufferLimit else { return .full }
-    inner.pending.append(element)
-    inners[id] = inner
-    ready.append(id)
+  /// An inner's task is ending. `needsListing` is what ``FlattenInnerChannel/end(failure:)``
+  /// answered: `nil` if the inner was dropped already, and its end, failure included, is stale.
+  mutating func innerEnded(_ channel: Channel, needsListing: Bool?) -> Effects {
+    guard let index = inners.index(forKey: channel.id) else { return Effects() }
+    guard let needsListing, case .running = phase else {
+      inners.remove(at: index)
+      return Effects()
+    }
+    // The consumer retires it once its elements are taken; its task is ending now.
+    inners.values[index].task = nil
     var effects = Effects()
-    effects.resumeConsumer = consumer.take()
-    return .accepted(effects)
-  }
-
-  /// A full inner waits for room; returns the answer at once (`true`: offer again, `false`: stop)
-  /// if it need not wait.
-  mutating func waitForRoom(_ id: Int, _ producer: Resumption) -> Bool? {
-    guard case .running = phase, var inner = inners[id], inner.isCurrent else { return false }
-    guard inner.pending.count >= Self.innerBufferLimit else { return true }
-    inner.producer = producer
-    inners[id] = inner
-    return nil
-  }
-
-  mutating func innerEnded(_ id: Int, failure: Failure?) -> Effects {
-    guard var inner = inners[id] else { return Effects() }
-    // A superseded inner's end, failure included, is stale: it must not touch the live stream.
-    guard inner.isCurrent, case .running = phase else {
-      inners.removeValue(forKey: id)
-      return Effects()
-    }
-    inner.task = nil
-    inner.hasEnded = true
-    inner.failure = failure
-    // Elements it offered before it ended are delivered first; it retires after the last one.
-    guard inner.pending.isEmpty else {
-      inners[id] = inner
-      return Effects()
-    }
-    inners.removeValue(forKey: id)
-    return retire(inner)
+    if needsListing { effects.resumeConsumer = listReady(channel) }
+    return effects
   }
 
   /// An ended inner whose elements have all been taken leaves: it ends the operator if it failed,
   /// lets the outer pull again (merge), and may finish the operator.
-  private mutating func retire(_ inner: Inner) -> Effects {
+  private mutating func retire(_ inner: Inner, failure: Failure?) -> Effects {
     activeCount -= 1
     if !isMerge { currentByKey.removeValue(forKey: inner.key) }
-    if let failure = inner.failure { return end(failure) }
+    if let failure { return end(failure) }
     var effects = finishIfDone()
     if let outer = outerWaiting.take() { effects.resume.append((outer, outerWanted)) }
     return effects
@@ -291,15 +268,16 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
   }
 
   private mutating func supersede(_ id: Int, into effects: inout Effects) {
-    guard var inner = inners[id] else { return }
-    inner.isCurrent = false
-    inner.pending = []
-    if let producer = inner.producer.take() { effects.resume.append((producer, false)) }
-    if let task = inner.task { effects.cancel.append(task) }
+    guard let index = inners.index(forKey: id) else { return }
+    let key = inners.values[index].key
+    inners.values[index].isCurrent = false
+    let (producer, hadEnded) = inners.values[index].channel.drop()
+    if let producer { effects.resume.append((producer, false)) }
+    if let task = inners.values[index].task { effects.cancel.append(task) }
     // An inner that already ended has no task left to report back: it leaves now.
-    if inner.hasEnded { inners.removeValue(forKey: id) } else { inners[id] = inner }
+    if hadEnded { inners.remove(at: index) }
     activeCount -= 1
-    currentByKey.removeValue(forKey: inner.key)
+    currentByKey.removeValue(forKey: key)
   }
 
   private mutating func finishIfDone() -> Effects {
@@ -312,12 +290,11 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
   private mutating func end(_ failure: Failure?) -> Effects {
     phase = .ending(failure)
     var effects = Effects()
-    for (id, var inner) in inners {
-      inner.isCurrent = false
-      inner.pending = []
-      if let producer = inner.producer.take() { effects.resume.append((producer, false)) }
-      if let task = inner.task { effects.cancel.append(task) }
-      inners[id] = inner
+    for index in inners.indices {
+      inners.values[index].isCurrent = false
+      let (producer, _) = inners.values[index].channel.drop()
+      if let producer { effects.resume.append((producer, false)) }
+      if let task = inners.values[index].task { effects.cancel.append(task) }
     }
     currentByKey.removeAll()
     activeCount = 0

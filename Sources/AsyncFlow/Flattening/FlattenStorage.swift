@@ -31,12 +31,13 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
 
   // MARK: Consumer
 
-  func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Inner.Element? {
+  /// The next elements for the consumer, in order: at least one, or `nil` at the end.
+  func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> [Inner.Element]? {
     while true {
       switch state.withLock({ $0.next() }) {
-      case .deliver(let element, let effects):
+      case .deliver(let elements, let effects):
         effects.perform()
-        return element
+        if !elements.isEmpty { return elements }
       case .start:
         startOuter()
       case .suspend:
@@ -80,7 +81,7 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
         let key = self.key(element)
         let effects = state.withLock { $0.outerElement(element, key: key) }
         effects.perform()
-        if let (id, element) = effects.startInner { startInner(id, element) }
+        if let (channel, element) = effects.startInner { startInner(channel, element) }
       } catch {
         let failure = outerFailure(error)
         state.withLock { $0.outerEnded(failure) }.perform()
@@ -101,17 +102,23 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
 
   // MARK: Inners
 
-  private func startInner(_ id: Int, _ element: Outer.Element) {
-    let task = FlowScheduling.startTask { await self.runInner(id, element) }
-    state.withLock { $0.innerStarted(id, task: task) }?.cancel()
+  private func startInner(_ channel: Machine.Channel, _ element: Outer.Element) {
+    let task = FlowScheduling.startTask { await self.runInner(channel, element) }
+    state.withLock { $0.innerStarted(channel.id, task: task) }?.cancel()
   }
 
-  private func runInner(_ id: Int, _ element: Outer.Element) async {
+  private func runInner(_ channel: Machine.Channel, _ element: Outer.Element) async {
     let inner = await transform(element)
     var iterator = inner.makeAsyncIterator()
+    var failure: Failure?
     do throws(Inner.Failure) {
       while let element = try await iterator.next(isolation: nil) {
-        guard await offer(id, element) else {
+        // The common case, room in the channel, costs no suspension point.
+        if case .accepted(let needsListing) = channel.offer(element) {
+          if needsListing { listReady(channel) }
+          continue
+        }
+        guard await offer(element, to: channel) else {
           // Dropped: this task was cancelled first. Asking once more lets a cooperative iterator
           // see the cancellation and end its own work (a Flow waits for its body) before this
           // task ends; dropping the iterator alone could not wait for anything.
@@ -119,28 +126,31 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
           break
         }
       }
-      state.withLock { $0.innerEnded(id, failure: nil) }.perform()
     } catch {
-      let failure = innerFailure(error)
-      state.withLock { $0.innerEnded(id, failure: failure) }.perform()
+      failure = innerFailure(error)
     }
+    let needsListing = channel.end(failure: failure)
+    state.withLock { $0.innerEnded(channel, needsListing: needsListing) }.perform()
+  }
+
+  /// Only the first element since the consumer last emptied a channel touches the shared state.
+  private func listReady(_ channel: Machine.Channel) {
+    state.withLock { $0.listReady(channel) }?.resume()
   }
 
   /// Hands `element` to the consumer, waiting while the inner already holds as many as it may;
   /// `false` once the inner was dropped.
-  private func offer(_ id: Int, _ element: Inner.Element) async -> Bool {
+  private func offer(_ element: Inner.Element, to channel: Machine.Channel) async -> Bool {
     while true {
-      switch state.withLock({ $0.offer(id, element) }) {
-      case .accepted(let effects):
-        effects.perform()
+      switch channel.offer(element) {
+      case .accepted(let needsListing):
+        if needsListing { listReady(channel) }
         return true
       case .dropped:
         return false
       case .full:
         let offerAgain = await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
-          if let answer = state.withLock({ $0.waitForRoom(id, continuation) }) {
-            continuation.resume(returning: answer)
-          }
+          if let answer = channel.waitForRoom(continuation) { continuation.resume(returning: answer) }
         }
         if !offerAgain { return false }
       }
@@ -155,6 +165,9 @@ final class FlattenConsumer<
 >
 where Outer.Element: Sendable, Inner.Element: Sendable {
   let storage: FlattenStorage<Outer, Inner, Key, Failure>
+  /// Elements already taken from the storage in one batch, delivered from here without the lock.
+  private var taken: [Inner.Element] = []
+  private var takenStart = 0
 
   init(_ storage: FlattenStorage<Outer, Inner, Key, Failure>) {
     self.storage = storage
@@ -165,8 +178,19 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
   }
 
   func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Inner.Element? {
-    if Task.isCancelled { storage.cancel() }
-    return try await storage.next(isolation: actor)
+    if Task.isCancelled {
+      taken = []
+      takenStart = 0
+      storage.cancel()
+    }
+    if takenStart < taken.count {
+      defer { takenStart += 1 }
+      return taken[takenStart]
+    }
+    guard let batch = try await storage.next(isolation: actor) else { return nil }
+    taken = batch
+    takenStart = 1
+    return batch[0]
   }
 }
 

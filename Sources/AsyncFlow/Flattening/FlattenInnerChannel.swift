@@ -1,0 +1,125 @@
+/// One inner sequence's hand-off to the consumer of a flattening operator, behind a lock of its
+/// own: an inner offering an element contends only with the consumer taking it, never with the
+/// other inners, and touches the operator's shared state only when it goes from nothing to offer
+/// to something (to be listed as ready) and when it ends.
+///
+/// Lock order: the operator's shared lock may be held while this one is taken, never the reverse.
+final class FlattenInnerChannel<Element: Sendable, Failure: Error>: Sendable {
+  typealias Producer = UnsafeContinuation<Bool, Never>
+
+  struct State {
+    var pending: [Element] = []
+    /// Listed in the operator's ready queue, so the consumer will look here: no need to list it again.
+    var isQueued = false
+    /// Superseded, retired, or the operator is ending: nothing more is taken from it.
+    var isDropped = false
+    /// The inner's task, waiting for room (`true`) or for being dropped (`false`).
+    var producer: Producer?
+    /// The inner sequence ended (with `failure`, if any); it retires once its elements are taken.
+    var hasEnded = false
+    var failure: Failure?
+  }
+
+  /// How many elements an inner may hold that the consumer has not taken yet.
+  static var bufferLimit: Int { 64 }
+
+  let id: Int
+  private let state = LockedState(State())
+
+  init(id: Int) {
+    self.id = id
+  }
+
+  // MARK: The inner's task
+
+  enum OfferResult {
+    /// Taken; if `needsListing`, the channel must be listed as ready (and the consumer woken).
+    case accepted(needsListing: Bool)
+    /// The inner holds ``bufferLimit`` elements: wait for room, then offer again.
+    case full
+    /// Superseded, or the operator is ending: stop.
+    case dropped
+  }
+
+  func offer(_ element: Element) -> OfferResult {
+    state.withLock { state in
+      if state.isDropped { return .dropped }
+      guard state.pending.count < Self.bufferLimit else { return .full }
+      state.pending.append(element)
+      defer { state.isQueued = true }
+      return .accepted(needsListing: !state.isQueued)
+    }
+  }
+
+  /// A full inner waits for room; returns the answer at once (`true`: offer again, `false`: stop)
+  /// if it need not wait.
+  func waitForRoom(_ producer: Producer) -> Bool? {
+    state.withLock { state in
+      if state.isDropped { return false }
+      guard state.pending.count >= Self.bufferLimit else { return true }
+      state.producer = producer
+      return nil
+    }
+  }
+
+  /// The inner sequence ended. Returns whether the channel must be listed as ready (so that the
+  /// consumer retires it), or `nil` if it was dropped already: its end is stale.
+  func end(failure: Failure?) -> Bool? {
+    state.withLock { state in
+      if state.isDropped { return nil }
+      state.hasEnded = true
+      state.failure = failure
+      defer { state.isQueued = true }
+      return !state.isQueued
+    }
+  }
+
+  // MARK: The consumer (under the operator's shared lock)
+
+  struct Taken {
+    /// The inner's task, to resume with `true`: half its room is free again.
+    var producer: Producer?
+    /// Nothing is left to take: the channel leaves the ready queue.
+    var isDrained: Bool
+    /// The inner had ended and its last element is taken: it retires, with its failure if any.
+    var retires: Bool
+    var failure: Failure?
+  }
+
+  /// Appends the oldest pending element (or all of them, if `all`) to `elements`.
+  func take(all: Bool, into elements: inout [Element]) -> Taken {
+    state.withLock { state in
+      if state.isDropped { return Taken(isDrained: true, retires: false) }
+      if all || state.pending.count == 1 {
+        elements.append(contentsOf: state.pending)
+        state.pending.removeAll(keepingCapacity: true)
+      } else if !state.pending.isEmpty {
+        elements.append(state.pending.removeFirst())
+      }
+      var taken = Taken(isDrained: state.pending.isEmpty, retires: false)
+      // Waking a full inner only once half its room is free keeps a busy inner and consumer from
+      // trading a suspension per element.
+      if state.pending.count <= Self.bufferLimit / 2 { taken.producer = state.producer.take() }
+      if taken.isDrained {
+        state.isQueued = false
+        if state.hasEnded {
+          state.isDropped = true
+          taken.retires = true
+          taken.failure = state.failure
+        }
+      }
+      return taken
+    }
+  }
+
+  /// Superseded, or the operator is ending: what it holds is discarded and nothing more is taken.
+  /// Returns its task if that waits for room (to resume with `false`), and whether the inner had
+  /// ended already (so that no task will report its end).
+  func drop() -> (producer: Producer?, hadEnded: Bool) {
+    state.withLock { state in
+      state.isDropped = true
+      state.pending = []
+      return (state.producer.take(), state.hasEnded)
+    }
+  }
+}
