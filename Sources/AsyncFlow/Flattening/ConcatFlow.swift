@@ -5,6 +5,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```swift
   /// let uploads = queuedFiles.concatFlow { file in api.upload(file) }   // progress of each, in turn
   /// ```
+  @inlinable
   public func concatFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, any Error> & Sendable where Inner.Element: Sendable {
@@ -18,6 +19,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   /// ```swift
   /// let uploads = queuedFiles.concatFlow { file in api.upload(file) }   // progress of each, in turn
   /// ```
+  @inlinable
   public func concatFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Inner.Failure> & Sendable where Inner.Element: Sendable {
@@ -31,6 +33,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```swift
   /// let uploads = queuedFiles.concatFlow { file in api.upload(file) }   // progress of each, in turn
   /// ```
+  @inlinable
   public func concatFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Failure> & Sendable where Inner.Element: Sendable, Inner.Failure == Failure {
@@ -44,6 +47,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   /// ```swift
   /// let uploads = queuedFiles.concatFlow { file in api.upload(file) }   // progress of each, in turn
   /// ```
+  @inlinable
   public func concatFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Never> & Sendable where Inner.Element: Sendable, Inner.Failure == Never {

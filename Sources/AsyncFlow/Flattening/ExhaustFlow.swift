@@ -7,6 +7,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```swift
   /// let receipts = payTaps.exhaustFlow { _ in api.pay(order) }
   /// ```
+  @inlinable
   public func exhaustFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, any Error> & Sendable where Inner.Element: Sendable {
@@ -20,6 +21,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   /// ```swift
   /// let receipts = payTaps.exhaustFlow { _ in api.pay(order) }
   /// ```
+  @inlinable
   public func exhaustFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Inner.Failure> & Sendable where Inner.Element: Sendable {
@@ -33,6 +35,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```swift
   /// let receipts = payTaps.exhaustFlow { _ in api.pay(order) }
   /// ```
+  @inlinable
   public func exhaustFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Failure> & Sendable where Inner.Element: Sendable, Inner.Failure == Failure {
@@ -46,6 +49,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   /// ```swift
   /// let receipts = payTaps.exhaustFlow { _ in api.pay(order) }
   /// ```
+  @inlinable
   public func exhaustFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Never> & Sendable where Inner.Element: Sendable, Inner.Failure == Never {

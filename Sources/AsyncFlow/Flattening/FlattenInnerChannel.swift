@@ -4,34 +4,40 @@
 /// to something (to be listed as ready) and when it ends.
 ///
 /// Lock order: the operator's shared lock may be held while this one is taken, never the reverse.
+@usableFromInline
 final class FlattenInnerChannel<Element: Sendable, Failure: Error>: Sendable {
+  @usableFromInline
   typealias Producer = UnsafeContinuation<Bool, Never>
 
+  @usableFromInline
   struct State {
-    var pending: [Element] = []
+    @usableFromInline var pending: [Element] = []
     /// Listed in the operator's ready queue, so the consumer will look here: no need to list it again.
-    var isQueued = false
+    @usableFromInline var isQueued = false
     /// Superseded, retired, or the operator is ending: nothing more is taken from it.
-    var isDropped = false
+    @usableFromInline var isDropped = false
     /// The inner's task, waiting for room (`true`) or for being dropped (`false`).
-    var producer: Producer?
+    @usableFromInline var producer: Producer?
     /// The inner sequence ended (with `failure`, if any); it retires once its elements are taken.
-    var hasEnded = false
-    var failure: Failure?
+    @usableFromInline var hasEnded = false
+    @usableFromInline var failure: Failure?
+
+    @inlinable init() {}
   }
 
   /// How many elements an inner may hold that the consumer has not taken yet.
-  static var bufferLimit: Int { 64 }
+  @inlinable static var bufferLimit: Int { 64 }
 
-  let id: Int
-  private let state = LockedState(State())
+  @usableFromInline let id: Int
+  @usableFromInline let state = LockedState(State())
 
-  init(id: Int) {
+  @inlinable init(id: Int) {
     self.id = id
   }
 
   // MARK: The inner's task
 
+  @usableFromInline
   enum OfferResult {
     /// Taken; if `needsListing`, the channel must be listed as ready (and the consumer woken).
     case accepted(needsListing: Bool)
@@ -41,7 +47,7 @@ final class FlattenInnerChannel<Element: Sendable, Failure: Error>: Sendable {
     case dropped
   }
 
-  func offer(_ element: Element) -> OfferResult {
+  @inlinable func offer(_ element: Element) -> OfferResult {
     state.withLock { state in
       if state.isDropped { return .dropped }
       guard state.pending.count < Self.bufferLimit else { return .full }
@@ -53,7 +59,7 @@ final class FlattenInnerChannel<Element: Sendable, Failure: Error>: Sendable {
 
   /// A full inner waits for room; returns the answer at once (`true`: offer again, `false`: stop)
   /// if it need not wait.
-  func waitForRoom(_ producer: Producer) -> Bool? {
+  @inlinable func waitForRoom(_ producer: Producer) -> Bool? {
     state.withLock { state in
       if state.isDropped { return false }
       guard state.pending.count >= Self.bufferLimit else { return true }
@@ -64,7 +70,7 @@ final class FlattenInnerChannel<Element: Sendable, Failure: Error>: Sendable {
 
   /// The inner sequence ended. Returns whether the channel must be listed as ready (so that the
   /// consumer retires it), or `nil` if it was dropped already: its end is stale.
-  func end(failure: Failure?) -> Bool? {
+  @inlinable func end(failure: Failure?) -> Bool? {
     state.withLock { state in
       if state.isDropped { return nil }
       state.hasEnded = true
@@ -76,18 +82,26 @@ final class FlattenInnerChannel<Element: Sendable, Failure: Error>: Sendable {
 
   // MARK: The consumer (under the operator's shared lock)
 
+  @usableFromInline
   struct Taken {
     /// The inner's task, to resume with `true`: half its room is free again.
-    var producer: Producer?
+    @usableFromInline var producer: Producer?
     /// Nothing is left to take: the channel leaves the ready queue.
-    var isDrained: Bool
+    @usableFromInline var isDrained: Bool
     /// The inner had ended and its last element is taken: it retires, with its failure if any.
-    var retires: Bool
-    var failure: Failure?
+    @usableFromInline var retires: Bool
+    @usableFromInline var failure: Failure?
+
+    @inlinable init(producer: Producer? = nil, isDrained: Bool, retires: Bool, failure: Failure? = nil) {
+      self.producer = producer
+      self.isDrained = isDrained
+      self.retires = retires
+      self.failure = failure
+    }
   }
 
   /// Appends the oldest pending element (or all of them, if `all`) to `elements`.
-  func take(all: Bool, into elements: inout [Element]) -> Taken {
+  @inlinable func take(all: Bool, into elements: inout [Element]) -> Taken {
     state.withLock { state in
       if state.isDropped { return Taken(isDrained: true, retires: false) }
       if all || state.pending.count == 1 {
@@ -115,7 +129,7 @@ final class FlattenInnerChannel<Element: Sendable, Failure: Error>: Sendable {
   /// Superseded, or the operator is ending: what it holds is discarded and nothing more is taken.
   /// Returns its task if that waits for room (to resume with `false`), and whether the inner had
   /// ended already (so that no task will report its end).
-  func drop() -> (producer: Producer?, hadEnded: Bool) {
+  @inlinable func drop() -> (producer: Producer?, hadEnded: Bool) {
     state.withLock { state in
       state.isDropped = true
       state.pending = []

@@ -1,4 +1,5 @@
 /// What happens to the running inner sequence when a new outer element arrives.
+@usableFromInline
 enum FlattenPolicy: Sendable, Equatable {
   /// The new element supersedes the running inner of its key (switch-to-latest).
   case latest
@@ -8,7 +9,7 @@ enum FlattenPolicy: Sendable, Equatable {
   case exhaust
 
   /// `merge`, with the argument checked as the public API promises.
-  static func merge(checking maxConcurrent: Int) -> FlattenPolicy {
+  @inlinable static func merge(checking maxConcurrent: Int) -> FlattenPolicy {
     precondition(
       maxConcurrent >= 1, "mergeFlow(maxConcurrent:_:): maxConcurrent must be 1 or greater, got \(maxConcurrent)")
     return .merge(maxConcurrent: maxConcurrent)
@@ -25,19 +26,29 @@ enum FlattenPolicy: Sendable, Equatable {
 /// suspension each, and a superseded inner's channel is dropped under the same lock that registers
 /// its successor: its elements can never reach the consumer afterwards. The machine runs under the
 /// operator's shared lock and takes the channels' locks inside it.
+@usableFromInline
 struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Element: Sendable, Failure: Error> {
+  @usableFromInline
   typealias Channel = FlattenInnerChannel<Element, Failure>
+  @usableFromInline
   typealias Resumption = UnsafeContinuation<Bool, Never>
 
-  private struct Inner {
-    var key: Key
-    let channel: Channel
+  @usableFromInline
+  struct Inner {
+    @usableFromInline var key: Key
+    @usableFromInline let channel: Channel
     /// False once superseded (or once the operator is ending).
-    var isCurrent = true
-    var task: Task<Void, Never>?
+    @usableFromInline var isCurrent = true
+    @usableFromInline var task: Task<Void, Never>?
+
+    @inlinable init(key: Key, channel: Channel) {
+      self.key = key
+      self.channel = channel
+    }
   }
 
-  private enum Phase {
+  @usableFromInline
+  enum Phase {
     case idle
     case running
     /// Decided: the consumer ends with `failure` once every task has ended.
@@ -45,55 +56,59 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
     case finished
   }
 
-  let policy: FlattenPolicy
-  private var phase = Phase.idle
-  private var inners: [Int: Inner] = [:]
+  @usableFromInline let policy: FlattenPolicy
+  @usableFromInline var phase = Phase.idle
+  @usableFromInline var inners: [Int: Inner] = [:]
   /// The running inner of each key, for `latest` and `exhaust`.
-  private var currentByKey: [Key: Int] = [:]
+  @usableFromInline var currentByKey: [Key: Int] = [:]
   /// Inners that are current: not superseded, not retired.
-  private var activeCount = 0
+  @usableFromInline var activeCount = 0
   /// Channels with something for the consumer (elements, or their end), in the order they got it.
-  private var ready: [Channel] = []
-  private var readyStart = 0
-  private var nextID = 0
-  private var outerHasEnded = false
-  private var outerTask: Task<Void, Never>?
-  private var outerWaiting: Resumption?
-  private var consumer: UnsafeContinuation<Void, Never>?
+  @usableFromInline var ready: [Channel] = []
+  @usableFromInline var readyStart = 0
+  @usableFromInline var nextID = 0
+  @usableFromInline var outerHasEnded = false
+  @usableFromInline var outerTask: Task<Void, Never>?
+  @usableFromInline var outerWaiting: Resumption?
+  @usableFromInline var consumer: UnsafeContinuation<Void, Never>?
 
-  init(policy: FlattenPolicy) {
+  @inlinable init(policy: FlattenPolicy) {
     self.policy = policy
   }
 
   /// What the storage must do after an event, outside the lock.
+  @usableFromInline
   struct Effects {
-    var resume: [(Resumption, Bool)] = []
-    var resumeConsumer: UnsafeContinuation<Void, Never>?
-    var cancel: [Task<Void, Never>] = []
-    var startInner: (channel: Channel, element: OuterElement)?
+    @usableFromInline var resume: [(Resumption, Bool)] = []
+    @usableFromInline var resumeConsumer: UnsafeContinuation<Void, Never>?
+    @usableFromInline var cancel: [Task<Void, Never>] = []
+    @usableFromInline var startInner: (channel: Channel, element: OuterElement)?
 
-    var isEmpty: Bool { resume.isEmpty && resumeConsumer == nil && cancel.isEmpty }
+    @inlinable init() {}
 
-    mutating func merge(_ other: Effects) {
+    @inlinable var isEmpty: Bool { resume.isEmpty && resumeConsumer == nil && cancel.isEmpty }
+
+    @inlinable mutating func merge(_ other: Effects) {
       resume += other.resume
       resumeConsumer = resumeConsumer ?? other.resumeConsumer
       cancel += other.cancel
     }
 
-    func perform() {
+    @inlinable func perform() {
       for task in cancel { task.cancel() }
       for (continuation, value) in resume { continuation.resume(returning: value) }
       resumeConsumer?.resume()
     }
   }
 
-  private var outerWanted: Bool {
+  @inlinable var outerWanted: Bool {
     guard case .merge(let maxConcurrent) = policy else { return true }
     return activeCount < maxConcurrent
   }
 
   // MARK: Consumer
 
+  @usableFromInline
   enum NextAction {
     /// Perform `effects`, then deliver `elements` in order (if none, ask again).
     case deliver([Element], Effects)
@@ -106,9 +121,9 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
   /// Whether the consumer may take everything ready at once. A superseding policy may not: an
   /// element handed over early could be superseded before the consumer returns it, and a stale
   /// element must never reach the consumer.
-  private var takesBatches: Bool { policy != .latest }
+  @inlinable var takesBatches: Bool { policy != .latest }
 
-  mutating func next() -> NextAction {
+  @inlinable mutating func next() -> NextAction {
     switch phase {
     case .idle:
       phase = .running
@@ -147,19 +162,21 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
   }
 
   /// Registers the waiting consumer, or returns it to be resumed at once.
-  mutating func suspendConsumer(_ continuation: UnsafeContinuation<Void, Never>) -> UnsafeContinuation<Void, Never>? {
+  @inlinable mutating func suspendConsumer(_ continuation: UnsafeContinuation<Void, Never>) -> UnsafeContinuation<
+    Void, Never
+  >? {
     guard case .running = phase, readyStart == ready.count else { return continuation }
     consumer = continuation
     return nil
   }
 
   /// The inner tasks still running, once the outer task has ended (it starts no more of them).
-  func remainingInnerTasks() -> [Task<Void, Never>] {
+  @inlinable func remainingInnerTasks() -> [Task<Void, Never>] {
     inners.values.compactMap { $0.task }
   }
 
   /// The consumer's task was cancelled or its iterator released.
-  mutating func cancel() -> Effects {
+  @inlinable mutating func cancel() -> Effects {
     switch phase {
     case .idle:
       phase = .finished
@@ -173,7 +190,7 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
 
   // MARK: Outer
 
-  mutating func outerStarted(_ task: Task<Void, Never>) -> Task<Void, Never>? {
+  @inlinable mutating func outerStarted(_ task: Task<Void, Never>) -> Task<Void, Never>? {
     outerTask = task
     if case .running = phase { return nil }
     return task
@@ -181,14 +198,14 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
 
   /// Whether the outer pump may pull; `nil` if it must wait, in which case `continuation` (if
   /// given) is registered to be resumed with the answer.
-  mutating func outerMayPull(_ continuation: Resumption?) -> Bool? {
+  @inlinable mutating func outerMayPull(_ continuation: Resumption?) -> Bool? {
     guard case .running = phase else { return false }
     if outerWanted { return true }
     if let continuation { outerWaiting = continuation }
     return nil
   }
 
-  mutating func outerElement(_ element: OuterElement, key: Key) -> Effects {
+  @inlinable mutating func outerElement(_ element: OuterElement, key: Key) -> Effects {
     guard case .running = phase else { return Effects() }
     var effects = Effects()
     if !isMerge, let running = currentByKey[key] {
@@ -211,7 +228,7 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
     return effects
   }
 
-  mutating func outerEnded(_ failure: Failure?) -> Effects {
+  @inlinable mutating func outerEnded(_ failure: Failure?) -> Effects {
     guard case .running = phase else { return Effects() }
     if let failure { return end(failure) }
     outerHasEnded = true
@@ -221,14 +238,14 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
   // MARK: Inners
 
   /// Returns the task if the inner is no longer wanted, so that it is cancelled.
-  mutating func innerStarted(_ id: Int, task: Task<Void, Never>) -> Task<Void, Never>? {
+  @inlinable mutating func innerStarted(_ id: Int, task: Task<Void, Never>) -> Task<Void, Never>? {
     guard let index = inners.index(forKey: id) else { return nil }
     inners.values[index].task = task
     return inners.values[index].isCurrent ? nil : task
   }
 
   /// A channel got its first element since the consumer last emptied it: list it as ready.
-  mutating func listReady(_ channel: Channel) -> UnsafeContinuation<Void, Never>? {
+  @inlinable mutating func listReady(_ channel: Channel) -> UnsafeContinuation<Void, Never>? {
     guard case .running = phase else { return nil }
     ready.append(channel)
     return consumer.take()
@@ -236,7 +253,7 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
 
   /// An inner's task is ending. `needsListing` is what ``FlattenInnerChannel/end(failure:)``
   /// answered: `nil` if the inner was dropped already, and its end, failure included, is stale.
-  mutating func innerEnded(_ channel: Channel, needsListing: Bool?) -> Effects {
+  @inlinable mutating func innerEnded(_ channel: Channel, needsListing: Bool?) -> Effects {
     guard let index = inners.index(forKey: channel.id) else { return Effects() }
     guard let needsListing, case .running = phase else {
       inners.remove(at: index)
@@ -251,7 +268,7 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
 
   /// An ended inner whose elements have all been taken leaves: it ends the operator if it failed,
   /// lets the outer pull again (merge), and may finish the operator.
-  private mutating func retire(_ inner: Inner, failure: Failure?) -> Effects {
+  @inlinable mutating func retire(_ inner: Inner, failure: Failure?) -> Effects {
     activeCount -= 1
     if !isMerge { currentByKey.removeValue(forKey: inner.key) }
     if let failure { return end(failure) }
@@ -262,12 +279,12 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
 
   // MARK: Helpers
 
-  private var isMerge: Bool {
+  @inlinable var isMerge: Bool {
     if case .merge = policy { return true }
     return false
   }
 
-  private mutating func supersede(_ id: Int, into effects: inout Effects) {
+  @inlinable mutating func supersede(_ id: Int, into effects: inout Effects) {
     guard let index = inners.index(forKey: id) else { return }
     let key = inners.values[index].key
     inners.values[index].isCurrent = false
@@ -280,14 +297,14 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
     currentByKey.removeValue(forKey: key)
   }
 
-  private mutating func finishIfDone() -> Effects {
+  @inlinable mutating func finishIfDone() -> Effects {
     guard outerHasEnded, activeCount == 0 else { return Effects() }
     return end(nil)
   }
 
   /// Ends the operator: every inner is dropped and every task cancelled; the consumer ends with
   /// `failure` once they have all ended.
-  private mutating func end(_ failure: Failure?) -> Effects {
+  @inlinable mutating func end(_ failure: Failure?) -> Effects {
     phase = .ending(failure)
     var effects = Effects()
     for index in inners.indices {

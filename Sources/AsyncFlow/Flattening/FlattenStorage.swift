@@ -1,21 +1,23 @@
 /// Runs a ``FlattenStateMachine``: one task pulls the outer sequence, one task per inner pulls that
 /// inner on demand, and the consumer takes what the inners offer. Continuations are resumed and
 /// tasks cancelled only after the lock is released.
+@usableFromInline
 final class FlattenStorage<
   Outer: AsyncSequence & Sendable, Inner: AsyncSequence & Sendable, Key: Hashable & Sendable, Failure: Error
 >:
   Sendable
 where Outer.Element: Sendable, Inner.Element: Sendable {
+  @usableFromInline
   typealias Machine = FlattenStateMachine<Outer.Element, Key, Inner.Element, Failure>
 
-  private let state: LockedState<Machine>
-  private let outer: Outer
-  private let key: @Sendable (Outer.Element) -> Key
-  private let transform: @Sendable (Outer.Element) async -> Inner
-  private let outerFailure: @Sendable (Outer.Failure) -> Failure
-  private let innerFailure: @Sendable (Inner.Failure) -> Failure
+  @usableFromInline let state: LockedState<Machine>
+  @usableFromInline let outer: Outer
+  @usableFromInline let key: @Sendable (Outer.Element) -> Key
+  @usableFromInline let transform: @Sendable (Outer.Element) async -> Inner
+  @usableFromInline let outerFailure: @Sendable (Outer.Failure) -> Failure
+  @usableFromInline let innerFailure: @Sendable (Inner.Failure) -> Failure
 
-  init(
+  @inlinable init(
     policy: FlattenPolicy, outer: Outer, key: @escaping @Sendable (Outer.Element) -> Key,
     transform: @escaping @Sendable (Outer.Element) async -> Inner,
     outerFailure: @escaping @Sendable (Outer.Failure) -> Failure,
@@ -32,7 +34,7 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
   // MARK: Consumer
 
   /// The next elements for the consumer, in order: at least one, or `nil` at the end.
-  func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> [Inner.Element]? {
+  @inlinable func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> [Inner.Element]? {
     while true {
       switch state.withLock({ $0.next() }) {
       case .deliver(let elements, let effects):
@@ -59,18 +61,18 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
     }
   }
 
-  func cancel() {
+  @inlinable func cancel() {
     state.withLock { $0.cancel() }.perform()
   }
 
   // MARK: Outer
 
-  private func startOuter() {
+  @inlinable func startOuter() {
     let task = FlowScheduling.startTask { await self.pumpOuter() }
     state.withLock { $0.outerStarted(task) }?.cancel()
   }
 
-  private func pumpOuter() async {
+  @inlinable func pumpOuter() async {
     var iterator = outer.makeAsyncIterator()
     while await outerMayPull() {
       do throws(Outer.Failure) {
@@ -90,7 +92,7 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
     }
   }
 
-  private func outerMayPull() async -> Bool {
+  @inlinable func outerMayPull() async -> Bool {
     if Task.isCancelled { return false }
     // Most of the time the answer is known at once: suspending only to resume at once would cost
     // a trip through the executor per outer element.
@@ -102,12 +104,12 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
 
   // MARK: Inners
 
-  private func startInner(_ channel: Machine.Channel, _ element: Outer.Element) {
+  @inlinable func startInner(_ channel: Machine.Channel, _ element: Outer.Element) {
     let task = FlowScheduling.startTask { await self.runInner(channel, element) }
     state.withLock { $0.innerStarted(channel.id, task: task) }?.cancel()
   }
 
-  private func runInner(_ channel: Machine.Channel, _ element: Outer.Element) async {
+  @inlinable func runInner(_ channel: Machine.Channel, _ element: Outer.Element) async {
     let inner = await transform(element)
     var iterator = inner.makeAsyncIterator()
     var failure: Failure?
@@ -134,13 +136,13 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
   }
 
   /// Only the first element since the consumer last emptied a channel touches the shared state.
-  private func listReady(_ channel: Machine.Channel) {
+  @inlinable func listReady(_ channel: Machine.Channel) {
     state.withLock { $0.listReady(channel) }?.resume()
   }
 
   /// Hands `element` to the consumer, waiting while the inner already holds as many as it may;
   /// `false` once the inner was dropped.
-  private func offer(_ element: Inner.Element, to channel: Machine.Channel) async -> Bool {
+  @inlinable func offer(_ element: Inner.Element, to channel: Machine.Channel) async -> Bool {
     while true {
       switch channel.offer(element) {
       case .accepted(let needsListing):
@@ -160,16 +162,17 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
 
 /// The consumer's end of a flattening operator: releasing it (leaving the loop) cancels the outer
 /// and every inner.
+@usableFromInline
 final class FlattenConsumer<
   Outer: AsyncSequence & Sendable, Inner: AsyncSequence & Sendable, Key: Hashable & Sendable, Failure: Error
 >
 where Outer.Element: Sendable, Inner.Element: Sendable {
-  let storage: FlattenStorage<Outer, Inner, Key, Failure>
+  @usableFromInline let storage: FlattenStorage<Outer, Inner, Key, Failure>
   /// Elements already taken from the storage in one batch, delivered from here without the lock.
-  private var taken: [Inner.Element] = []
-  private var takenStart = 0
+  @usableFromInline var taken: [Inner.Element] = []
+  @usableFromInline var takenStart = 0
 
-  init(_ storage: FlattenStorage<Outer, Inner, Key, Failure>) {
+  @inlinable init(_ storage: FlattenStorage<Outer, Inner, Key, Failure>) {
     self.storage = storage
   }
 
@@ -177,7 +180,7 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
     storage.cancel()
   }
 
-  func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Inner.Element? {
+  @inlinable func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Inner.Element? {
     if Task.isCancelled {
       taken = []
       takenStart = 0
@@ -195,21 +198,37 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
 }
 
 /// A flattening operator as a sequence: each iteration runs the outer anew.
+@usableFromInline
 struct FlattenSequence<
   Outer: AsyncSequence & Sendable, Inner: AsyncSequence & Sendable, Key: Hashable & Sendable, Failure: Error
 >:
   AsyncSequence, Sendable
 where Outer.Element: Sendable, Inner.Element: Sendable {
+  @usableFromInline
   typealias Element = Inner.Element
 
-  let policy: FlattenPolicy
-  let outer: Outer
-  let key: @Sendable (Outer.Element) -> Key
-  let transform: @Sendable (Outer.Element) async -> Inner
-  let outerFailure: @Sendable (Outer.Failure) -> Failure
-  let innerFailure: @Sendable (Inner.Failure) -> Failure
+  @usableFromInline let policy: FlattenPolicy
+  @usableFromInline let outer: Outer
+  @usableFromInline let key: @Sendable (Outer.Element) -> Key
+  @usableFromInline let transform: @Sendable (Outer.Element) async -> Inner
+  @usableFromInline let outerFailure: @Sendable (Outer.Failure) -> Failure
+  @usableFromInline let innerFailure: @Sendable (Inner.Failure) -> Failure
 
-  func makeAsyncIterator() -> Iterator {
+  @inlinable init(
+    policy: FlattenPolicy, outer: Outer, key: @escaping @Sendable (Outer.Element) -> Key,
+    transform: @escaping @Sendable (Outer.Element) async -> Inner,
+    outerFailure: @escaping @Sendable (Outer.Failure) -> Failure,
+    innerFailure: @escaping @Sendable (Inner.Failure) -> Failure
+  ) {
+    self.policy = policy
+    self.outer = outer
+    self.key = key
+    self.transform = transform
+    self.outerFailure = outerFailure
+    self.innerFailure = innerFailure
+  }
+
+  @inlinable func makeAsyncIterator() -> Iterator {
     Iterator(
       consumer: FlattenConsumer(
         FlattenStorage(
@@ -217,14 +236,19 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
           innerFailure: innerFailure)))
   }
 
+  @usableFromInline
   struct Iterator: AsyncIteratorProtocol {
-    let consumer: FlattenConsumer<Outer, Inner, Key, Failure>
+    @usableFromInline let consumer: FlattenConsumer<Outer, Inner, Key, Failure>
 
-    mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+    @inlinable init(consumer: FlattenConsumer<Outer, Inner, Key, Failure>) {
+      self.consumer = consumer
+    }
+
+    @inlinable mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
       try await consumer.next(isolation: actor)
     }
 
-    mutating func next() async throws(Failure) -> Element? {
+    @inlinable mutating func next() async throws(Failure) -> Element? {
       try await consumer.next(isolation: nil)
     }
   }
@@ -233,7 +257,7 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
 extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// What every flattening entry point builds; the public overloads differ only in the policy and
   /// in how they map the outer's and the inner's failures to the result's.
-  func flattened<Key: Hashable & Sendable, Inner: AsyncSequence & Sendable, F: Error>(
+  @inlinable func flattened<Key: Hashable & Sendable, Inner: AsyncSequence & Sendable, F: Error>(
     _ policy: FlattenPolicy, by key: @escaping @Sendable (Element) -> Key,
     _ transform: @escaping @Sendable (Element) async -> Inner,
     outerFailure: @escaping @Sendable (Failure) -> F, innerFailure: @escaping @Sendable (Inner.Failure) -> F
@@ -244,7 +268,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   }
 
   /// ``flattened(_:by:_:outerFailure:innerFailure:)`` with one key for every element.
-  func flattened<Inner: AsyncSequence & Sendable, F: Error>(
+  @inlinable func flattened<Inner: AsyncSequence & Sendable, F: Error>(
     _ policy: FlattenPolicy, _ transform: @escaping @Sendable (Element) async -> Inner,
     outerFailure: @escaping @Sendable (Failure) -> F, innerFailure: @escaping @Sendable (Inner.Failure) -> F
   ) -> FlattenSequence<Self, Inner, FlattenSingleKey, F> where Inner.Element: Sendable {

@@ -8,6 +8,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```swift
   /// let thumbnails = photoIDs.mergeFlow(maxConcurrent: 4) { id in api.thumbnail(id) }
   /// ```
+  @inlinable
   public func mergeFlow<Inner: AsyncSequence & Sendable>(
     maxConcurrent: Int = .max, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, any Error> & Sendable where Inner.Element: Sendable {
@@ -21,6 +22,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   /// ```swift
   /// let thumbnails = photoIDs.mergeFlow(maxConcurrent: 4) { id in api.thumbnail(id) }
   /// ```
+  @inlinable
   public func mergeFlow<Inner: AsyncSequence & Sendable>(
     maxConcurrent: Int = .max, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Inner.Failure> & Sendable where Inner.Element: Sendable {
@@ -34,6 +36,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```swift
   /// let thumbnails = photoIDs.mergeFlow(maxConcurrent: 4) { id in api.thumbnail(id) }
   /// ```
+  @inlinable
   public func mergeFlow<Inner: AsyncSequence & Sendable>(
     maxConcurrent: Int = .max, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Failure> & Sendable where Inner.Element: Sendable, Inner.Failure == Failure {
@@ -47,6 +50,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   /// ```swift
   /// let thumbnails = photoIDs.mergeFlow(maxConcurrent: 4) { id in api.thumbnail(id) }
   /// ```
+  @inlinable
   public func mergeFlow<Inner: AsyncSequence & Sendable>(
     maxConcurrent: Int = .max, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Never> & Sendable where Inner.Element: Sendable, Inner.Failure == Never {

@@ -6,6 +6,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```swift
   /// let details = rowRequests.switchToLatestFlow(by: \.rowID) { request in api.details(request.rowID) }
   /// ```
+  @inlinable
   public func switchToLatestFlow<Key: Hashable & Sendable, Inner: AsyncSequence & Sendable>(
     by key: @escaping @Sendable (Element) -> Key, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, any Error> & Sendable where Inner.Element: Sendable {
@@ -19,6 +20,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   /// ```swift
   /// let details = rowRequests.switchToLatestFlow(by: \.rowID) { request in api.details(request.rowID) }
   /// ```
+  @inlinable
   public func switchToLatestFlow<Key: Hashable & Sendable, Inner: AsyncSequence & Sendable>(
     by key: @escaping @Sendable (Element) -> Key, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Inner.Failure> & Sendable where Inner.Element: Sendable {
@@ -32,6 +34,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```swift
   /// let details = rowRequests.switchToLatestFlow(by: \.rowID) { request in api.details(request.rowID) }
   /// ```
+  @inlinable
   public func switchToLatestFlow<Key: Hashable & Sendable, Inner: AsyncSequence & Sendable>(
     by key: @escaping @Sendable (Element) -> Key, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Failure> & Sendable where Inner.Element: Sendable, Inner.Failure == Failure {
@@ -45,6 +48,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   /// ```swift
   /// let details = rowRequests.switchToLatestFlow(by: \.rowID) { request in api.details(request.rowID) }
   /// ```
+  @inlinable
   public func switchToLatestFlow<Key: Hashable & Sendable, Inner: AsyncSequence & Sendable>(
     by key: @escaping @Sendable (Element) -> Key, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Never> & Sendable where Inner.Element: Sendable, Inner.Failure == Never {

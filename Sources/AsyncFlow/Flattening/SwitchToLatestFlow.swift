@@ -10,6 +10,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```swift
   /// let results = queries.switchToLatestFlow { query in api.search(query).asLoadState() }
   /// ```
+  @inlinable
   public func switchToLatestFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, any Error> & Sendable where Inner.Element: Sendable {
@@ -23,6 +24,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   /// ```swift
   /// let results = queries.switchToLatestFlow { query in api.search(query).asLoadState() }
   /// ```
+  @inlinable
   public func switchToLatestFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Inner.Failure> & Sendable where Inner.Element: Sendable {
@@ -36,6 +38,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```swift
   /// let results = queries.switchToLatestFlow { query in api.search(query).asLoadState() }
   /// ```
+  @inlinable
   public func switchToLatestFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Failure> & Sendable where Inner.Element: Sendable, Inner.Failure == Failure {
@@ -49,6 +52,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   /// ```swift
   /// let results = queries.switchToLatestFlow { query in api.search(query).asLoadState() }
   /// ```
+  @inlinable
   public func switchToLatestFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> some AsyncSequence<Inner.Element, Never> & Sendable where Inner.Element: Sendable, Inner.Failure == Never {
@@ -63,6 +67,7 @@ extension AsyncSequence where Self: Sendable, Element: AsyncSequence & Sendable,
   /// ```swift
   /// let results = queries.map { api.search($0) }.catchInner { _ in Flow.just([]) }.switchToLatestFlow()
   /// ```
+  @inlinable
   public func switchToLatestFlow() -> some AsyncSequence<Element.Element, any Error> & Sendable {
     flattened(.latest, { $0 }, outerFailure: { $0 }, innerFailure: { $0 })
   }
@@ -75,6 +80,7 @@ where Self: Sendable, Element: AsyncSequence & Sendable, Element.Element: Sendab
   /// ```swift
   /// let results = queries.map { api.search($0) }.catchInner { _ in Flow.just([]) }.switchToLatestFlow()
   /// ```
+  @inlinable
   public func switchToLatestFlow() -> some AsyncSequence<Element.Element, Element.Failure> & Sendable {
     flattened(.latest, { $0 }, outerFailure: absurd, innerFailure: { $0 })
   }
@@ -86,6 +92,7 @@ extension AsyncSequence where Self: Sendable, Element: AsyncSequence & Sendable,
   /// ```swift
   /// let results = queries.map { api.search($0) }.catchInner { _ in Flow.just([]) }.switchToLatestFlow()
   /// ```
+  @inlinable
   public func switchToLatestFlow() -> some AsyncSequence<Element.Element, Failure> & Sendable
   where Element.Failure == Failure {
     flattened(.latest, { $0 }, outerFailure: { $0 }, innerFailure: { $0 })
@@ -99,6 +106,7 @@ where Self: Sendable, Element: AsyncSequence & Sendable, Element.Element: Sendab
   /// ```swift
   /// let results = queries.map { api.search($0) }.catchInner { _ in Flow.just([]) }.switchToLatestFlow()
   /// ```
+  @inlinable
   public func switchToLatestFlow() -> some AsyncSequence<Element.Element, Never> & Sendable
   where Element.Failure == Never {
     flattened(.latest, { $0 }, outerFailure: absurd, innerFailure: absurd)
@@ -106,4 +114,7 @@ where Self: Sendable, Element: AsyncSequence & Sendable, Element.Element: Sendab
 }
 
 /// The one key of the flattening operators that do not group by identity.
-struct FlattenSingleKey: Hashable, Sendable {}
+@usableFromInline
+struct FlattenSingleKey: Hashable, Sendable {
+  @inlinable init() {}
+}

@@ -17,6 +17,7 @@ package final class LockedState<State>: @unchecked Sendable {
   @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
   @usableFromInline var state: State
 
+  @usableFromInline
   package init(_ state: State) {
     self.state = state
     mutex = UnsafeMutablePointer.allocate(capacity: 1)
