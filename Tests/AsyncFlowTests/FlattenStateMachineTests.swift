@@ -21,6 +21,12 @@ struct FlattenStateMachineTests {
     return machine
   }
 
+  /// An outer element arrives and the inner's task begins at once: its channel, if one starts.
+  private func start(_ element: String, in machine: inout Machine) -> Machine.Channel? {
+    guard let id = machine.outerElement(element, key: 0).startInner else { return nil }
+    return machine.claim(id)?.channel
+  }
+
   /// Offers `element` on `channel` as the inner's task does: listing the channel when it asks.
   private func offer(_ element: String, on channel: Machine.Channel, to machine: inout Machine) -> Bool {
     guard case .accepted(let needsListing) = channel.offer(element) else { return false }
@@ -35,12 +41,12 @@ struct FlattenStateMachineTests {
 
   @Test func testOuterElement_whenLatest_dropsThePendingElementsOfTheSupersededInner() async {
     var machine = running(.latest)
-    guard let (channel, _) = machine.outerElement("a", key: 0).startInner else {
+    guard let channel = start("a", in: &machine) else {
       Issue.record("expected an inner to start")
       return
     }
     #expect(offer("a1", on: channel, to: &machine))
-    #expect(machine.outerElement("b", key: 0).startInner?.channel.id == 1)
+    #expect(start("b", in: &machine)?.id == 1)
     // "a1" was offered before "b" arrived, but is never delivered after it.
     guard case .suspend = machine.next() else {
       Issue.record("expected nothing to deliver")
@@ -52,11 +58,22 @@ struct FlattenStateMachineTests {
     }
   }
 
+  @Test func testOuterElement_whenLatestAndTheInnersTaskHasNotBegun_handsThatTaskTheNewElement() {
+    var machine = running(.latest)
+    guard let id = machine.outerElement("a", key: 0).startInner else {
+      Issue.record("expected an inner to start")
+      return
+    }
+    let superseding = machine.outerElement("b", key: 0)
+    // Nothing to cancel and nothing new to start: the waiting task begins with "b", and "a" is
+    // never transformed.
+    #expect(superseding.startInner == nil && superseding.cancel.isEmpty)
+    #expect(machine.claim(id)?.element == "b")
+  }
+
   @Test func testNext_whenMerge_takesEverythingReadyInOneBatch() async {
     var machine = running(.merge(maxConcurrent: 2))
-    guard let (first, _) = machine.outerElement("a", key: 0).startInner,
-      let (second, _) = machine.outerElement("b", key: 0).startInner
-    else {
+    guard let first = start("a", in: &machine), let second = start("b", in: &machine) else {
       Issue.record("expected two inners to start")
       return
     }
@@ -72,7 +89,7 @@ struct FlattenStateMachineTests {
 
   @Test func testNext_whenLatest_takesOneElementAtATime() async {
     var machine = running(.latest)
-    guard let (channel, _) = machine.outerElement("a", key: 0).startInner else {
+    guard let channel = start("a", in: &machine) else {
       Issue.record("expected an inner to start")
       return
     }
@@ -87,7 +104,7 @@ struct FlattenStateMachineTests {
 
   @Test func testOuterElement_whenLatestAndTheInnerWaitsForRoom_resumesItToStop() async {
     var machine = running(.latest)
-    guard let (channel, _) = machine.outerElement("a", key: 0).startInner else {
+    guard let channel = start("a", in: &machine) else {
       Issue.record("expected an inner to start")
       return
     }
@@ -111,11 +128,11 @@ struct FlattenStateMachineTests {
 
   @Test func testInnerEnded_whenSuperseded_discardsItsFailure() {
     var machine = running(.latest)
-    guard let (channel, _) = machine.outerElement("a", key: 0).startInner else {
+    guard let channel = start("a", in: &machine) else {
       Issue.record("expected an inner to start")
       return
     }
-    _ = machine.outerElement("b", key: 0)
+    _ = start("b", in: &machine)
     let stale = end(channel, failure: TestError(id: 1), in: &machine)
     #expect(stale.cancel.isEmpty && stale.resumeConsumer == nil)
     guard case .suspend = machine.next() else {
@@ -126,7 +143,7 @@ struct FlattenStateMachineTests {
 
   @Test func testInnerEnded_whenCurrentFails_endsWithTheFailure() {
     var machine = running(.latest)
-    guard let (channel, _) = machine.outerElement("a", key: 0).startInner else {
+    guard let channel = start("a", in: &machine) else {
       Issue.record("expected an inner to start")
       return
     }
@@ -145,21 +162,19 @@ struct FlattenStateMachineTests {
 
   @Test func testOuterElement_whenExhaustAndRunning_dropsTheElement() {
     var machine = running(.exhaust)
-    guard let (channel, _) = machine.outerElement("a", key: 0).startInner else {
+    guard let channel = start("a", in: &machine) else {
       Issue.record("expected an inner to start")
       return
     }
-    #expect(machine.outerElement("b", key: 0).startInner == nil)
+    #expect(start("b", in: &machine) == nil)
     _ = end(channel, failure: nil, in: &machine)
     _ = machine.next()  // the consumer retires the ended inner
-    #expect(machine.outerElement("c", key: 0).startInner?.channel.id == 1)
+    #expect(start("c", in: &machine)?.id == 1)
   }
 
   @Test func testOuterEnded_whenInnersRun_finishesOnlyAfterTheLastEnds() {
     var machine = running(.merge(maxConcurrent: 2))
-    guard let (first, _) = machine.outerElement("a", key: 0).startInner,
-      let (second, _) = machine.outerElement("b", key: 0).startInner
-    else {
+    guard let first = start("a", in: &machine), let second = start("b", in: &machine) else {
       Issue.record("expected two inners to start")
       return
     }

@@ -59,6 +59,21 @@ struct FlatteningTests {
     #expect(rest == ["b2", "b3"])
   }
 
+  // An element superseded before its inner's task began costs nothing: its transform (often the
+  // request itself) never runs. On the serial test executor the outer delivers all three elements
+  // before the first inner task gets to run.
+  @Test func anElementSupersededBeforeItsInnerBeganIsNeverTransformed() async {
+    let transformed = EventLog<String>()
+    let latest = Flow.sequence(["a", "b", "c"]).switchToLatestFlow { name in
+      transformed.append(name)
+      return Flow<String, Never>.just(name)
+    }
+    let clock = TestClock()
+    let result = clock.task { await collect(latest).elements }
+    #expect(await result.value == ["c"])
+    #expect(transformed.all == ["c"])
+  }
+
   // Rule 3: the current inner's failure, or the outer's, ends the sequence.
   @Test func currentInnerFailureEndsTheSequence() async {
     let result = await collect(

@@ -40,10 +40,13 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
     /// False once superseded (or once the operator is ending).
     @usableFromInline var isCurrent = true
     @usableFromInline var task: Task<Void, Never>?
+    /// The outer element it was made for, until its task begins and claims it.
+    @usableFromInline var element: OuterElement?
 
-    @inlinable init(key: Key, channel: Channel) {
+    @inlinable init(key: Key, channel: Channel, element: OuterElement) {
       self.key = key
       self.channel = channel
+      self.element = element
     }
   }
 
@@ -82,7 +85,8 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
     @usableFromInline var resume: [(Resumption, Bool)] = []
     @usableFromInline var resumeConsumer: UnsafeContinuation<Void, Never>?
     @usableFromInline var cancel: [Task<Void, Never>] = []
-    @usableFromInline var startInner: (channel: Channel, element: OuterElement)?
+    /// Start a task for this inner; it begins by claiming its element (``claim(_:)``).
+    @usableFromInline var startInner: Int?
 
     @inlinable init() {}
 
@@ -213,6 +217,12 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
       case .exhaust:
         return effects
       case .latest:
+        // Its task has not begun: it begins with this element instead. The superseded element is
+        // never transformed, and a fast outer costs no task per element.
+        if let index = inners.index(forKey: running), inners.values[index].element != nil {
+          inners.values[index].element = element
+          return effects
+        }
         supersede(running, into: &effects)
       case .merge:
         break
@@ -220,11 +230,10 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
     }
     let id = nextID
     nextID += 1
-    let channel = Channel(id: id)
-    inners[id] = Inner(key: key, channel: channel)
+    inners[id] = Inner(key: key, channel: Channel(id: id), element: element)
     activeCount += 1
     if !isMerge { currentByKey[key] = id }
-    effects.startInner = (channel, element)
+    effects.startInner = id
     return effects
   }
 
@@ -236,6 +245,18 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
   }
 
   // MARK: Inners
+
+  /// An inner's task begins: the element to transform and the channel to offer into, or `nil`
+  /// if the operator is ending (the task then ends at once).
+  @inlinable mutating func claim(_ id: Int) -> (channel: Channel, element: OuterElement)? {
+    guard let index = inners.index(forKey: id) else { return nil }
+    guard case .running = phase, inners.values[index].isCurrent, let element = inners.values[index].element.take()
+    else {
+      inners.remove(at: index)
+      return nil
+    }
+    return (inners.values[index].channel, element)
+  }
 
   /// Returns the task if the inner is no longer wanted, so that it is cancelled.
   @inlinable mutating func innerStarted(_ id: Int, task: Task<Void, Never>) -> Task<Void, Never>? {

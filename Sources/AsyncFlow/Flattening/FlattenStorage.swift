@@ -83,7 +83,7 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
         let key = self.key(element)
         let effects = state.withLock { $0.outerElement(element, key: key) }
         effects.perform()
-        if let (channel, element) = effects.startInner { startInner(channel, element) }
+        if let id = effects.startInner { startInner(id) }
       } catch {
         let failure = outerFailure(error)
         state.withLock { $0.outerEnded(failure) }.perform()
@@ -104,12 +104,14 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
 
   // MARK: Inners
 
-  @inlinable func startInner(_ channel: Machine.Channel, _ element: Outer.Element) {
-    let task = FlowScheduling.startTask { await self.runInner(channel, element) }
-    state.withLock { $0.innerStarted(channel.id, task: task) }?.cancel()
+  @inlinable func startInner(_ id: Int) {
+    let task = FlowScheduling.startTask { await self.runInner(id) }
+    state.withLock { $0.innerStarted(id, task: task) }?.cancel()
   }
 
-  @inlinable func runInner(_ channel: Machine.Channel, _ element: Outer.Element) async {
+  @inlinable func runInner(_ id: Int) async {
+    // The element is claimed only now: one superseded while this task was on its way never runs.
+    guard let (channel, element) = state.withLock({ $0.claim(id) }) else { return }
     let inner = await transform(element)
     var iterator = inner.makeAsyncIterator()
     var failure: Failure?

@@ -5,7 +5,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// current inner or of the outer ends the sequence with it (catch inside the inner, with
   /// ``catchInner(_:)`` or ``asLoadState()``, to keep the outer alive). The sequence finishes when
   /// the outer has finished and the current inner has ended. Inner elements are pulled on demand,
-  /// and the outer is watched while the consumer is slow.
+  /// and the outer is watched while the consumer is slow. An element superseded before its inner
+  /// began is never transformed.
   ///
   /// ```swift
   /// let results = queries.switchToLatestFlow { query in api.search(query).asLoadState() }
