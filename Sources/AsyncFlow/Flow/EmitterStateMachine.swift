@@ -4,8 +4,10 @@
 /// meet under the lock once per batch rather than once per element. The producer may run ahead
 /// of the consumer's demand by at most `bufferSize` elements, counting the ones the consumer
 /// still holds from its last batch.
+@usableFromInline
 struct EmitterStateMachine<Element: Sendable, Failure: Error> {
-  private enum State {
+  @usableFromInline
+  enum State {
     /// Nobody has asked for an element yet, so the body has not started.
     case idle
     case producing(Producing)
@@ -19,30 +21,34 @@ struct EmitterStateMachine<Element: Sendable, Failure: Error> {
     case modifying
   }
 
-  private struct Producing {
-    var buffer: [Element] = []
+  @usableFromInline
+  struct Producing {
+    @usableFromInline var buffer: [Element] = []
     /// Elements of the consumer's last batch beyond the one it returned at once.
-    var consumerBacklog = 0
+    @usableFromInline var consumerBacklog = 0
     /// The consumer has asked for an element and has not taken a batch since.
-    var demand = true
-    var consumer: UnsafeContinuation<Void, Never>?
-    var producer: UnsafeContinuation<Void, Never>?
-    var body: Task<Void, Never>?
+    @usableFromInline var demand = true
+    @usableFromInline var consumer: UnsafeContinuation<Void, Never>?
+    @usableFromInline var producer: UnsafeContinuation<Void, Never>?
+    @usableFromInline var body: Task<Void, Never>?
 
-    func producerMayContinue(bufferSize: Int) -> Bool {
+    @inlinable init() {}
+
+    @inlinable func producerMayContinue(bufferSize: Int) -> Bool {
       buffer.count + consumerBacklog < bufferSize + (demand ? 1 : 0)
     }
   }
 
-  private let bufferSize: Int
-  private var state = State.idle
+  @usableFromInline let bufferSize: Int
+  @usableFromInline var state = State.idle
 
-  init(bufferSize: Int) {
+  @inlinable init(bufferSize: Int) {
     self.bufferSize = bufferSize
   }
 
   // MARK: Consumer events
 
+  @usableFromInline
   enum NextAction {
     /// The batch holds elements; resume the producer if it was waiting for room.
     case deliver(resumeProducer: UnsafeContinuation<Void, Never>?)
@@ -53,7 +59,7 @@ struct EmitterStateMachine<Element: Sendable, Failure: Error> {
   }
 
   /// The consumer has used up `batch` and asks for more; refills it by swapping buffers.
-  mutating func next(swapping batch: inout [Element]) -> NextAction {
+  @inlinable mutating func next(swapping batch: inout [Element]) -> NextAction {
     switch state {
     case .idle:
       state = .producing(Producing())
@@ -103,7 +109,7 @@ struct EmitterStateMachine<Element: Sendable, Failure: Error> {
   }
 
   /// The consumer is about to suspend; returns the continuation if it must resume at once.
-  mutating func suspendConsumer(
+  @inlinable mutating func suspendConsumer(
     _ continuation: UnsafeContinuation<Void, Never>
   ) -> UnsafeContinuation<Void, Never>? {
     switch state {
@@ -125,14 +131,24 @@ struct EmitterStateMachine<Element: Sendable, Failure: Error> {
     }
   }
 
+  @usableFromInline
   struct CancelAction {
-    var resumeConsumer: UnsafeContinuation<Void, Never>?
-    var resumeProducer: UnsafeContinuation<Void, Never>?
-    var cancelBody: Task<Void, Never>?
+    @usableFromInline var resumeConsumer: UnsafeContinuation<Void, Never>?
+    @usableFromInline var resumeProducer: UnsafeContinuation<Void, Never>?
+    @usableFromInline var cancelBody: Task<Void, Never>?
+
+    @inlinable init(
+      resumeConsumer: UnsafeContinuation<Void, Never>? = nil, resumeProducer: UnsafeContinuation<Void, Never>? = nil,
+      cancelBody: Task<Void, Never>? = nil
+    ) {
+      self.resumeConsumer = resumeConsumer
+      self.resumeProducer = resumeProducer
+      self.cancelBody = cancelBody
+    }
   }
 
   /// The consumer's task was cancelled or its iterator was released.
-  mutating func consumerCancelled() -> CancelAction {
+  @inlinable mutating func consumerCancelled() -> CancelAction {
     switch state {
     case .idle, .bodyEnded:
       state = .finished
@@ -151,7 +167,7 @@ struct EmitterStateMachine<Element: Sendable, Failure: Error> {
   // MARK: Producer events
 
   /// The body's task exists; returns it if the consumer already left, so that it is cancelled.
-  mutating func bodyStarted(_ body: Task<Void, Never>) -> Task<Void, Never>? {
+  @inlinable mutating func bodyStarted(_ body: Task<Void, Never>) -> Task<Void, Never>? {
     switch state {
     case .producing(var producing):
       state = .modifying
@@ -168,6 +184,7 @@ struct EmitterStateMachine<Element: Sendable, Failure: Error> {
     }
   }
 
+  @usableFromInline
   enum EmitAction {
     case proceed(resumeConsumer: UnsafeContinuation<Void, Never>?)
     case suspend(resumeConsumer: UnsafeContinuation<Void, Never>?)
@@ -175,7 +192,7 @@ struct EmitterStateMachine<Element: Sendable, Failure: Error> {
     case drop
   }
 
-  mutating func emit(_ value: Element) -> EmitAction {
+  @inlinable mutating func emit(_ value: Element) -> EmitAction {
     guard case .producing(var producing) = state else { return .drop }
     state = .modifying
     producing.buffer.append(value)
@@ -186,7 +203,7 @@ struct EmitterStateMachine<Element: Sendable, Failure: Error> {
   }
 
   /// The producer is about to suspend for room; returns the continuation if it must resume at once.
-  mutating func suspendProducer(
+  @inlinable mutating func suspendProducer(
     _ continuation: UnsafeContinuation<Void, Never>, isCancelled: Bool
   ) -> UnsafeContinuation<Void, Never>? {
     guard case .producing(var producing) = state, !isCancelled,
@@ -200,7 +217,7 @@ struct EmitterStateMachine<Element: Sendable, Failure: Error> {
   }
 
   /// The body's task was cancelled while its `emit` waited for room.
-  mutating func producerCancelled() -> UnsafeContinuation<Void, Never>? {
+  @inlinable mutating func producerCancelled() -> UnsafeContinuation<Void, Never>? {
     guard case .producing(var producing) = state else { return nil }
     state = .modifying
     let producer = producing.producer.take()
@@ -209,7 +226,7 @@ struct EmitterStateMachine<Element: Sendable, Failure: Error> {
   }
 
   /// The body returned (`failure == nil`) or threw.
-  mutating func bodyEnded(failure: Failure?) -> UnsafeContinuation<Void, Never>? {
+  @inlinable mutating func bodyEnded(failure: Failure?) -> UnsafeContinuation<Void, Never>? {
     guard case .producing(let producing) = state else { return nil }
     state = .bodyEnded(buffer: producing.buffer, failure: failure)
     return producing.consumer

@@ -1,34 +1,35 @@
 /// Owns the lock around an ``EmitterStateMachine`` and carries out its actions after the lock is
 /// released: continuations are resumed and tasks cancelled outside it.
-final class EmitterStorage<Element: Sendable, Failure: Error>: EmitterSink, Sendable {
-  private let machine: LockedState<EmitterStateMachine<Element, Failure>>
-  private let body: @Sendable (FlowEmitter<Element>) async throws(Failure) -> Void
+@usableFromInline
+final class EmitterStorage<Element: Sendable, Failure: Error>: Sendable {
+  @usableFromInline let machine: LockedState<EmitterStateMachine<Element, Failure>>
+  @usableFromInline let body: @Sendable (FlowEmitter<Element>) async throws(Failure) -> Void
 
-  init(bufferSize: Int, body: @escaping @Sendable (FlowEmitter<Element>) async throws(Failure) -> Void) {
+  @inlinable init(bufferSize: Int, body: @escaping @Sendable (FlowEmitter<Element>) async throws(Failure) -> Void) {
     self.machine = LockedState(EmitterStateMachine(bufferSize: bufferSize))
     self.body = body
   }
 
   // MARK: Consumer side
 
-  func next(swapping batch: inout [Element]) -> EmitterStateMachine<Element, Failure>.NextAction {
+  @inlinable func next(swapping batch: inout [Element]) -> EmitterStateMachine<Element, Failure>.NextAction {
     machine.withLock { $0.next(swapping: &batch) }
   }
 
-  func suspendConsumer(_ continuation: UnsafeContinuation<Void, Never>) {
+  @inlinable func suspendConsumer(_ continuation: UnsafeContinuation<Void, Never>) {
     machine.withLock { $0.suspendConsumer(continuation) }?.resume()
   }
 
-  func consumerCancelled() {
+  @inlinable func consumerCancelled() {
     let action = machine.withLock { $0.consumerCancelled() }
     action.cancelBody?.cancel()
     action.resumeProducer?.resume()
     action.resumeConsumer?.resume()
   }
 
-  func startBody() {
+  @inlinable func startBody() {
     let body = FlowScheduling.startTask {
-      let emitter = FlowEmitter(sink: self)
+      let emitter = FlowEmitter(offer: self.offer, waitForRoom: self.waitForRoom)
       do throws(Failure) {
         try await self.body(emitter)
         self.machine.withLock { $0.bodyEnded(failure: nil) }?.resume()
@@ -41,33 +42,41 @@ final class EmitterStorage<Element: Sendable, Failure: Error>: EmitterSink, Send
 
   // MARK: Producer side
 
-  func emit(_ value: Element) async {
+  /// Buffers `value` for the consumer; returns `false` if the producer must then wait for room
+  /// (``waitForRoom()``). Synchronous, so that an `emit` with room left costs no suspension point.
+  @inlinable func offer(_ value: Element) -> Bool {
     switch machine.withLock({ $0.emit(value) }) {
     case .drop:
-      return
+      return true
     case .proceed(let consumer):
       consumer?.resume()
+      return true
     case .suspend(let consumer):
       consumer?.resume()
-      await withTaskCancellationHandler {
-        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-          machine.withLock { $0.suspendProducer(continuation, isCancelled: Task.isCancelled) }?.resume()
-        }
-      } onCancel: {
-        machine.withLock { $0.producerCancelled() }?.resume()
+      return false
+    }
+  }
+
+  @inlinable func waitForRoom() async {
+    await withTaskCancellationHandler {
+      await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+        machine.withLock { $0.suspendProducer(continuation, isCancelled: Task.isCancelled) }?.resume()
       }
+    } onCancel: {
+      machine.withLock { $0.producerCancelled() }?.resume()
     }
   }
 }
 
 /// The consumer's end of one ``Flow`` iteration. It serves the current batch without locking and
 /// ends the iteration when it is released, as when the consumer breaks out of its loop.
+@usableFromInline
 final class EmitterConsumer<Element: Sendable, Failure: Error> {
-  private let storage: EmitterStorage<Element, Failure>
-  private var batch: [Element] = []
-  private var position = 0
+  @usableFromInline let storage: EmitterStorage<Element, Failure>
+  @usableFromInline var batch: [Element] = []
+  @usableFromInline var position = 0
 
-  init(storage: EmitterStorage<Element, Failure>) {
+  @inlinable init(storage: EmitterStorage<Element, Failure>) {
     self.storage = storage
   }
 
@@ -75,7 +84,7 @@ final class EmitterConsumer<Element: Sendable, Failure: Error> {
     storage.consumerCancelled()
   }
 
-  func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+  @inlinable func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
     if Task.isCancelled {
       storage.consumerCancelled()
     } else if position < batch.count {

@@ -48,6 +48,7 @@ public struct Flow<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
   ///     lets the consumer take elements in batches; `0` is a strict rendezvous.
   ///   - body: Emits the elements; returning finishes the flow, throwing fails it after the
   ///     elements already emitted have been delivered.
+  @inlinable
   public init(
     bufferSize: Int = 64,
     _ body: @escaping @Sendable (FlowEmitter<Element>) async throws(Failure) -> Void

@@ -7,7 +7,16 @@
 /// }
 /// ```
 public struct FlowEmitter<Element: Sendable>: Sendable {
-  let sink: any EmitterSink<Element>
+  // The flow's hand-off, as closures rather than a protocol existential, so that a client that
+  // specializes the flow calls its specialized storage; and split in a synchronous offer and an
+  // asynchronous wait, so that an `emit` with room left makes no asynchronous call at all.
+  @usableFromInline let offer: @Sendable (Element) -> Bool
+  @usableFromInline let waitForRoom: @Sendable () async -> Void
+
+  @inlinable init(offer: @escaping @Sendable (Element) -> Bool, waitForRoom: @escaping @Sendable () async -> Void) {
+    self.offer = offer
+    self.waitForRoom = waitForRoom
+  }
 
   /// Delivers `value` to the consumer.
   ///
@@ -21,13 +30,9 @@ public struct FlowEmitter<Element: Sendable>: Sendable {
   ///   if Task.isCancelled { return }
   /// }
   /// ```
+  @inlinable
   public func emit(_ value: Element) async {
-    await sink.emit(value)
+    if offer(value) { return }
+    await waitForRoom()
   }
-}
-
-/// What a ``FlowEmitter`` delivers to; erases the flow's `Failure`, which the emitter does not know.
-protocol EmitterSink<Element>: AnyObject, Sendable {
-  associatedtype Element: Sendable
-  func emit(_ value: Element) async
 }
