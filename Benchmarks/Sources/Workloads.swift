@@ -1,4 +1,5 @@
 import AsyncFlow
+import Foundation
 
 /// The smallest synchronous `AsyncSequence`: the base of the stdlib chain in W1.
 struct Counter: AsyncSequence, Sendable {
@@ -238,6 +239,37 @@ func w5Passthrough(_ count: Int) async -> Double {
   subject.finish()
   for task in tasks { await task.value }
   return (after - before) / Double(count)
+}
+
+/// What a task costs that does nothing but wait: the floor under any "subscriber parked in a task".
+func w5ParkedTasks(_ count: Int) async -> Double {
+  let parked = ParkedContinuations()
+  let before = residentBytes()
+  var tasks: [Task<Void, Never>] = []
+  tasks.reserveCapacity(count)
+  for _ in 0..<count {
+    tasks.append(Task { await withUnsafeContinuation { parked.append($0) } })
+  }
+  while parked.count < count { await Task.yield() }
+  let after = residentBytes()
+  parked.resumeAll()
+  for task in tasks { await task.value }
+  return (after - before) / Double(count)
+}
+
+final class ParkedContinuations: @unchecked Sendable {
+  private let lock = NSLock()
+  private var continuations: [UnsafeContinuation<Void, Never>] = []
+
+  func append(_ continuation: UnsafeContinuation<Void, Never>) {
+    lock.withLock { continuations.append(continuation) }
+  }
+
+  var count: Int { lock.withLock { continuations.count } }
+
+  func resumeAll() {
+    for continuation in lock.withLock({ continuations }) { continuation.resume() }
+  }
 }
 
 func w5PassthroughIterators(_ count: Int) async -> Double {

@@ -62,6 +62,7 @@ let benchmarks: [(size: Int, Benchmark)] = [
 let memoryBenchmarks: [MemoryBenchmark] = [
   MemoryBenchmark(workload: "W5", implementation: "asyncStream", isBaseline: true) { await w5AsyncStream($0) },
   MemoryBenchmark(workload: "W5", implementation: "passthrough", isBaseline: false) { await w5Passthrough($0) },
+  MemoryBenchmark(workload: "W5", implementation: "parkedTask", isBaseline: false) { await w5ParkedTasks($0) },
   MemoryBenchmark(workload: "W5", implementation: "passthroughIterator", isBaseline: false) {
     await w5PassthroughIterators($0)
   },
@@ -77,7 +78,7 @@ func baselineKey(for key: String) -> String? {
   case "W2.passthrough4": "W2.asyncStream4"
   case "W3.switchToLatest": "W3.naive"
   case "W4.merge": "W4.asyncStream"
-  case "W5.passthrough", "W5.passthroughIterator": "W5.asyncStream"
+  case "W5.passthrough", "W5.passthroughIterator", "W5.parkedTask": "W5.asyncStream"
   case "W6.taskSlotsLatest": "W6.naive"
   default: nil
   }

@@ -87,6 +87,7 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     return waking
   }
 
+  @usableFromInline
   enum NextAction {
     case deliver
     case suspend

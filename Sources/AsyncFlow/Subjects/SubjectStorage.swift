@@ -21,6 +21,25 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
     for consumer in state.withLock({ $0.end(failure: failure) }) { consumer.resume() }
   }
 
+  // Out of line (unspecialized) but synchronous: they keep the subscriber's inlinable refill,
+  // whose frame a parked subscriber holds, small and specialized.
+
+  @usableFromInline
+  func demanded() {
+    upstream?.demanded()
+  }
+
+  @usableFromInline
+  func take(_ id: Int, swapping batch: inout [Element]) -> SubjectStateMachine<Element, Failure>.NextAction {
+    state.withLock { $0.next(id, swapping: &batch) }
+  }
+
+  @usableFromInline
+  func suspend(_ id: Int, _ continuation: UnsafeContinuation<Void, Never>) {
+    state.withLock { $0.suspend(id, continuation) }?.resume()
+  }
+
+  @usableFromInline
   func unsubscribe(_ id: Int) {
     let (consumer, remaining) = state.withLock { state in (state.unsubscribe(id), state.subscriberCount) }
     consumer?.resume()
@@ -38,8 +57,8 @@ protocol SubjectUpstream: Sendable {
 /// locking, and unsubscribes when released.
 @usableFromInline
 final class SubjectSubscriber<Element: Sendable, Failure: Error> {
-  private let storage: SubjectStorage<Element, Failure>
-  private let id: Int
+  @usableFromInline let storage: SubjectStorage<Element, Failure>
+  @usableFromInline let id: Int
   @usableFromInline var batch: [Element] = []
   @usableFromInline var position = 0
   @usableFromInline var isSubscribed = true
@@ -63,22 +82,22 @@ final class SubjectSubscriber<Element: Sendable, Failure: Error> {
     return try await refill(isolation: actor)
   }
 
-  @usableFromInline
+  @inlinable
   func refill(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
     guard isSubscribed else { return nil }
     if Task.isCancelled { return leave() }
-    storage.upstream?.demanded()
+    storage.demanded()
     while true {
       let storage = self.storage
       let id = self.id
-      switch storage.state.withLock({ $0.next(id, swapping: &batch) }) {
+      switch storage.take(id, swapping: &batch) {
       case .deliver:
         position = 1
         return batch[0]
       case .suspend:
         await withTaskCancellationHandler {
           await withUnsafeContinuation(isolation: actor) { (continuation: UnsafeContinuation<Void, Never>) in
-            storage.state.withLock { $0.suspend(id, continuation) }?.resume()
+            storage.suspend(id, continuation)
           }
         } onCancel: {
           storage.unsubscribe(id)
@@ -92,7 +111,8 @@ final class SubjectSubscriber<Element: Sendable, Failure: Error> {
     }
   }
 
-  private func leave() -> Element? {
+  @usableFromInline
+  func leave() -> Element? {
     isSubscribed = false
     batch = []
     storage.unsubscribe(id)
