@@ -16,6 +16,23 @@ struct Counter: AsyncSequence, Sendable {
   func makeAsyncIterator() -> AsyncIterator { AsyncIterator(count: count) }
 }
 
+/// `Counter` with `next(isolation:)` of its own, so that a main-actor consumer does not hop to the
+/// global executor for each element: the floor for a main-actor `for await`.
+struct IsolatedCounter: AsyncSequence, Sendable {
+  let count: Int
+  struct AsyncIterator: AsyncIteratorProtocol {
+    var current = 0
+    let count: Int
+    mutating func next(isolation actor: isolated (any Actor)?) async -> Int? {
+      guard current < count else { return nil }
+      defer { current += 1 }
+      return current
+    }
+    mutating func next() async -> Int? { await next(isolation: nil) }
+  }
+  func makeAsyncIterator() -> AsyncIterator { AsyncIterator(count: count) }
+}
+
 @inline(never)
 func blackHole<T>(_ value: T) {}
 
@@ -55,6 +72,16 @@ func w1FlowSequence(_ n: Int) async -> (Int, String?) {
 func w1FlowMainActor(_ n: Int) async -> (Int, String?) {
   var sum = 0
   for await value in Flow.sequence(0..<n).map({ $0 * 2 }).filter({ $0 % 3 != 0 }) { sum &+= value }
+  blackHole(sum)
+  return (n, nil)
+}
+
+/// The floor under any main-actor consumer: a minimal `AsyncSequence` that honours
+/// `next(isolation:)`, no operator, consumed with `for await` in a `@MainActor` function.
+@MainActor
+func w1MainActorFloor(_ n: Int) async -> (Int, String?) {
+  var sum = 0
+  for await value in IsolatedCounter(count: n) { sum &+= value }
   blackHole(sum)
   return (n, nil)
 }

@@ -18,6 +18,10 @@ let benchmarks: [(size: Int, Benchmark)] = [
     1_000_000,
     Benchmark(workload: "W1", implementation: "flowMainActor", isBaseline: false) { await w1FlowMainActor($0) }
   ),
+  (
+    1_000_000,
+    Benchmark(workload: "W1", implementation: "mainActorFloor", isBaseline: false) { await w1MainActorFloor($0) }
+  ),
   (1_000_000, Benchmark(workload: "W1", implementation: "flowBuilder", isBaseline: false) { await w1FlowBuilder($0) }),
   (1_000_000, Benchmark(workload: "W1", implementation: "asyncStream", isBaseline: false) { await w1AsyncStream($0) }),
   (
@@ -71,7 +75,7 @@ let memoryBenchmarks: [MemoryBenchmark] = [
 /// The baseline each workload's ratios are taken against (W2 pairs subscriber counts).
 func baselineKey(for key: String) -> String? {
   switch key {
-  case "W1.flowSequence", "W1.flowMainActor": "W1.stdlib"
+  case "W1.flowSequence", "W1.flowMainActor", "W1.mainActorFloor": "W1.stdlib"
   case "W1.flowBuilder": "W1.asyncStream"
   case "W1.asyncStream": "W1.stdlib"
   case "W2.passthrough1", "W2.currentValue1": "W2.asyncStream1"
