@@ -156,6 +156,42 @@ struct FlowTests {
     #expect(await collect(flow).elements == ["2", "6"])
   }
 
+  @Test func builderFlowsFuseSynchronousStagesOverTheirBatches() async {
+    let flow = Flow<Int, Never> { emitter in
+      for value in 1...10 { await emitter.emit(value) }
+    }
+    .map { $0 * 3 }.filter { $0 % 2 == 0 }.compactMap { $0 > 10 ? $0 : nil }
+    .setFailureType(to: TestError.self)
+    let result = await collect(flow)
+    #expect(result.elements == [12, 18, 24, 30] && result.failure == nil)
+  }
+
+  // The stages take elements of the consumer's batch without suspending; a cancelled consumer
+  // must still get nothing more from that batch.
+  @Test func aCancelledConsumerTakesNothingMoreFromItsBatch() async {
+    let flow = Flow<Int, Never>(bufferSize: 4) { emitter in
+      for value in 1...100 {
+        await emitter.emit(value)
+        if Task.isCancelled { return }
+      }
+    }
+    .map { $0 * 10 }
+    let clock = TestClock()
+    // On the serial test executor the body emits 1 to 5 (and parks) before the consumer runs, so
+    // the consumer's first batch holds all five.
+    let afterCancellation = clock.task {
+      var iterator = flow.makeAsyncIterator()
+      let first = await iterator.next(isolation: nil)
+      withUnsafeCurrentTask { $0?.cancel() }
+      var rest: [Int] = []
+      while let value = await iterator.next(isolation: nil) { rest.append(value) }
+      return (first, rest)
+    }
+    let (first, rest) = await afterCancellation.value
+    #expect(first == 10)
+    #expect(rest.isEmpty)
+  }
+
   @Test func throwingTransformEndsTheIterationWithItsFailure() async {
     let flow = Flow<Int, TestError> { emitter throws(TestError) in
       for value in 1...5 { await emitter.emit(value) }

@@ -84,6 +84,13 @@ final class EmitterConsumer<Element: Sendable, Failure: Error> {
     storage.consumerCancelled()
   }
 
+  /// The next element of the current batch, if the consumer holds one and is not cancelled.
+  @inlinable func takeBuffered() -> Element? {
+    guard position < batch.count, !Task.isCancelled else { return nil }
+    defer { position += 1 }
+    return batch[position]
+  }
+
   @inlinable func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
     if Task.isCancelled {
       storage.consumerCancelled()

@@ -23,6 +23,19 @@ extension Flow {
           guard let element = try await next(actor) else { return nil }
           return try transform(element)
         }
+      case .buffered(let upstreamTake, let upstream):
+        // Sound for the same reason: the new pull owns both closures alone.
+        nonisolated(unsafe) let take = upstreamTake
+        nonisolated(unsafe) let next = upstream
+        return .buffered(
+          take: { () throws(Failure) -> T? in
+            guard let element = try take() else { return nil }
+            return try transform(element)
+          },
+          next: { (actor: isolated (any Actor)?) async throws(Failure) -> T? in
+            guard let element = try await next(actor) else { return nil }
+            return try transform(element)
+          })
       case .finished:
         return .finished
       }
@@ -75,6 +88,23 @@ extension Flow {
           }
           return nil
         }
+      case .buffered(let upstreamTake, let upstream):
+        // Sound for the same reason: the new pull owns both closures alone.
+        nonisolated(unsafe) let take = upstreamTake
+        nonisolated(unsafe) let next = upstream
+        return .buffered(
+          take: { () throws(Failure) -> Element? in
+            while let element = try take() {
+              if try isIncluded(element) { return element }
+            }
+            return nil
+          },
+          next: { (actor: isolated (any Actor)?) async throws(Failure) -> Element? in
+            while let element = try await next(actor) {
+              if try isIncluded(element) { return element }
+            }
+            return nil
+          })
       case .finished:
         return .finished
       }
@@ -131,6 +161,23 @@ extension Flow {
           }
           return nil
         }
+      case .buffered(let upstreamTake, let upstream):
+        // Sound for the same reason: the new pull owns both closures alone.
+        nonisolated(unsafe) let take = upstreamTake
+        nonisolated(unsafe) let next = upstream
+        return .buffered(
+          take: { () throws(Failure) -> T? in
+            while let element = try take() {
+              if let transformed = try transform(element) { return transformed }
+            }
+            return nil
+          },
+          next: { (actor: isolated (any Actor)?) async throws(Failure) -> T? in
+            while let element = try await next(actor) {
+              if let transformed = try transform(element) { return transformed }
+            }
+            return nil
+          })
       case .finished:
         return .finished
       }
@@ -172,7 +219,7 @@ extension Flow {
           guard !Task.isCancelled else { return nil }
           return try next()
         }
-      case .async(let next):
+      case .async(let next), .buffered(_, let next):
         return next
       case .finished:
         return { (_: isolated (any Actor)?) async throws(Failure) -> Element? in nil }
@@ -212,6 +259,17 @@ extension Flow {
         return .async { (actor: isolated (any Actor)?) async throws(E) -> Element? in
           do throws(Failure) { return try await next(actor) } catch { throw transform(error) }
         }
+      case .buffered(let upstreamTake, let upstream):
+        // Sound for the same reason: the new pull owns both closures alone.
+        nonisolated(unsafe) let take = upstreamTake
+        nonisolated(unsafe) let next = upstream
+        return .buffered(
+          take: { () throws(E) -> Element? in
+            do throws(Failure) { return try take() } catch { throw transform(error) }
+          },
+          next: { (actor: isolated (any Actor)?) async throws(E) -> Element? in
+            do throws(Failure) { return try await next(actor) } catch { throw transform(error) }
+          })
       case .finished:
         return .finished
       }

@@ -55,10 +55,14 @@ public struct Flow<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
   ) {
     precondition(bufferSize >= 0, "Flow(bufferSize:): bufferSize must be 0 or greater, got \(bufferSize)")
     self.init {
-      let consumer = EmitterConsumer(storage: EmitterStorage(bufferSize: bufferSize, body: body))
-      return .async { (actor: isolated (any Actor)?) async throws(Failure) -> Element? in
-        try await consumer.next(isolation: actor)
-      }
+      // Sound: both closures belong to the one iterator that owns this pull. Swift 6.3's region
+      // analysis reports a race for a non-Sendable object captured by two closures of one value.
+      nonisolated(unsafe) let consumer = EmitterConsumer(storage: EmitterStorage(bufferSize: bufferSize, body: body))
+      return .buffered(
+        take: { () throws(Failure) -> Element? in consumer.takeBuffered() },
+        next: { (actor: isolated (any Actor)?) async throws(Failure) -> Element? in
+          try await consumer.next(isolation: actor)
+        })
     }
   }
 
@@ -128,6 +132,9 @@ public struct Flow<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
           element = try next()
         case .async(let next):
           element = try await next(actor)
+        case .buffered(let take, let next):
+          if let buffered = try take() { return buffered }
+          element = try await next(actor)
         case .finished:
           return nil
         }
@@ -163,6 +170,10 @@ enum FlowPull<Element, Failure: Error> {
   case sync(() throws(Failure) -> Element?)
   /// May suspend; runs on the isolation it is given.
   case async((isolated (any Actor)?) async throws(Failure) -> Element?)
+  /// May suspend, but often has elements at hand: `take` returns one of those without
+  /// suspending (`nil`: none at hand, ask `next`). A batch hand-off (`Flow { emitter in }`) serves
+  /// its batch this way, so a chain of stages makes no asynchronous call per element.
+  case buffered(take: () throws(Failure) -> Element?, next: (isolated (any Actor)?) async throws(Failure) -> Element?)
   case finished
 }
 
