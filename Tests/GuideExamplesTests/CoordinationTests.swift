@@ -15,9 +15,12 @@ private func until(_ condition: @MainActor () -> Bool) async {
 struct CoordinationTests {
   // MARK: 1. Articles list: sent A, B, C; returned C, A, B.
 
+  /// `oneLoadAtATime`: each response is handled before the next is sent, so that the loads end in
+  /// exactly that order. Without it, responses sent back to back resume their tasks off the main
+  /// actor, and those race to hop back onto it.
   private func sentABCReturnedCAB<Model>(
     _ makeModel: (@escaping FetchArticles) -> Model, changeCategory: (Model, String) -> Void,
-    finishedLoads: (Model) -> Int, articles: (Model) -> [String]
+    finishedLoads: (Model) -> Int, articles: (Model) -> [String], oneLoadAtATime: Bool = false
   ) async -> [String] {
     let calls = ControlledCalls<ArticlesQuery, Result<[String], any Error>>()
     let model = makeModel { await calls.call($0) }
@@ -25,8 +28,9 @@ struct CoordinationTests {
       changeCategory(model, category)
       await calls.waitForRequests(sent + 1)  // the request is on the wire before the next change
     }
-    for category in ["C", "A", "B"] {
+    for (answered, category) in ["C", "A", "B"].enumerated() {
       calls.respond(to: ArticlesQuery(category: category), with: .success(["\(category) article"]))
+      if oneLoadAtATime { await until { finishedLoads(model) == answered + 1 } }
     }
     await until { finishedLoads(model) == 3 }
     return articles(model)
@@ -39,7 +43,7 @@ struct CoordinationTests {
     #expect(fixed == ["C article"])
     let naive = await sentABCReturnedCAB(
       NaiveArticlesModel.init, changeCategory: { $0.categoryChanged($1) }, finishedLoads: { $0.finishedLoads },
-      articles: { $0.articles })
+      articles: { $0.articles }, oneLoadAtATime: true)
     #expect(naive == ["B article"])  // the bug: the last to return wins
   }
 
