@@ -57,6 +57,8 @@ struct Row {
   var unit: String
   var note: String?
   var ratio: Double?
+  var baseline: String?
+  var target: Double?
 }
 
 /// Median of `repetitions` runs after one warm-up, in nanoseconds per unit.
@@ -105,12 +107,19 @@ func printTable(_ rows: [Row]) {
   func pad(_ text: String, _ width: Int) -> String {
     text.padding(toLength: max(width, text.count), withPad: " ", startingAt: 0)
   }
-  print(pad("workload.implementation", 28) + pad("median", 12) + pad("min–max", 22) + pad("ratio", 10) + "note")
+  print(
+    pad("workload.implementation", 28) + pad("median", 14) + pad("min–max", 24) + pad("ratio", 8)
+      + pad("vs", 18) + pad("target", 16) + "note")
   for row in rows {
     let median = String(format: "%.2f %@", row.median, row.unit)
     let range = String(format: "%.2f–%.2f", row.min, row.max)
     let ratio = row.ratio.map { String(format: "%.3f", $0) } ?? "baseline"
-    print(pad(row.key, 28) + pad(median, 12) + pad(range, 22) + pad(ratio, 10) + (row.note ?? ""))
+    let target = row.target.map { limit in
+      String(format: "≤ %g %@", limit, (row.ratio ?? .infinity) <= limit ? "met" : "missed")
+    }
+    print(
+      pad(row.key, 28) + pad(median, 14) + pad(range, 24) + pad(ratio, 8) + pad(row.baseline ?? "", 18)
+        + pad(target ?? "", 16) + (row.note ?? ""))
   }
 }
 
