@@ -36,7 +36,7 @@ struct FlattenStateMachineTests {
 
   /// Ends `channel` as the inner's task does.
   private func end(_ channel: Machine.Channel, failure: TestError?, in machine: inout Machine) -> Machine.Effects {
-    machine.innerEnded(channel, needsListing: channel.end(failure: failure))
+    machine.innerEnded(channel, failure: failure)
   }
 
   @Test func testOuterElement_whenLatest_dropsThePendingElementsOfTheSupersededInner() async {
@@ -148,16 +148,70 @@ struct FlattenStateMachineTests {
       return
     }
     _ = end(channel, failure: TestError(id: 2), in: &machine)
-    // The consumer retires the failed inner, then ends with its failure.
-    guard case .deliver(let elements, _) = machine.next(), elements.isEmpty else {
-      Issue.record("expected the end to be decided")
-      return
-    }
+    // Nothing was left to take: it retired at once, so a newer outer element cannot swallow it.
+    #expect(machine.outerElement("b", key: 0).startInner == nil)
     guard case .end(let failure, _) = machine.next() else {
       Issue.record("expected end")
       return
     }
     #expect(failure == TestError(id: 2))
+  }
+
+  @Test func testInnerEnded_whenElementsWait_retiresAfterTheConsumerTookTheLast() {
+    var machine = running(.merge(maxConcurrent: 1))
+    guard let channel = start("a", in: &machine) else {
+      Issue.record("expected an inner to start")
+      return
+    }
+    #expect(offer("a1", on: channel, to: &machine))
+    _ = end(channel, failure: TestError(id: 3), in: &machine)
+    // "a1" comes first, in the same batch as the decision to end with the failure.
+    guard case .deliver(let elements, _) = machine.next() else {
+      Issue.record("expected a1")
+      return
+    }
+    #expect(elements == ["a1"])
+    guard case .end(let failure, _) = machine.next() else {
+      Issue.record("expected the end")
+      return
+    }
+    #expect(failure == TestError(id: 3))
+  }
+
+  @Test func testNext_whenKeyedLatest_servesBusyKeysInTurn() {
+    var machine = running(.latest)
+    guard let first = machine.outerElement("a", key: 1).startInner.flatMap({ machine.claim($0)?.channel }),
+      let second = machine.outerElement("b", key: 2).startInner.flatMap({ machine.claim($0)?.channel })
+    else {
+      Issue.record("expected two inners to start")
+      return
+    }
+    for index in 0..<3 {
+      #expect(offer("a\(index)", on: first, to: &machine))
+      #expect(offer("b\(index)", on: second, to: &machine))
+    }
+    var delivered: [String] = []
+    for _ in 0..<4 {
+      guard case .deliver(let elements, _) = machine.next() else { break }
+      delivered += elements
+    }
+    // One key's backlog does not hold back the other's.
+    #expect(delivered == ["a0", "b0", "a1", "b1"])
+  }
+
+  @Test func testNext_whenLatestAndTheCurrentInnerIsAlwaysBusy_keepsTheReadyQueueBounded() {
+    var machine = running(.latest)
+    var longest = 0
+    for index in 0..<1_000 {
+      guard let channel = start("x\(index)", in: &machine) else {
+        Issue.record("expected an inner to start")
+        return
+      }
+      #expect(offer("first", on: channel, to: &machine) && offer("second", on: channel, to: &machine))
+      _ = machine.next()  // a slow consumer: one element per outer element
+      longest = max(longest, machine.readyQueueLength)
+    }
+    #expect(longest <= 64)
   }
 
   @Test func testOuterElement_whenExhaustAndRunning_dropsTheElement() {
@@ -167,8 +221,8 @@ struct FlattenStateMachineTests {
       return
     }
     #expect(start("b", in: &machine) == nil)
+    // Nothing was left to take: the inner retires at once, without waiting for the consumer.
     _ = end(channel, failure: nil, in: &machine)
-    _ = machine.next()  // the consumer retires the ended inner
     #expect(start("c", in: &machine)?.id == 1)
   }
 
@@ -185,7 +239,6 @@ struct FlattenStateMachineTests {
       return
     }
     _ = end(second, failure: nil, in: &machine)
-    _ = machine.next()  // the consumer retires b: the last one, so the operator ends
     guard case .end(nil, _) = machine.next() else {
       Issue.record("expected the finish")
       return

@@ -79,4 +79,79 @@ struct FlatteningStressTests {
       #expect(started.withLock { $0 } == ended.withLock { $0 }, "seed \(seed)")
     }
   }
+
+  /// Seeded schedules for `mergeFlow` (and `concatFlow`, its `maxConcurrent: 1` case): inners long
+  /// enough to fill their buffers, a consumer that lags at random, and sometimes one inner that
+  /// fails. Checks that nothing is lost or reordered within an inner, that no more than
+  /// `maxConcurrent` inners run, that a failure ends the sequence with it, and that every inner
+  /// has ended when the sequence ends.
+  @Test func mergeHoldsItsRulesUnderSeededInterleavings() async {
+    for seed in UInt64(0)..<300 {
+      var random = SplitMix64(state: seed)
+      let outerCount = Int.random(in: 1...4, using: &random)
+      let maxConcurrent = [1, 2, Int.max].randomElement(using: &random)!
+      let lengths = (0..<outerCount).map { _ in Int.random(in: 1...150, using: &random) }
+      let innerYields = (0..<outerCount).map { _ in Int.random(in: 0...2, using: &random) }
+      let failing: (inner: Int, step: Int)? =
+        Bool.random(using: &random)
+        ? {
+          let inner = Int.random(in: 0..<outerCount, using: &random)
+          return (inner, Int.random(in: 1...lengths[inner], using: &random))
+        }() : nil
+      let consumerLag = Int.random(in: 0...2, using: &random)
+      let running = LockedState((now: 0, most: 0, started: 0, ended: 0))
+      let merged = Flow.sequence(0..<outerCount).mergeFlow(maxConcurrent: maxConcurrent) { index in
+        Flow<String, TestError> { emitter throws(TestError) in
+          running.withLock {
+            $0.now += 1
+            $0.most = max($0.most, $0.now)
+            $0.started += 1
+          }
+          defer {
+            running.withLock {
+              $0.now -= 1
+              $0.ended += 1
+            }
+          }
+          for step in 1...lengths[index] {
+            if step % 16 == 0 { await yields(innerYields[index]) }
+            if let failing, failing.inner == index, failing.step == step { throw TestError(id: index) }
+            await emitter.emit("\(index).\(step)")
+            if Task.isCancelled { return }
+          }
+        }
+      }
+      var delivered: [(inner: Int, step: Int)] = []
+      var failure: TestError?
+      var iterator = merged.makeAsyncIterator()
+      do {
+        while let element = try await iterator.next(isolation: nil) {
+          let parts = element.split(separator: ".")
+          delivered.append((Int(parts[0])!, Int(parts[1])!))
+          if delivered.count % 32 == 0 { await yields(consumerLag) }
+        }
+      } catch {
+        failure = error
+      }
+      let counts = running.withLock { $0 }
+      // Each inner's elements arrive in order, without gaps or repeats.
+      for inner in Set(delivered.map(\.inner)) {
+        let steps = delivered.filter { $0.inner == inner }.map(\.step)
+        #expect(steps == Array(1...steps.count), "seed \(seed)")
+      }
+      #expect(counts.most <= maxConcurrent, "seed \(seed)")
+      if let failing {
+        #expect(failure == TestError(id: failing.inner), "seed \(seed)")
+        #expect(delivered.filter { $0.inner == failing.inner }.count == failing.step - 1, "seed \(seed)")
+      } else {
+        #expect(failure == nil, "seed \(seed)")
+        #expect(delivered.count == lengths.reduce(0, +), "seed \(seed)")
+        if maxConcurrent == 1 {  // concat: the inners one after another
+          #expect(delivered.map(\.inner) == delivered.map(\.inner).sorted(), "seed \(seed)")
+        }
+      }
+      // Every inner iteration has ended by the time the sequence ended.
+      #expect(counts.started == counts.ended, "seed \(seed)")
+    }
+  }
 }

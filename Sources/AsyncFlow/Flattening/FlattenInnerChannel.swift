@@ -68,15 +68,29 @@ final class FlattenInnerChannel<Element: Sendable, Failure: Error>: Sendable {
     }
   }
 
-  /// The inner sequence ended. Returns whether the channel must be listed as ready (so that the
-  /// consumer retires it), or `nil` if it was dropped already: its end is stale.
-  @inlinable func end(failure: Failure?) -> Bool? {
+  @usableFromInline
+  enum EndResult {
+    /// Dropped already: the end, failure included, is stale.
+    case stale
+    /// Nothing left to take: the inner retires now (the channel is dropped with it).
+    case retire
+    /// Elements are still waiting: the consumer retires the inner after the last one, and the
+    /// channel must be listed as ready if `needsListing`.
+    case retireWhenDrained(needsListing: Bool)
+  }
+
+  /// The inner sequence ended; called under the operator's shared lock.
+  @inlinable func end(failure: Failure?) -> EndResult {
     state.withLock { state in
-      if state.isDropped { return nil }
+      if state.isDropped { return .stale }
+      if state.pending.isEmpty {
+        state.isDropped = true
+        return .retire
+      }
       state.hasEnded = true
       state.failure = failure
       defer { state.isQueued = true }
-      return !state.isQueued
+      return .retireWhenDrained(needsListing: !state.isQueued)
     }
   }
 

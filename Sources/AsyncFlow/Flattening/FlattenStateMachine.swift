@@ -137,9 +137,12 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
       var effects = Effects()
       while readyStart < ready.count {
         let channel = ready[readyStart]
+        readyStart += 1
         let taken = channel.take(all: takesBatches, into: &elements)
         if let producer = taken.producer { effects.resume.append((producer, true)) }
-        if taken.isDrained { readyStart += 1 }
+        // One that still has elements goes to the back, behind the others: a busy inner cannot
+        // starve the other keys of a keyed `switchToLatestFlow`.
+        if !taken.isDrained { ready.append(channel) }
         if taken.retires, let inner = inners.removeValue(forKey: channel.id) {
           effects.merge(retire(inner, failure: taken.failure))
           // A failure ends the operator: what was taken before it is still delivered.
@@ -149,6 +152,10 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
       }
       if readyStart == ready.count {
         ready.removeAll(keepingCapacity: true)
+        readyStart = 0
+      } else if readyStart >= 32 && readyStart * 2 >= ready.count {
+        // A queue that never empties (a busy current inner) is trimmed as it goes.
+        ready.removeFirst(readyStart)
         readyStart = 0
       }
       guard elements.isEmpty, effects.isEmpty, case .running = phase else {
@@ -164,6 +171,9 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
       return .end(nil, outer: nil)
     }
   }
+
+  /// How many entries the ready queue holds, taken ones included (for tests: it must stay bounded).
+  var readyQueueLength: Int { ready.count }
 
   /// Registers the waiting consumer, or returns it to be resumed at once.
   @inlinable mutating func suspendConsumer(_ continuation: UnsafeContinuation<Void, Never>) -> UnsafeContinuation<
@@ -272,19 +282,29 @@ struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Ele
     return consumer.take()
   }
 
-  /// An inner's task is ending. `needsListing` is what ``FlattenInnerChannel/end(failure:)``
-  /// answered: `nil` if the inner was dropped already, and its end, failure included, is stale.
-  @inlinable mutating func innerEnded(_ channel: Channel, needsListing: Bool?) -> Effects {
+  /// An inner's task is ending, with `failure` if its sequence threw. A superseded inner's end,
+  /// failure included, is stale. One with nothing left to take retires at once (so its failure
+  /// ends the operator, and `exhaustFlow` and `mergeFlow` may start the next inner, whatever the
+  /// consumer is doing); otherwise the consumer retires it after taking its last element.
+  @inlinable mutating func innerEnded(_ channel: Channel, failure: Failure?) -> Effects {
     guard let index = inners.index(forKey: channel.id) else { return Effects() }
-    guard let needsListing, case .running = phase else {
+    guard case .running = phase, inners.values[index].isCurrent else {
       inners.remove(at: index)
       return Effects()
     }
-    // The consumer retires it once its elements are taken; its task is ending now.
-    inners.values[index].task = nil
-    var effects = Effects()
-    if needsListing { effects.resumeConsumer = listReady(channel) }
-    return effects
+    switch channel.end(failure: failure) {
+    case .stale:
+      inners.remove(at: index)
+      return Effects()
+    case .retire:
+      return retire(inners.remove(at: index).value, failure: failure)
+    case .retireWhenDrained(let needsListing):
+      // Its task is ending now.
+      inners.values[index].task = nil
+      var effects = Effects()
+      if needsListing { effects.resumeConsumer = listReady(channel) }
+      return effects
+    }
   }
 
   /// An ended inner whose elements have all been taken leaves: it ends the operator if it failed,

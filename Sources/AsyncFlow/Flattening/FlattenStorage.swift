@@ -123,9 +123,12 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
           continue
         }
         guard await offer(element, to: channel) else {
-          // Dropped: this task was cancelled first. Asking once more lets a cooperative iterator
-          // see the cancellation and end its own work (a Flow waits for its body) before this
-          // task ends; dropping the iterator alone could not wait for anything.
+          // Dropped (superseded, or the operator is ending). Whoever dropped it cancels this task
+          // only after releasing the lock, so it may not be cancelled yet: cancel it here. Asking
+          // the iterator once more then lets a cooperative one see the cancellation and end its
+          // own work (a Flow waits for its body) before this task ends; dropping the iterator
+          // alone could not wait for anything.
+          withUnsafeCurrentTask { $0?.cancel() }
           _ = try? await iterator.next(isolation: nil)
           break
         }
@@ -133,8 +136,7 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
     } catch {
       failure = innerFailure(error)
     }
-    let needsListing = channel.end(failure: failure)
-    state.withLock { $0.innerEnded(channel, needsListing: needsListing) }.perform()
+    state.withLock { $0.innerEnded(channel, failure: failure) }.perform()
   }
 
   /// Only the first element since the consumer last emptied a channel touches the shared state.
