@@ -192,6 +192,23 @@ struct FlowTests {
     #expect(rest.isEmpty)
   }
 
+  // The emitter is Sendable: a body may emit from several child tasks, and several may wait for
+  // room at once. Each must be resumed, or the body never ends.
+  @Test func emitFromManyChildTasksDeliversEverythingAndEnds() async {
+    let flow = Flow<Int, Never>(bufferSize: 1) { emitter in
+      await withTaskGroup(of: Void.self) { group in
+        for child in 0..<8 {
+          group.addTask {
+            for step in 0..<50 { await emitter.emit(child * 100 + step) }
+          }
+        }
+      }
+    }
+    let elements = await collect(flow).elements
+    #expect(elements.count == 400)
+    #expect(Set(elements).count == 400)
+  }
+
   @Test func throwingTransformEndsTheIterationWithItsFailure() async {
     let flow = Flow<Int, TestError> { emitter throws(TestError) in
       for value in 1...5 { await emitter.emit(value) }

@@ -29,8 +29,17 @@ struct EmitterStateMachine<Element: Sendable, Failure: Error> {
     /// The consumer has asked for an element and has not taken a batch since.
     @usableFromInline var demand = true
     @usableFromInline var consumer: UnsafeContinuation<Void, Never>?
-    @usableFromInline var producer: UnsafeContinuation<Void, Never>?
+    /// Every `emit` waiting for room, by token. Usually one, but the emitter is `Sendable`: a body
+    /// may emit from several child tasks at once, and each waiting one must be resumed.
+    @usableFromInline var producers: [(token: Int, continuation: UnsafeContinuation<Void, Never>)] = []
     @usableFromInline var body: Task<Void, Never>?
+
+    /// Takes every waiting producer, to be resumed.
+    @inlinable mutating func takeProducers() -> [UnsafeContinuation<Void, Never>] {
+      guard !producers.isEmpty else { return [] }
+      defer { producers.removeAll() }
+      return producers.map { $0.continuation }
+    }
 
     @inlinable init() {}
 
@@ -41,6 +50,7 @@ struct EmitterStateMachine<Element: Sendable, Failure: Error> {
 
   @usableFromInline let bufferSize: Int
   @usableFromInline var state = State.idle
+  @usableFromInline var nextProducerToken = 0
 
   @inlinable init(bufferSize: Int) {
     self.bufferSize = bufferSize
@@ -50,10 +60,10 @@ struct EmitterStateMachine<Element: Sendable, Failure: Error> {
 
   @usableFromInline
   enum NextAction {
-    /// The batch holds elements; resume the producer if it was waiting for room.
-    case deliver(resumeProducer: UnsafeContinuation<Void, Never>?)
+    /// The batch holds elements; resume the producers that were waiting for room.
+    case deliver(resumeProducers: [UnsafeContinuation<Void, Never>])
     case startBody
-    case suspend(resumeProducer: UnsafeContinuation<Void, Never>?)
+    case suspend(resumeProducers: [UnsafeContinuation<Void, Never>])
     /// The flow is over; wait for the body's task if it may still run, then end with `failure`.
     case end(failure: Failure?, awaiting: Task<Void, Never>?)
   }
@@ -76,12 +86,12 @@ struct EmitterStateMachine<Element: Sendable, Failure: Error> {
         producing.consumerBacklog = batch.count - 1
         producing.demand = false
       }
-      var resume: UnsafeContinuation<Void, Never>?
+      var resume: [UnsafeContinuation<Void, Never>] = []
       if producing.producerMayContinue(bufferSize: bufferSize) {
-        resume = producing.producer.take()
+        resume = producing.takeProducers()
       }
       state = .producing(producing)
-      return batch.isEmpty ? .suspend(resumeProducer: resume) : .deliver(resumeProducer: resume)
+      return batch.isEmpty ? .suspend(resumeProducers: resume) : .deliver(resumeProducers: resume)
 
     case .bodyEnded(var buffer, let failure):
       state = .modifying
@@ -92,7 +102,7 @@ struct EmitterStateMachine<Element: Sendable, Failure: Error> {
       }
       swap(&batch, &buffer)
       state = .bodyEnded(buffer: [], failure: failure)
-      return .deliver(resumeProducer: nil)
+      return .deliver(resumeProducers: [])
 
     case .cancelled(let body):
       batch.removeAll(keepingCapacity: false)
@@ -134,15 +144,15 @@ struct EmitterStateMachine<Element: Sendable, Failure: Error> {
   @usableFromInline
   struct CancelAction {
     @usableFromInline var resumeConsumer: UnsafeContinuation<Void, Never>?
-    @usableFromInline var resumeProducer: UnsafeContinuation<Void, Never>?
+    @usableFromInline var resumeProducers: [UnsafeContinuation<Void, Never>]
     @usableFromInline var cancelBody: Task<Void, Never>?
 
     @inlinable init(
-      resumeConsumer: UnsafeContinuation<Void, Never>? = nil, resumeProducer: UnsafeContinuation<Void, Never>? = nil,
+      resumeConsumer: UnsafeContinuation<Void, Never>? = nil, resumeProducers: [UnsafeContinuation<Void, Never>] = [],
       cancelBody: Task<Void, Never>? = nil
     ) {
       self.resumeConsumer = resumeConsumer
-      self.resumeProducer = resumeProducer
+      self.resumeProducers = resumeProducers
       self.cancelBody = cancelBody
     }
   }
@@ -153,10 +163,10 @@ struct EmitterStateMachine<Element: Sendable, Failure: Error> {
     case .idle, .bodyEnded:
       state = .finished
       return CancelAction()
-    case .producing(let producing):
+    case .producing(var producing):
       state = .cancelled(body: producing.body)
       return CancelAction(
-        resumeConsumer: producing.consumer, resumeProducer: producing.producer, cancelBody: producing.body)
+        resumeConsumer: producing.consumer, resumeProducers: producing.takeProducers(), cancelBody: producing.body)
     case .cancelled, .finished:
       return CancelAction()
     case .modifying:
@@ -202,33 +212,44 @@ struct EmitterStateMachine<Element: Sendable, Failure: Error> {
     return mayContinue ? .proceed(resumeConsumer: consumer) : .suspend(resumeConsumer: consumer)
   }
 
+  /// A token for an `emit` about to wait for room, so that its cancellation resumes that one.
+  @inlinable mutating func makeProducerToken() -> Int {
+    defer { nextProducerToken += 1 }
+    return nextProducerToken
+  }
+
   /// The producer is about to suspend for room; returns the continuation if it must resume at once.
   @inlinable mutating func suspendProducer(
-    _ continuation: UnsafeContinuation<Void, Never>, isCancelled: Bool
+    _ continuation: UnsafeContinuation<Void, Never>, token: Int, isCancelled: Bool
   ) -> UnsafeContinuation<Void, Never>? {
     guard case .producing(var producing) = state, !isCancelled,
       // The consumer may have taken a batch between `emit` and this registration.
       !producing.producerMayContinue(bufferSize: bufferSize)
     else { return continuation }
     state = .modifying
-    producing.producer = continuation
+    producing.producers.append((token, continuation))
     state = .producing(producing)
     return nil
   }
 
-  /// The body's task was cancelled while its `emit` waited for room.
-  @inlinable mutating func producerCancelled() -> UnsafeContinuation<Void, Never>? {
-    guard case .producing(var producing) = state else { return nil }
+  /// The task of the `emit` with `token` was cancelled while it waited for room.
+  @inlinable mutating func producerCancelled(token: Int) -> UnsafeContinuation<Void, Never>? {
+    guard case .producing(var producing) = state,
+      let index = producing.producers.firstIndex(where: { $0.token == token })
+    else { return nil }
     state = .modifying
-    let producer = producing.producer.take()
+    let producer = producing.producers.remove(at: index).continuation
     state = .producing(producing)
     return producer
   }
 
-  /// The body returned (`failure == nil`) or threw.
-  @inlinable mutating func bodyEnded(failure: Failure?) -> UnsafeContinuation<Void, Never>? {
-    guard case .producing(let producing) = state else { return nil }
+  /// The body returned (`failure == nil`) or threw. Returns the consumer and any `emit` still
+  /// waiting (from a task the body left running), to be resumed.
+  @inlinable mutating func bodyEnded(failure: Failure?) -> [UnsafeContinuation<Void, Never>] {
+    guard case .producing(var producing) = state else { return [] }
     state = .bodyEnded(buffer: producing.buffer, failure: failure)
-    return producing.consumer
+    var resume = producing.takeProducers()
+    if let consumer = producing.consumer { resume.append(consumer) }
+    return resume
   }
 }

@@ -23,7 +23,7 @@ final class EmitterStorage<Element: Sendable, Failure: Error>: Sendable {
   @inlinable func consumerCancelled() {
     let action = machine.withLock { $0.consumerCancelled() }
     action.cancelBody?.cancel()
-    action.resumeProducer?.resume()
+    for producer in action.resumeProducers { producer.resume() }
     action.resumeConsumer?.resume()
   }
 
@@ -32,9 +32,9 @@ final class EmitterStorage<Element: Sendable, Failure: Error>: Sendable {
       let emitter = FlowEmitter(offer: self.offer, waitForRoom: self.waitForRoom)
       do throws(Failure) {
         try await self.body(emitter)
-        self.machine.withLock { $0.bodyEnded(failure: nil) }?.resume()
+        for waiting in self.machine.withLock({ $0.bodyEnded(failure: nil) }) { waiting.resume() }
       } catch {
-        self.machine.withLock { $0.bodyEnded(failure: error) }?.resume()
+        for waiting in self.machine.withLock({ $0.bodyEnded(failure: error) }) { waiting.resume() }
       }
     }
     machine.withLock { $0.bodyStarted(body) }?.cancel()
@@ -58,12 +58,13 @@ final class EmitterStorage<Element: Sendable, Failure: Error>: Sendable {
   }
 
   @inlinable func waitForRoom() async {
+    let token = machine.withLock { $0.makeProducerToken() }
     await withTaskCancellationHandler {
       await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-        machine.withLock { $0.suspendProducer(continuation, isCancelled: Task.isCancelled) }?.resume()
+        machine.withLock { $0.suspendProducer(continuation, token: token, isCancelled: Task.isCancelled) }?.resume()
       }
     } onCancel: {
-      machine.withLock { $0.producerCancelled() }?.resume()
+      machine.withLock { $0.producerCancelled(token: token) }?.resume()
     }
   }
 }
@@ -100,14 +101,14 @@ final class EmitterConsumer<Element: Sendable, Failure: Error> {
     }
     while true {
       switch storage.next(swapping: &batch) {
-      case .deliver(let producer):
-        producer?.resume()
+      case .deliver(let producers):
+        for producer in producers { producer.resume() }
         position = 1
         return batch[0]
       case .startBody:
         storage.startBody()
-      case .suspend(let producer):
-        producer?.resume()
+      case .suspend(let producers):
+        for producer in producers { producer.resume() }
         let storage = self.storage
         await withTaskCancellationHandler {
           await withUnsafeContinuation(isolation: actor) { (continuation: UnsafeContinuation<Void, Never>) in

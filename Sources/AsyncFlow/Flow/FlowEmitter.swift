@@ -22,7 +22,9 @@ public struct FlowEmitter<Element: Sendable>: Sendable {
   ///
   /// Suspends only while the flow's `bufferSize` elements are already waiting for the consumer.
   /// Once the consumer has stopped iterating, or the body's task is cancelled, `emit` returns at
-  /// once and the value is dropped: check `Task.isCancelled` to stop producing.
+  /// once and the value is dropped: check `Task.isCancelled` to stop producing. Child tasks of the
+  /// body may emit at once; each waiting one resumes when room is free, so with `n` of them the
+  /// buffer may hold up to `n - 1` elements more than `bufferSize`.
   ///
   /// ```swift
   /// for line in lines {
