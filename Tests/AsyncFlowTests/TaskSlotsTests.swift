@@ -83,6 +83,27 @@ struct TaskSlotsTests {
     #expect(slots.runningCount == 0)
     for task in tasks { await task.value }
     #expect(log.all == ["start 1"])
+    // The signals the queued tasks waited on fired when the first task really ended, and left.
+    #expect(slots.registry.state.withLock { $0.awaitedEnds.isEmpty })
+  }
+
+  @Test func aQueuedTaskAfterLatestWinsWaitsOnlyForTheTaskStillRegistered() async {
+    let slots = TaskSlots<String>()
+    let gate = Gate()
+    let log = EventLog<String>()
+    let first = slots.run("save", policy: .queue) {
+      log.append("q1")
+      await gate.wait()  // returns once cancelled
+    }!
+    await gate.entered()
+    let second = slots.run("save", policy: .queue) { log.append("q2") }!  // waits for q1
+    let latest = slots.run("save") { log.append("latest") }!  // supersedes q1 and q2
+    let third = slots.run("save", policy: .queue) { log.append("q3") }!  // waits for latest only
+    for task in [first, second, latest, third] { await task.value }
+    let order = log.all
+    #expect(order.firstIndex(of: "latest")! < order.firstIndex(of: "q3")!)
+    #expect(slots.runningCount == 0)
+    #expect(slots.registry.state.withLock { $0.awaitedEnds.isEmpty })
   }
 
   @Test func runningTheListenerSevenTimesLeavesExactlyOne() async {
