@@ -3,7 +3,8 @@
 /// The consumer takes everything buffered in one step (a batch), so a busy producer and consumer
 /// meet under the lock once per batch rather than once per element. The producer may run ahead
 /// of the consumer's demand by at most `bufferSize` elements, counting the ones the consumer
-/// still holds from its last batch.
+/// still holds from its last batch (plus one per further task of the body emitting at once: each
+/// `emit` buffers its element before it waits).
 @usableFromInline
 struct EmitterStateMachine<Element: Sendable, Failure: Error> {
   @usableFromInline
