@@ -11,24 +11,12 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
   typealias Machine = FlattenStateMachine<Outer.Element, Key, Inner.Element, Failure>
 
   @usableFromInline let state: LockedState<Machine>
-  @usableFromInline let outer: Outer
-  @usableFromInline let key: @Sendable (Outer.Element) -> Key
-  @usableFromInline let transform: @Sendable (Outer.Element) async -> Inner
-  @usableFromInline let outerFailure: @Sendable (Outer.Failure) -> Failure
-  @usableFromInline let innerFailure: @Sendable (Inner.Failure) -> Failure
+  /// The operator: its outer sequence, policy, key, transform and failure mappings.
+  @usableFromInline let operation: FlattenSequence<Outer, Inner, Key, Failure>
 
-  @inlinable init(
-    policy: FlattenPolicy, outer: Outer, key: @escaping @Sendable (Outer.Element) -> Key,
-    transform: @escaping @Sendable (Outer.Element) async -> Inner,
-    outerFailure: @escaping @Sendable (Outer.Failure) -> Failure,
-    innerFailure: @escaping @Sendable (Inner.Failure) -> Failure
-  ) {
-    self.state = LockedState(Machine(policy: policy))
-    self.outer = outer
-    self.key = key
-    self.transform = transform
-    self.outerFailure = outerFailure
-    self.innerFailure = innerFailure
+  @inlinable init(_ operation: FlattenSequence<Outer, Inner, Key, Failure>) {
+    self.state = LockedState(Machine(policy: operation.policy))
+    self.operation = operation
   }
 
   // MARK: Consumer
@@ -73,19 +61,19 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
   }
 
   @inlinable func pumpOuter() async {
-    var iterator = outer.makeAsyncIterator()
+    var iterator = operation.outer.makeAsyncIterator()
     while await outerMayPull() {
       do throws(Outer.Failure) {
         guard let element = try await iterator.next(isolation: nil) else {
           state.withLock { $0.outerEnded(nil) }.perform()
           return
         }
-        let key = self.key(element)
+        let key = operation.key(element)
         let effects = state.withLock { $0.outerElement(element, key: key) }
         effects.perform()
         if let id = effects.startInner { startInner(id) }
       } catch {
-        let failure = outerFailure(error)
+        let failure = operation.outerFailure(error)
         state.withLock { $0.outerEnded(failure) }.perform()
         return
       }
@@ -112,7 +100,7 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
   @inlinable func runInner(_ id: Int) async {
     // The element is claimed only now: one superseded while this task was on its way never runs.
     guard let (channel, element) = state.withLock({ $0.claim(id) }) else { return }
-    let inner = await transform(element)
+    let inner = await operation.transform(element)
     var iterator = inner.makeAsyncIterator()
     var failure: Failure?
     do throws(Inner.Failure) {
@@ -134,7 +122,7 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
         }
       }
     } catch {
-      failure = innerFailure(error)
+      failure = operation.innerFailure(error)
     }
     state.withLock { $0.innerEnded(channel, failure: failure) }.perform()
   }
@@ -233,11 +221,7 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
   }
 
   @inlinable func makeAsyncIterator() -> Iterator {
-    Iterator(
-      consumer: FlattenConsumer(
-        FlattenStorage(
-          policy: policy, outer: outer, key: key, transform: transform, outerFailure: outerFailure,
-          innerFailure: innerFailure)))
+    Iterator(consumer: FlattenConsumer(FlattenStorage(self)))
   }
 
   @usableFromInline
