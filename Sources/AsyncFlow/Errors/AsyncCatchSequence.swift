@@ -67,27 +67,16 @@ where Fallback.Element == Base.Element {
         fallback = nil
         return nil
       }
-      if var iterator = base {
+      if base != nil {
         do throws(Base.Failure) {
-          let element = try await iterator.next(isolation: actor)
-          base = element == nil ? nil : iterator
-          return element
+          return try await base.nextOrRelease(isolation: actor)
         } catch {
-          base = nil
           // A failure caused by the consumer's own cancellation is not something to recover from.
           if Task.isCancelled { return nil }
           fallback = await handler(error).makeAsyncIterator()
         }
       }
-      guard var iterator = fallback else { return nil }
-      do throws(Failure) {
-        let element = try await iterator.next(isolation: actor)
-        fallback = element == nil ? nil : iterator
-        return element
-      } catch {
-        fallback = nil
-        throw error
-      }
+      return try await fallback.nextOrRelease(isolation: actor)
     }
 
     /// Returns the next element; see ``next(isolation:)``.

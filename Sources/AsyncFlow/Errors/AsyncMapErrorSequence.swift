@@ -51,16 +51,13 @@ public struct AsyncMapErrorSequence<Base: AsyncSequence, MappedFailure: Error>: 
     /// let element = try await iterator.next(isolation: #isolation)
     /// ```
     public mutating func next(isolation actor: isolated (any Actor)?) async throws(MappedFailure) -> Element? {
-      guard !Task.isCancelled, var iterator = base else {
+      guard !Task.isCancelled else {
         base = nil
         return nil
       }
       do throws(Base.Failure) {
-        let element = try await iterator.next(isolation: actor)
-        base = element == nil ? nil : iterator
-        return element
+        return try await base.nextOrRelease(isolation: actor)
       } catch {
-        base = nil
         throw transform(error)
       }
     }

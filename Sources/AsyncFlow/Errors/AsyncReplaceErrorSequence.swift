@@ -54,16 +54,13 @@ public struct AsyncReplaceErrorSequence<Base: AsyncSequence>: AsyncSequence {
     /// let element = try await iterator.next(isolation: #isolation)
     /// ```
     public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
-      guard !Task.isCancelled, var iterator = base else {
+      guard !Task.isCancelled else {
         base = nil
         return nil
       }
       do throws(Base.Failure) {
-        let element = try await iterator.next(isolation: actor)
-        base = element == nil ? nil : iterator
-        return element
+        return try await base.nextOrRelease(isolation: actor)
       } catch {
-        base = nil
         return Task.isCancelled ? nil : replacement
       }
     }

@@ -105,16 +105,13 @@ where C.Duration == Duration {
     /// ```
     public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
       while true {
-        guard !Task.isCancelled, var iterator = attempt else {
+        guard !Task.isCancelled, attempt != nil else {
           attempt = nil
           return nil
         }
         do throws(Base.Failure) {
-          let element = try await iterator.next(isolation: actor)
-          attempt = element == nil ? nil : iterator
-          return element
+          return try await attempt.nextOrRelease(isolation: actor)
         } catch {
-          attempt = nil
           if Task.isCancelled { return nil }
           guard retries < sequence.policy.maxRetries, sequence.shouldRetry(error) else { throw error }
           retries += 1
