@@ -15,7 +15,7 @@ package final class CompletionSignal: Sendable {
     for waiter in waiters { waiter.resume() }
   }
 
-  @inlinable package var isFired: Bool { state.withLock { $0.fired } }
+  package var isFired: Bool { state.withLock { $0.fired } }
 
   @inlinable package func wait() async {
     await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
