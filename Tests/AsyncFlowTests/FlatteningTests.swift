@@ -104,7 +104,7 @@ struct FlatteningTests {
   }
 
   // Rule 5: in order, none lost, pulled on demand, outer watched while the consumer is slow.
-  @Test func innerIsPulledOnDemandAndTheOuterIsWatchedMeanwhile() async throws {
+  @Test func innerIsPulledOnDemandAndTheOuterIsWatchedMeanwhile() async {
     let log = EventLog<String>()
     let outerGate = Gate()
     let pulls = LockedState(0)
@@ -115,17 +115,17 @@ struct FlatteningTests {
       }
     }
     var iterator = flattened.makeAsyncIterator()
-    #expect(try await iterator.next() == "a1")
+    #expect(await iterator.next() == "a1")
     await outerGate.entered()
     // The consumer is slow: the inner has pulled at most its bounded buffer and one element more.
     #expect(pulls.withLock { $0 } <= FlattenInnerChannel<String, Never>.bufferLimit + 2)
     outerGate.release()
     await outerGate.entered()
     // "b" superseded "a" while nobody was asking for elements.
-    #expect(try await iterator.next() == "b1")
+    #expect(await iterator.next() == "b1")
     outerGate.release()
     var count = 1
-    while let value = try await iterator.next() {
+    while let value = await iterator.next() {
       count += 1
       #expect(value == "b\(count)")
     }
@@ -314,11 +314,39 @@ struct FlatteningTests {
     let _: any AsyncSequence<Int, Never> = never.switchToLatestFlow { Flow.just($0) }
     let _: any AsyncSequence<Int, TestError> = never.switchToLatestFlow { _ in typed }
     let _: any AsyncSequence<Int, TestError> = typed.switchToLatestFlow { _ in typed }
-    let _: any AsyncSequence<Int, any Error> = typed.switchToLatestFlow { _ in Flow<Int, MarbleFailure>.empty }
+    let _: any AsyncSequence<Int, TestError> = typed.switchToLatestFlow { Flow.just($0) }
+    // Two different failure types are not merged silently: the caller maps one of them.
+    let _: any AsyncSequence<Int, TestError> = typed.switchToLatestFlow { _ in
+      Flow<Int, MarbleFailure>.empty.mapError { _ in TestError() }
+    }
     let _: any AsyncSequence<Int, Never> = never.mergeFlow { Flow.just($0) }
     let _: any AsyncSequence<Int, Never> = never.concatFlow { Flow.just($0) }
     let _: any AsyncSequence<Int, Never> = never.exhaustFlow { Flow.just($0) }
     let _: any AsyncSequence<Int, Never> = never.switchToLatestFlow(by: { $0 }) { Flow.just($0) }
     let _: any AsyncSequence<Int, Never> = Flow.sequence([never]).switchToLatestFlow()
+  }
+
+  // Every operator has a concrete type: it can be stored, and its iterator's `next()` is typed.
+  @Test func concreteTypesHaveTypedIterators() async {
+    let never = Flow.sequence([1, 2])
+    let latest: AsyncSwitchToLatestFlowSequence<Flow<Int, Never>, Flow<Int, Never>, Never> =
+      never.switchToLatestFlow { Flow.just($0) }
+    let merged: AsyncMergeFlowSequence<Flow<Int, Never>, Flow<Int, Never>, Never> = never.mergeFlow { Flow.just($0) }
+    let concatenated: AsyncConcatFlowSequence<Flow<Int, Never>, Flow<Int, Never>, Never> =
+      never.concatFlow { Flow.just($0) }
+    let exhausted: AsyncExhaustFlowSequence<Flow<Int, Never>, Flow<Int, Never>, Never> =
+      never.exhaustFlow { Flow.just($0) }
+    let keyed: AsyncSwitchToLatestByKeyFlowSequence<Flow<Int, Never>, Int, Flow<Int, Never>, Never> =
+      never.switchToLatestFlow(by: { $0 }) { Flow.just($0) }
+    var iterators = (
+      latest.makeAsyncIterator(), merged.makeAsyncIterator(), concatenated.makeAsyncIterator(),
+      exhausted.makeAsyncIterator(), keyed.makeAsyncIterator()
+    )
+    // No `try`: with `Failure == Never` the iterators cannot throw.
+    #expect(await iterators.1.next() == 1)
+    #expect(await iterators.2.next() == 1)
+    #expect(await iterators.3.next() == 1)
+    #expect(await iterators.4.next() != nil)
+    #expect(await iterators.0.next() != nil)
   }
 }

@@ -1,0 +1,161 @@
+extension AsyncSequence where Self: Sendable, Element: Sendable {
+  /// All run: maps each element to an inner sequence and delivers the elements of every inner as
+  /// they come, with at most `maxConcurrent` inners running at once. For an outer and inner
+  /// sequences that fail with the same type: the first failure of the outer or of any inner ends
+  /// the result with it and cancels the rest. See ``AsyncMergeFlowSequence`` for the full rules.
+  ///
+  /// ```swift
+  /// // ids: Flow<Int, APIError>, api.thumbnail(_:) -> Flow<Thumbnail, APIError>
+  /// let thumbnails = ids.mergeFlow(maxConcurrent: 4) { id in api.thumbnail(id) }  // Failure == APIError
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - maxConcurrent: How many inners may run at once; 1 or greater (1 is ``concatFlow(_:)-(_)``).
+  ///   - transform: Makes the inner sequence for an element.
+  @inlinable
+  public func mergeFlow<Inner: AsyncSequence & Sendable>(
+    maxConcurrent: Int = .max, _ transform: @escaping @Sendable (Element) async -> Inner
+  ) -> AsyncMergeFlowSequence<Self, Inner, Failure> where Inner.Element: Sendable, Inner.Failure == Failure {
+    AsyncMergeFlowSequence(
+      flattened(.merge(checking: maxConcurrent), transform, outerFailure: { $0 }, innerFailure: { $0 }))
+  }
+
+  /// All run: maps each element to an inner sequence and delivers the elements of every inner as
+  /// they come, with at most `maxConcurrent` inners running at once. For inner sequences that
+  /// cannot fail: the result fails only with the outer's failure, which cancels every inner. See
+  /// ``AsyncMergeFlowSequence`` for the full rules.
+  ///
+  /// ```swift
+  /// // ids: Flow<Int, APIError>, cache.thumbnail(_:) -> Flow<Thumbnail, Never>
+  /// let thumbnails = ids.mergeFlow(maxConcurrent: 4) { id in cache.thumbnail(id) }  // Failure == APIError
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - maxConcurrent: How many inners may run at once; 1 or greater.
+  ///   - transform: Makes the inner sequence for an element.
+  @inlinable
+  public func mergeFlow<Inner: AsyncSequence & Sendable>(
+    maxConcurrent: Int = .max, _ transform: @escaping @Sendable (Element) async -> Inner
+  ) -> AsyncMergeFlowSequence<Self, Inner, Failure> where Inner.Element: Sendable, Inner.Failure == Never {
+    AsyncMergeFlowSequence(
+      flattened(.merge(checking: maxConcurrent), transform, outerFailure: { $0 }, innerFailure: absurd))
+  }
+}
+
+extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Never {
+  /// All run: maps each element to an inner sequence and delivers the elements of every inner as
+  /// they come, with at most `maxConcurrent` inners running at once. For an outer sequence that
+  /// cannot fail: the result fails with the first inner failure, which cancels the other inners.
+  /// See ``AsyncMergeFlowSequence`` for the full rules.
+  ///
+  /// ```swift
+  /// // taps: Flow<Int, Never>, api.upload(_:) -> Flow<Progress, UploadError>
+  /// let progress = taps.mergeFlow(maxConcurrent: 2) { id in api.upload(id) }  // Failure == UploadError
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - maxConcurrent: How many inners may run at once; 1 or greater.
+  ///   - transform: Makes the inner sequence for an element.
+  @inlinable
+  public func mergeFlow<Inner: AsyncSequence & Sendable>(
+    maxConcurrent: Int = .max, _ transform: @escaping @Sendable (Element) async -> Inner
+  ) -> AsyncMergeFlowSequence<Self, Inner, Inner.Failure> where Inner.Element: Sendable {
+    AsyncMergeFlowSequence(
+      flattened(.merge(checking: maxConcurrent), transform, outerFailure: absurd, innerFailure: { $0 }))
+  }
+
+  /// All run: maps each element to an inner sequence and delivers the elements of every inner as
+  /// they come, with at most `maxConcurrent` inners running at once. For an outer and inner
+  /// sequences that cannot fail: neither can the result. See ``AsyncMergeFlowSequence`` for the
+  /// full rules.
+  ///
+  /// ```swift
+  /// // rows: Flow<Row, Never>, row.details() -> Flow<Details, Never>
+  /// for await details in rows.mergeFlow(maxConcurrent: 3) { row in row.details() } { show(details) }
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - maxConcurrent: How many inners may run at once; 1 or greater.
+  ///   - transform: Makes the inner sequence for an element.
+  @inlinable
+  public func mergeFlow<Inner: AsyncSequence & Sendable>(
+    maxConcurrent: Int = .max, _ transform: @escaping @Sendable (Element) async -> Inner
+  ) -> AsyncMergeFlowSequence<Self, Inner, Never> where Inner.Element: Sendable, Inner.Failure == Never {
+    AsyncMergeFlowSequence(
+      flattened(.merge(checking: maxConcurrent), transform, outerFailure: absurd, innerFailure: absurd))
+  }
+}
+
+/// The sequence ``_Concurrency/AsyncSequence/mergeFlow(maxConcurrent:_:)-(_,(Element)->Inner)`` returns: the
+/// elements of up to `maxConcurrent` inner sequences at once, as they come.
+///
+/// - Each element of the base is mapped to an inner sequence, which runs in a task of its own and
+///   is pulled on demand; its elements reach the consumer in its own order, interleaved with the
+///   other inners' as they arrive.
+/// - While `maxConcurrent` inners run, the rest wait in the base's order.
+/// - The first failure, of the base or of an inner, ends the sequence with it and cancels
+///   everything else; it finishes when the base and every inner have finished.
+/// - When the iteration ends (finish, failure, cancellation or a dropped iterator), every task it
+///   started has ended.
+///
+/// ```swift
+/// let thumbnails: AsyncMergeFlowSequence<Flow<Int, Never>, Flow<Thumbnail, Never>, Never> =
+///   ids.mergeFlow(maxConcurrent: 4) { id in cache.thumbnail(id) }
+/// for await thumbnail in thumbnails { grid.append(thumbnail) }
+/// ```
+public struct AsyncMergeFlowSequence<Base: AsyncSequence & Sendable, Inner: AsyncSequence & Sendable, Failure: Error>:
+  AsyncSequence, Sendable
+where Base.Element: Sendable, Inner.Element: Sendable {
+  public typealias Element = Inner.Element
+
+  @usableFromInline let flattening: FlattenSequence<Base, Inner, FlattenSingleKey, Failure>
+
+  @inlinable init(_ flattening: FlattenSequence<Base, Inner, FlattenSingleKey, Failure>) {
+    self.flattening = flattening
+  }
+
+  /// Starts an iteration: the base is pulled when the iterator is first asked for an element.
+  ///
+  /// ```swift
+  /// var iterator = thumbnails.makeAsyncIterator()
+  /// let first = await iterator.next()
+  /// ```
+  @inlinable public func makeAsyncIterator() -> Iterator {
+    Iterator(flattening.makeAsyncIterator())
+  }
+
+  /// The iterator of an ``AsyncMergeFlowSequence``; releasing it cancels the iteration's tasks.
+  ///
+  /// ```swift
+  /// var iterator = thumbnails.makeAsyncIterator()
+  /// while let thumbnail = await iterator.next() { grid.append(thumbnail) }
+  /// ```
+  public struct Iterator: AsyncIteratorProtocol {
+    @usableFromInline var base: FlattenSequence<Base, Inner, FlattenSingleKey, Failure>.Iterator
+
+    @inlinable init(_ base: FlattenSequence<Base, Inner, FlattenSingleKey, Failure>.Iterator) {
+      self.base = base
+    }
+
+    /// The next element of any inner, or `nil` once everything finished or the task was cancelled.
+    ///
+    /// ```swift
+    /// let next = try await iterator.next(isolation: #isolation)
+    /// ```
+    @inlinable public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+      try await base.next(isolation: actor)
+    }
+
+    /// The next element of any inner, or `nil` once everything finished or the task was cancelled.
+    ///
+    /// ```swift
+    /// let next = try await iterator.next()
+    /// ```
+    @inlinable public mutating func next() async throws(Failure) -> Element? {
+      try await base.next(isolation: nil)
+    }
+  }
+}
+
+@available(*, unavailable)
+extension AsyncMergeFlowSequence.Iterator: Sendable {}

@@ -1,0 +1,164 @@
+extension AsyncSequence
+where Self: Sendable, Element: Sendable {
+  /// Latest wins per identity: at most one inner runs per key; a new element for key K cancels only K's inner,
+  /// and inners of different keys run concurrently. For an outer and inner sequences that fail with the same
+  /// type: the first failure of either ends the result with it. See ``AsyncSwitchToLatestByKeyFlowSequence`` for
+  /// the full rules.
+  ///
+  /// ```swift
+  /// // requests: Flow<RowRequest, APIError>, api.details(_:) -> Flow<Details, APIError>
+  /// let details = requests.switchToLatestFlow(by: \.rowID) { api.details($0.rowID) }  // Failure == APIError
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - key: The identity of an element; a newer element replaces only the inner of its own key.
+  ///   - transform: Makes the inner sequence for an element.
+  @inlinable
+  public func switchToLatestFlow<Key: Hashable & Sendable, Inner: AsyncSequence & Sendable>(
+    by key: @escaping @Sendable (Element) -> Key, _ transform: @escaping @Sendable (Element) async -> Inner
+  ) -> AsyncSwitchToLatestByKeyFlowSequence<Self, Key, Inner, Failure>
+  where Inner.Element: Sendable, Inner.Failure == Failure {
+    AsyncSwitchToLatestByKeyFlowSequence(
+      flattened(.latest, by: key, transform, outerFailure: { $0 }, innerFailure: { $0 }))
+  }
+
+  /// Latest wins per identity: at most one inner runs per key; a new element for key K cancels only K's inner,
+  /// and inners of different keys run concurrently. For inner sequences that cannot fail: the result fails only
+  /// with the outer's failure, which cancels the running inner. See ``AsyncSwitchToLatestByKeyFlowSequence`` for
+  /// the full rules.
+  ///
+  /// ```swift
+  /// // requests: Flow<RowRequest, any Error>, cache.details(_:) -> Flow<Details, Never>
+  /// let details = requests.switchToLatestFlow(by: \.rowID) { cache.details($0.rowID) }  // any Error
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - key: The identity of an element; a newer element replaces only the inner of its own key.
+  ///   - transform: Makes the inner sequence for an element.
+  @inlinable
+  public func switchToLatestFlow<Key: Hashable & Sendable, Inner: AsyncSequence & Sendable>(
+    by key: @escaping @Sendable (Element) -> Key, _ transform: @escaping @Sendable (Element) async -> Inner
+  ) -> AsyncSwitchToLatestByKeyFlowSequence<Self, Key, Inner, Failure>
+  where Inner.Element: Sendable, Inner.Failure == Never {
+    AsyncSwitchToLatestByKeyFlowSequence(
+      flattened(.latest, by: key, transform, outerFailure: { $0 }, innerFailure: absurd))
+  }
+}
+
+extension AsyncSequence
+where Self: Sendable, Element: Sendable, Failure == Never {
+  /// Latest wins per identity: at most one inner runs per key; a new element for key K cancels only K's inner,
+  /// and inners of different keys run concurrently. For an outer sequence that cannot fail: the result fails only
+  /// with an inner's failure. See ``AsyncSwitchToLatestByKeyFlowSequence`` for the full rules.
+  ///
+  /// ```swift
+  /// // requests: Flow<RowRequest, Never>, api.details(_:) -> Flow<Details, APIError>
+  /// let details = requests.switchToLatestFlow(by: \.rowID) { api.details($0.rowID) }  // Failure == APIError
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - key: The identity of an element; a newer element replaces only the inner of its own key.
+  ///   - transform: Makes the inner sequence for an element.
+  @inlinable
+  public func switchToLatestFlow<Key: Hashable & Sendable, Inner: AsyncSequence & Sendable>(
+    by key: @escaping @Sendable (Element) -> Key, _ transform: @escaping @Sendable (Element) async -> Inner
+  ) -> AsyncSwitchToLatestByKeyFlowSequence<Self, Key, Inner, Inner.Failure> where Inner.Element: Sendable {
+    AsyncSwitchToLatestByKeyFlowSequence(
+      flattened(.latest, by: key, transform, outerFailure: absurd, innerFailure: { $0 }))
+  }
+
+  /// Latest wins per identity: at most one inner runs per key; a new element for key K cancels only K's inner,
+  /// and inners of different keys run concurrently. For an outer and inner sequences that cannot fail: neither
+  /// can the result. See ``AsyncSwitchToLatestByKeyFlowSequence`` for the full rules.
+  ///
+  /// ```swift
+  /// // requests: Flow<RowRequest, Never>, each load caught inside as a LoadState
+  /// let rows = requests.switchToLatestFlow(by: \.rowID) { api.details($0.rowID).asLoadState() }
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - key: The identity of an element; a newer element replaces only the inner of its own key.
+  ///   - transform: Makes the inner sequence for an element.
+  @inlinable
+  public func switchToLatestFlow<Key: Hashable & Sendable, Inner: AsyncSequence & Sendable>(
+    by key: @escaping @Sendable (Element) -> Key, _ transform: @escaping @Sendable (Element) async -> Inner
+  ) -> AsyncSwitchToLatestByKeyFlowSequence<Self, Key, Inner, Never>
+  where Inner.Element: Sendable, Inner.Failure == Never {
+    AsyncSwitchToLatestByKeyFlowSequence(
+      flattened(.latest, by: key, transform, outerFailure: absurd, innerFailure: absurd))
+  }
+}
+
+/// The sequence ``_Concurrency/AsyncSequence/switchToLatestFlow(by:_:)-(_,_)`` returns: latest wins per
+/// identity.
+///
+/// - At most one inner runs per key: a newer element of key K supersedes only K's inner, whose
+///   elements and failure never reach the consumer afterwards; inners of different keys run
+///   concurrently and their elements interleave as they come.
+/// - The first failure, of the base or of a current inner, ends the sequence with it; it finishes
+///   when the base and every current inner have finished.
+/// - When the iteration ends (finish, failure, cancellation or a dropped iterator), every task it
+///   started has ended.
+///
+/// ```swift
+/// let details: AsyncSwitchToLatestByKeyFlowSequence<Flow<RowRequest, Never>, Int, Flow<Details, Never>, Never> =
+///   requests.switchToLatestFlow(by: \.rowID) { cache.details($0.rowID) }
+/// ```
+public struct AsyncSwitchToLatestByKeyFlowSequence<
+  Base: AsyncSequence & Sendable, Key: Hashable & Sendable, Inner: AsyncSequence & Sendable, Failure: Error
+>:
+  AsyncSequence, Sendable
+where Base.Element: Sendable, Inner.Element: Sendable {
+  public typealias Element = Inner.Element
+
+  @usableFromInline let flattening: FlattenSequence<Base, Inner, Key, Failure>
+
+  @inlinable init(_ flattening: FlattenSequence<Base, Inner, Key, Failure>) {
+    self.flattening = flattening
+  }
+
+  /// Starts an iteration: the base is pulled when the iterator is first asked for an element.
+  ///
+  /// ```swift
+  /// var iterator = details.makeAsyncIterator()
+  /// let first = await iterator.next()
+  /// ```
+  @inlinable public func makeAsyncIterator() -> Iterator {
+    Iterator(flattening.makeAsyncIterator())
+  }
+
+  /// The iterator of an ``AsyncSwitchToLatestByKeyFlowSequence``; releasing it cancels the iteration's tasks.
+  ///
+  /// ```swift
+  /// var iterator = details.makeAsyncIterator()
+  /// while let element = await iterator.next() { show(element) }
+  /// ```
+  public struct Iterator: AsyncIteratorProtocol {
+    @usableFromInline var base: FlattenSequence<Base, Inner, Key, Failure>.Iterator
+
+    @inlinable init(_ base: FlattenSequence<Base, Inner, Key, Failure>.Iterator) {
+      self.base = base
+    }
+
+    /// The next element of any key's newest inner, or `nil` once everything finished or the task was cancelled.
+    ///
+    /// ```swift
+    /// let next = try await iterator.next(isolation: #isolation)
+    /// ```
+    @inlinable public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+      try await base.next(isolation: actor)
+    }
+
+    /// The next element of any key's newest inner, or `nil` once everything finished or the task was cancelled.
+    ///
+    /// ```swift
+    /// let next = try await iterator.next()
+    /// ```
+    @inlinable public mutating func next() async throws(Failure) -> Element? {
+      try await base.next(isolation: nil)
+    }
+  }
+}
+
+@available(*, unavailable)
+extension AsyncSwitchToLatestByKeyFlowSequence.Iterator: Sendable {}

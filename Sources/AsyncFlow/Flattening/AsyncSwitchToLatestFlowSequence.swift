@@ -1,0 +1,235 @@
+extension AsyncSequence
+where Self: Sendable, Element: Sendable {
+  /// Latest wins: maps each element to an inner sequence and delivers the elements of the newest one; a newer
+  /// element cancels the running inner, and nothing the superseded inner produces or throws reaches the consumer
+  /// afterwards. For an outer and inner sequences that fail with the same type: the first failure of either ends
+  /// the result with it. See ``AsyncSwitchToLatestFlowSequence`` for the full rules.
+  ///
+  /// ```swift
+  /// // queries: Flow<String, SearchError>, api.search(_:) -> Flow<[Item], SearchError>
+  /// let results = queries.switchToLatestFlow { query in api.search(query) }  // Failure == SearchError
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - transform: Makes the inner sequence for an element; an element superseded before its inner began is never
+  ///     transformed.
+  @inlinable
+  public func switchToLatestFlow<Inner: AsyncSequence & Sendable>(
+    _ transform: @escaping @Sendable (Element) async -> Inner
+  ) -> AsyncSwitchToLatestFlowSequence<Self, Inner, Failure> where Inner.Element: Sendable, Inner.Failure == Failure {
+    AsyncSwitchToLatestFlowSequence(
+      flattened(.latest, transform, outerFailure: { $0 }, innerFailure: { $0 }))
+  }
+
+  /// Latest wins: maps each element to an inner sequence and delivers the elements of the newest one; a newer
+  /// element cancels the running inner, and nothing the superseded inner produces or throws reaches the consumer
+  /// afterwards. For inner sequences that cannot fail: the result fails only with the outer's failure, which
+  /// cancels the running inner. See ``AsyncSwitchToLatestFlowSequence`` for the full rules.
+  ///
+  /// ```swift
+  /// // queries: Flow<String, any Error>, api.search(_:).asLoadState() never fails
+  /// let states = queries.switchToLatestFlow { query in api.search(query).asLoadState() }  // Failure == any Error
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - transform: Makes the inner sequence for an element; an element superseded before its inner began is never
+  ///     transformed.
+  @inlinable
+  public func switchToLatestFlow<Inner: AsyncSequence & Sendable>(
+    _ transform: @escaping @Sendable (Element) async -> Inner
+  ) -> AsyncSwitchToLatestFlowSequence<Self, Inner, Failure> where Inner.Element: Sendable, Inner.Failure == Never {
+    AsyncSwitchToLatestFlowSequence(
+      flattened(.latest, transform, outerFailure: { $0 }, innerFailure: absurd))
+  }
+}
+
+extension AsyncSequence
+where Self: Sendable, Element: Sendable, Failure == Never {
+  /// Latest wins: maps each element to an inner sequence and delivers the elements of the newest one; a newer
+  /// element cancels the running inner, and nothing the superseded inner produces or throws reaches the consumer
+  /// afterwards. For an outer sequence that cannot fail: the result fails only with an inner's failure. See
+  /// ``AsyncSwitchToLatestFlowSequence`` for the full rules.
+  ///
+  /// ```swift
+  /// // queries: Flow<String, Never>, api.search(_:) -> Flow<[Item], SearchError>
+  /// let results = queries.switchToLatestFlow { query in api.search(query) }  // Failure == SearchError
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - transform: Makes the inner sequence for an element; an element superseded before its inner began is never
+  ///     transformed.
+  @inlinable
+  public func switchToLatestFlow<Inner: AsyncSequence & Sendable>(
+    _ transform: @escaping @Sendable (Element) async -> Inner
+  ) -> AsyncSwitchToLatestFlowSequence<Self, Inner, Inner.Failure> where Inner.Element: Sendable {
+    AsyncSwitchToLatestFlowSequence(
+      flattened(.latest, transform, outerFailure: absurd, innerFailure: { $0 }))
+  }
+
+  /// Latest wins: maps each element to an inner sequence and delivers the elements of the newest one; a newer
+  /// element cancels the running inner, and nothing the superseded inner produces or throws reaches the consumer
+  /// afterwards. For an outer and inner sequences that cannot fail: neither can the result. See
+  /// ``AsyncSwitchToLatestFlowSequence`` for the full rules.
+  ///
+  /// ```swift
+  /// // queries: Flow<String, Never>; catch inside each search so the stream of searches never dies
+  /// let states = queries.switchToLatestFlow { query in api.search(query).asLoadState() }  // Failure == Never
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - transform: Makes the inner sequence for an element; an element superseded before its inner began is never
+  ///     transformed.
+  @inlinable
+  public func switchToLatestFlow<Inner: AsyncSequence & Sendable>(
+    _ transform: @escaping @Sendable (Element) async -> Inner
+  ) -> AsyncSwitchToLatestFlowSequence<Self, Inner, Never> where Inner.Element: Sendable, Inner.Failure == Never {
+    AsyncSwitchToLatestFlowSequence(
+      flattened(.latest, transform, outerFailure: absurd, innerFailure: absurd))
+  }
+}
+
+extension AsyncSequence
+where Self: Sendable, Element: AsyncSequence & Sendable, Element.Element: Sendable {
+  /// Latest wins, over a sequence of sequences: delivers the elements of the newest inner sequence and cancels
+  /// the one it replaces; nothing the superseded inner produces or throws reaches the consumer afterwards. For an
+  /// outer and inner sequences that fail with the same type: the first failure of either ends the result with it.
+  /// See ``AsyncSwitchToLatestFlowSequence`` for the full rules.
+  ///
+  /// ```swift
+  /// // requests: Flow<Flow<[Item], SearchError>, SearchError>
+  /// let results = requests.switchToLatestFlow()  // Failure == SearchError
+  /// ```
+  @inlinable
+  public func switchToLatestFlow() -> AsyncSwitchToLatestFlowSequence<Self, Element, Failure>
+  where Element.Failure == Failure {
+    AsyncSwitchToLatestFlowSequence(
+      flattened(.latest, { $0 }, outerFailure: { $0 }, innerFailure: { $0 }))
+  }
+
+  /// Latest wins, over a sequence of sequences: delivers the elements of the newest inner sequence and cancels
+  /// the one it replaces; nothing the superseded inner produces or throws reaches the consumer afterwards. For
+  /// inner sequences that cannot fail: the result fails only with the outer's failure, which cancels the running
+  /// inner. See ``AsyncSwitchToLatestFlowSequence`` for the full rules.
+  ///
+  /// ```swift
+  /// // requests: Flow<Flow<[Item], Never>, any Error>
+  /// let results = requests.switchToLatestFlow()  // Failure == any Error
+  /// ```
+  @inlinable
+  public func switchToLatestFlow() -> AsyncSwitchToLatestFlowSequence<Self, Element, Failure>
+  where Element.Failure == Never {
+    AsyncSwitchToLatestFlowSequence(
+      flattened(.latest, { $0 }, outerFailure: { $0 }, innerFailure: absurd))
+  }
+}
+
+extension AsyncSequence
+where Self: Sendable, Element: AsyncSequence & Sendable, Element.Element: Sendable, Failure == Never {
+  /// Latest wins, over a sequence of sequences: delivers the elements of the newest inner sequence and cancels
+  /// the one it replaces; nothing the superseded inner produces or throws reaches the consumer afterwards. For an
+  /// outer sequence that cannot fail: the result fails only with an inner's failure. See
+  /// ``AsyncSwitchToLatestFlowSequence`` for the full rules.
+  ///
+  /// ```swift
+  /// // queries: Flow<String, Never>, client.search(_:) -> Flow<[Item], SearchError>
+  /// let results = queries.map { client.search($0) }.switchToLatestFlow()  // Failure == SearchError
+  /// ```
+  @inlinable
+  public func switchToLatestFlow() -> AsyncSwitchToLatestFlowSequence<Self, Element, Element.Failure> {
+    AsyncSwitchToLatestFlowSequence(
+      flattened(.latest, { $0 }, outerFailure: absurd, innerFailure: { $0 }))
+  }
+
+  /// Latest wins, over a sequence of sequences: delivers the elements of the newest inner sequence and cancels
+  /// the one it replaces; nothing the superseded inner produces or throws reaches the consumer afterwards. For an
+  /// outer and inner sequences that cannot fail: neither can the result. See ``AsyncSwitchToLatestFlowSequence``
+  /// for the full rules.
+  ///
+  /// ```swift
+  /// let results = queries.map { client.search($0) }
+  ///   .catchInner { _ in Flow.just([Item]()) }
+  ///   .switchToLatestFlow()  // Failure == Never
+  /// ```
+  @inlinable
+  public func switchToLatestFlow() -> AsyncSwitchToLatestFlowSequence<Self, Element, Never>
+  where Element.Failure == Never {
+    AsyncSwitchToLatestFlowSequence(
+      flattened(.latest, { $0 }, outerFailure: absurd, innerFailure: absurd))
+  }
+}
+
+/// The sequence ``_Concurrency/AsyncSequence/switchToLatestFlow(_:)-(_)`` returns: the elements of the
+/// newest inner sequence.
+///
+/// - A newer element of the base supersedes the running inner: its task is cancelled, and nothing
+///   it produces or throws reaches the consumer after the operator received the newer element.
+///   Elements of a superseded inner that the consumer had not taken yet are dropped.
+/// - An element superseded before its inner began is never transformed.
+/// - The first failure, of the base or of the current inner, ends the sequence with it; it
+///   finishes when the base has finished and the current inner has ended.
+/// - When the iteration ends (finish, failure, cancellation or a dropped iterator), every task it
+///   started has ended.
+///
+/// ```swift
+/// let results: AsyncSwitchToLatestFlowSequence<Flow<String, Never>, Flow<[Item], Never>, Never> =
+///   queries.switchToLatestFlow { query in cache.search(query) }
+/// for await items in results { show(items) }
+/// ```
+public struct AsyncSwitchToLatestFlowSequence<
+  Base: AsyncSequence & Sendable, Inner: AsyncSequence & Sendable, Failure: Error
+>:
+  AsyncSequence, Sendable
+where Base.Element: Sendable, Inner.Element: Sendable {
+  public typealias Element = Inner.Element
+
+  @usableFromInline let flattening: FlattenSequence<Base, Inner, FlattenSingleKey, Failure>
+
+  @inlinable init(_ flattening: FlattenSequence<Base, Inner, FlattenSingleKey, Failure>) {
+    self.flattening = flattening
+  }
+
+  /// Starts an iteration: the base is pulled when the iterator is first asked for an element.
+  ///
+  /// ```swift
+  /// var iterator = results.makeAsyncIterator()
+  /// let first = await iterator.next()
+  /// ```
+  @inlinable public func makeAsyncIterator() -> Iterator {
+    Iterator(flattening.makeAsyncIterator())
+  }
+
+  /// The iterator of an ``AsyncSwitchToLatestFlowSequence``; releasing it cancels the iteration's tasks.
+  ///
+  /// ```swift
+  /// var iterator = results.makeAsyncIterator()
+  /// while let element = await iterator.next() { show(element) }
+  /// ```
+  public struct Iterator: AsyncIteratorProtocol {
+    @usableFromInline var base: FlattenSequence<Base, Inner, FlattenSingleKey, Failure>.Iterator
+
+    @inlinable init(_ base: FlattenSequence<Base, Inner, FlattenSingleKey, Failure>.Iterator) {
+      self.base = base
+    }
+
+    /// The next element of the newest inner, or `nil` once everything finished or the task was cancelled.
+    ///
+    /// ```swift
+    /// let next = try await iterator.next(isolation: #isolation)
+    /// ```
+    @inlinable public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+      try await base.next(isolation: actor)
+    }
+
+    /// The next element of the newest inner, or `nil` once everything finished or the task was cancelled.
+    ///
+    /// ```swift
+    /// let next = try await iterator.next()
+    /// ```
+    @inlinable public mutating func next() async throws(Failure) -> Element? {
+      try await base.next(isolation: nil)
+    }
+  }
+}
+
+@available(*, unavailable)
+extension AsyncSwitchToLatestFlowSequence.Iterator: Sendable {}
