@@ -75,11 +75,14 @@ public final class ArticlesModel {
   /// The single entry: what replaces what is decided here, once.
   public func reload() {
     let context = query  // frozen: later changes do not alter this request
-    slots.run("articles", policy: .latestWins) { @MainActor in
-      defer { self.finishedLoads += 1 }
-      let result = await self.fetch(context)
-      // Still valid? Not if it was superseded, or if the query moved on.
-      guard !Task.isCancelled, context == self.query, case .success(let articles) = result else { return }
+    let fetch = self.fetch
+    // Weak: a request in flight must not keep a closed screen's model alive. When the model goes,
+    // its `TaskSlots` goes with it and cancels the request.
+    slots.run("articles", policy: .latestWins) { @MainActor [weak self] in
+      defer { self?.finishedLoads += 1 }
+      let result = await fetch(context)
+      // Still valid? Not if it was superseded, if the query moved on, or if the model is gone.
+      guard let self, !Task.isCancelled, context == self.query, case .success(let articles) = result else { return }
       self.articles = articles
     }
   }

@@ -54,18 +54,20 @@ public final class SearchScreen {
   }
 
   public func queryChanged(_ query: String) {
-    slots.run(.search) { @MainActor in
-      let found = await self.search(query)
-      guard !Task.isCancelled else { return }
+    let search = self.search
+    slots.run(.search) { @MainActor [weak self] in
+      let found = await search(query)
+      guard let self, !Task.isCancelled else { return }
       self.results = found
     }
   }
 
   public func showDetails(row: Int, version: Int) {
     // Per-row identity: a newer request for row 3 replaces row 3's, never row 4's.
-    slots.run(.details(row: row)) { @MainActor in
-      let text = await self.loadDetails(row, version)
-      guard !Task.isCancelled else { return }
+    let loadDetails = self.loadDetails
+    slots.run(.details(row: row)) { @MainActor [weak self] in
+      let text = await loadDetails(row, version)
+      guard let self, !Task.isCancelled else { return }
       self.details[row] = text
     }
   }
@@ -73,9 +75,10 @@ public final class SearchScreen {
   public func submitTapped(_ text: String) {
     // First wins, and never latest wins: cancelling a write does not undo it. The first request
     // may already have reached the server; cancelling it and sending again could submit twice.
-    slots.run(.submit, policy: .firstWins) { @MainActor in
-      await self.submit(text)
-      self.submissions += 1
+    let submit = self.submit
+    slots.run(.submit, policy: .firstWins) { @MainActor [weak self] in
+      await submit(text)
+      self?.submissions += 1
     }
   }
 }
