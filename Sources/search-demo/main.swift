@@ -20,7 +20,8 @@ let usage = """
 
   (no option)     run on a virtual clock: instant and deterministic
   --real-time     run on the real clock, printing each event as it happens (about 1.5 s)
-  --interactive   read queries from standard input, one per line, and print B's states; EOF ends
+  --interactive   read queries from standard input, one per line, and print the states of both
+                  pipelines as they happen; EOF ends
   --help          show this text
   """
 
@@ -86,18 +87,19 @@ func printRun(_ run: DemoRun) {
 }
 
 if arguments.contains("--interactive") {
-  let queries = PassthroughFlow<String, Never>()
   let clock = ContinuousClock()
-  let service = SearchService(clock: clock)
-  let printer = Task {
-    for await state in pipelineB(queries, service: service, clock: clock) { print("B: \(describe(state))") }
+  print("type a query per line, and watch both pipelines as you type; the query \"swi\" fails")
+  print("(try s, sw, swi, swift); end with EOF (Ctrl-D)")
+  print(paint(pad("A: caught at the end", 40) + "B: caught inside", "1"))
+  // Captured as a value: the printing runs off the main actor, while the next line is awaited.
+  let colour = useColour
+  await runInteractiveSearch(StandardInputLines(), service: SearchService(clock: clock), clock: clock) { line in
+    // "A: …" in the left column, "B: …" in the right one, as the default run shows them.
+    let shows = String(line.dropFirst(3))
+    let code = shows == "(stream over)" ? "1" : colourFor(shows)
+    let text = colour ? "\u{1B}[\(code)m\(shows)\u{1B}[0m" : shows
+    print(line.hasPrefix("A:") ? text : String(repeating: " ", count: 40) + text)
   }
-  // The pipeline subscribes when it starts iterating; a query sent before that would be dropped.
-  while queries.subscriberCount == 0 { await Task.yield() }
-  print("type a query per line (try s, sw, swi, swift); end with EOF (Ctrl-D)")
-  while let line = readLine() { queries.send(line) }
-  queries.finish()
-  await printer.value
 } else if arguments.contains("--real-time") {
   let clock = ContinuousClock()
   let service = SearchService(clock: clock)
