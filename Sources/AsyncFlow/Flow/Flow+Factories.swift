@@ -62,3 +62,46 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
     Flow(self)
   }
 }
+
+extension Flow {
+  /// A flow that makes its sequence only when it is iterated, anew for every iteration: Combine's
+  /// `Deferred`. What `make` captures is read when the consumer starts, not when the flow is made.
+  ///
+  /// ```swift
+  /// let current = Flow.deferred { Flow.sequence(store.snapshot()) }  // the snapshot of each iteration's start
+  /// ```
+  public static func deferred<Base: AsyncSequence & Sendable>(_ make: @escaping @Sendable () -> Base) -> Flow
+  where Base.Element == Element, Base.Failure == Failure {
+    Flow {
+      let box = AsyncIteratorBox(make().makeAsyncIterator())
+      return .async { (actor: isolated (any Actor)?) async throws(Failure) -> Element? in
+        try await box.next(isolation: actor)
+      }
+    }
+  }
+
+  /// A flow of one element: the result of `operation`, called once per iteration when the
+  /// consumer asks; if it throws, the flow fails with its error. A request in one expression.
+  ///
+  /// Unlike Combine's `Future`, which runs once, at once, and replays its result, the call is made
+  /// again by every iteration (and so by `retryWithBackoff`). For a result computed once and
+  /// shared, keep a `Task` and await its `value`.
+  ///
+  /// ```swift
+  /// let results = queries.switchToLatestFlow { query in
+  ///   Flow.single { () throws(SearchError) in try await api.search(query) }.asLoadState()
+  /// }
+  /// ```
+  public static func single(_ operation: @escaping @Sendable () async throws(Failure) -> Element) -> Flow {
+    Flow {
+      var called = false
+      return .async { (actor: isolated (any Actor)?) async throws(Failure) -> Element? in
+        guard !called else { return nil }
+        called = true
+        // Cancelled before the consumer's first request: the call is not made.
+        guard !Task.isCancelled else { return nil }
+        return try await operation()
+      }
+    }
+  }
+}

@@ -1,0 +1,87 @@
+extension AsyncSequence where Failure == Never {
+  /// Turns events back into a sequence: `.element` values are delivered, `.finished` finishes and
+  /// `.failed(error)` fails with `error`; the inverse of ``materialize()``. Events after the first
+  /// `.finished` or `.failed` are never read.
+  ///
+  /// ```swift
+  /// let replayed = Flow.sequence(recordedEvents).dematerialize()  // fails where the recording failed
+  /// ```
+  public func dematerialize<Value, EventFailure: Error>() -> AsyncDematerializeSequence<Self, Value, EventFailure>
+  where Element == FlowEvent<Value, EventFailure> {
+    AsyncDematerializeSequence(base: self)
+  }
+}
+
+/// The sequence that a sequence of ``FlowEvent``s describes; made by
+/// ``_Concurrency/AsyncSequence/dematerialize()``.
+///
+/// ```swift
+/// let values: AsyncDematerializeSequence<Flow<FlowEvent<Int, AppError>, Never>, Int, AppError> =
+///   Flow.sequence([.element(1), .failed(.offline)]).dematerialize()  // 1, then throws .offline
+/// ```
+public struct AsyncDematerializeSequence<Base: AsyncSequence, Value, EventFailure: Error>: AsyncSequence
+where Base.Element == FlowEvent<Value, EventFailure>, Base.Failure == Never {
+  public typealias Element = Value
+  public typealias Failure = EventFailure
+
+  let base: Base
+
+  init(base: Base) {
+    self.base = base
+  }
+
+  /// Starts an iteration.
+  ///
+  /// ```swift
+  /// var iterator = values.makeAsyncIterator()
+  /// ```
+  public func makeAsyncIterator() -> Iterator {
+    Iterator(base: base.makeAsyncIterator())
+  }
+
+  /// The iterator of an ``AsyncDematerializeSequence``.
+  ///
+  /// ```swift
+  /// var iterator = values.makeAsyncIterator()
+  /// while let value = try await iterator.next() { print(value) }
+  /// ```
+  public struct Iterator: AsyncIteratorProtocol {
+    private var base: Base.AsyncIterator?
+
+    init(base: Base.AsyncIterator) {
+      self.base = base
+    }
+
+    /// The next `.element`'s value; `nil` at `.finished` or the base's end; throws at `.failed`.
+    ///
+    /// ```swift
+    /// let value = try await iterator.next(isolation: #isolation)
+    /// ```
+    public mutating func next(isolation actor: isolated (any Actor)?) async throws(EventFailure) -> Value? {
+      switch await base.nextOrRelease(isolation: actor) {
+      case .element(let value):
+        return value
+      case .finished, nil:
+        base = nil
+        return nil
+      case .failed(let failure):
+        base = nil
+        throw failure
+      }
+    }
+
+    /// The next value; see ``next(isolation:)``.
+    ///
+    /// ```swift
+    /// let value = try await iterator.next()
+    /// ```
+    public mutating func next() async throws(EventFailure) -> Value? {
+      try await next(isolation: nil)
+    }
+  }
+}
+
+extension AsyncDematerializeSequence: Sendable where Base: Sendable {}
+
+@available(*, unavailable)
+extension AsyncDematerializeSequence.Iterator: Sendable {}

@@ -1,0 +1,84 @@
+extension AsyncSequence {
+  /// Turns every event into an element: each element, then `.finished` or `.failed(error)` as
+  /// the last one. The result cannot fail, so a failure can be logged, counted or stored like any
+  /// value; ``dematerialize()`` turns the events back.
+  ///
+  /// A cancelled consumer gets no `.finished`: its iteration simply ends.
+  ///
+  /// ```swift
+  /// let events = await Array(Flow<Int, AppError>.fail(.offline).materialize())  // [.failed(.offline)]
+  /// ```
+  public func materialize() -> AsyncMaterializeSequence<Self> {
+    AsyncMaterializeSequence(base: self)
+  }
+}
+
+/// A sequence of the events of its base, which cannot fail; made by
+/// ``_Concurrency/AsyncSequence/materialize()``.
+///
+/// ```swift
+/// let events: AsyncMaterializeSequence<Flow<Int, Never>> = Flow.just(1).materialize()  // .element(1), .finished
+/// ```
+public struct AsyncMaterializeSequence<Base: AsyncSequence>: AsyncSequence {
+  public typealias Element = FlowEvent<Base.Element, Base.Failure>
+  public typealias Failure = Never
+
+  let base: Base
+
+  init(base: Base) {
+    self.base = base
+  }
+
+  /// Starts an iteration.
+  ///
+  /// ```swift
+  /// var iterator = events.makeAsyncIterator()
+  /// ```
+  public func makeAsyncIterator() -> Iterator {
+    Iterator(base: base.makeAsyncIterator())
+  }
+
+  /// The iterator of an ``AsyncMaterializeSequence``.
+  ///
+  /// ```swift
+  /// var iterator = events.makeAsyncIterator()
+  /// while let event = await iterator.next() { log(event) }
+  /// ```
+  public struct Iterator: AsyncIteratorProtocol {
+    private var base: Base.AsyncIterator?
+
+    init(base: Base.AsyncIterator) {
+      self.base = base
+    }
+
+    /// The next event: an element, then `.finished` or `.failed`, then `nil`.
+    ///
+    /// ```swift
+    /// let event = await iterator.next(isolation: #isolation)
+    /// ```
+    public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
+      guard base != nil else { return nil }
+      do throws(Base.Failure) {
+        if let element = try await base.nextOrRelease(isolation: actor) { return .element(element) }
+        // The base ended because the consumer was cancelled: that is not the base's finish.
+        return Task.isCancelled ? nil : .finished
+      } catch {
+        return .failed(error)
+      }
+    }
+
+    /// The next event; see ``next(isolation:)``.
+    ///
+    /// ```swift
+    /// let event = await iterator.next()
+    /// ```
+    public mutating func next() async -> Element? {
+      await next(isolation: nil)
+    }
+  }
+}
+
+extension AsyncMaterializeSequence: Sendable where Base: Sendable {}
+
+@available(*, unavailable)
+extension AsyncMaterializeSequence.Iterator: Sendable {}

@@ -1,0 +1,113 @@
+extension AsyncSequence {
+  /// Calls the given closures as an iteration goes, without changing what it delivers:
+  /// Combine's `handleEvents`. `onStart` runs at the consumer's first request; `onElement` before
+  /// each element is delivered; then exactly one of `onFinish`, `onFailure` and `onCancel` (the
+  /// consumer's task was cancelled, however the base then ended, or the consumer stopped
+  /// iterating before the end). Every closure is
+  /// optional and runs synchronously in the consumer's task, so keep them short.
+  ///
+  /// ```swift
+  /// let results = api.search(query).handleEventsFlow(
+  ///   onStart: { spinner.start() }, onFinish: { spinner.stop() }, onCancel: { spinner.stop() })
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - onStart: At the first request of an iteration.
+  ///   - onElement: With each element, before the consumer gets it.
+  ///   - onFinish: When the base finished.
+  ///   - onFailure: When the base failed, with its failure, before the consumer gets it.
+  ///   - onCancel: When the consumer's task was cancelled or its iterator was released early.
+  public func handleEventsFlow(
+    onStart: (@Sendable () -> Void)? = nil, onElement: (@Sendable (Element) -> Void)? = nil,
+    onFinish: (@Sendable () -> Void)? = nil, onFailure: (@Sendable (Failure) -> Void)? = nil,
+    onCancel: (@Sendable () -> Void)? = nil
+  ) -> AsyncHandleEventsFlowSequence<Self> {
+    AsyncHandleEventsFlowSequence(
+      base: self,
+      handlers: EventHandlers(
+        onStart: onStart, onElement: onElement, onFinish: onFinish, onFailure: onFailure, onCancel: onCancel))
+  }
+}
+
+/// A sequence that reports its iterations' events to closures; made by
+/// ``_Concurrency/AsyncSequence/handleEventsFlow(onStart:onElement:onFinish:onFailure:onCancel:)``.
+///
+/// ```swift
+/// let logged: AsyncHandleEventsFlowSequence<Flow<Int, Never>> =
+///   Flow.sequence([1, 2]).handleEventsFlow(onElement: { print("got \($0)") })
+/// ```
+public struct AsyncHandleEventsFlowSequence<Base: AsyncSequence>: AsyncSequence {
+  public typealias Element = Base.Element
+  public typealias Failure = Base.Failure
+
+  let base: Base
+  let handlers: EventHandlers<Element, Failure>
+
+  init(base: Base, handlers: EventHandlers<Element, Failure>) {
+    self.base = base
+    self.handlers = handlers
+  }
+
+  /// Starts an iteration; `onStart` runs at its first request.
+  ///
+  /// ```swift
+  /// var iterator = logged.makeAsyncIterator()
+  /// ```
+  public func makeAsyncIterator() -> Iterator {
+    let handlers = handlers
+    return Iterator(iteration: ObservedIteration(base: base.makeAsyncIterator()) { handlers })
+  }
+
+  /// The iterator of an ``AsyncHandleEventsFlowSequence``; releasing it before the end reports a
+  /// cancellation.
+  ///
+  /// ```swift
+  /// var iterator = logged.makeAsyncIterator()
+  /// while let value = await iterator.next() { print(value) }
+  /// ```
+  public struct Iterator: AsyncIteratorProtocol {
+    private let iteration: ObservedIteration<Base.AsyncIterator, EventHandlers<Element, Failure>>
+
+    init(iteration: ObservedIteration<Base.AsyncIterator, EventHandlers<Element, Failure>>) {
+      self.iteration = iteration
+    }
+
+    /// The base's next element, reported to the handlers first.
+    ///
+    /// ```swift
+    /// let value = try await iterator.next(isolation: #isolation)
+    /// ```
+    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+      try await iteration.next(isolation: actor)
+    }
+
+    /// The base's next element; see ``next(isolation:)``.
+    ///
+    /// ```swift
+    /// let value = try await iterator.next()
+    /// ```
+    public mutating func next() async throws(Failure) -> Element? {
+      try await iteration.next(isolation: nil)
+    }
+  }
+}
+
+/// The closures of `handleEventsFlow`, shared by its iterations.
+struct EventHandlers<Element, Failure: Error>: IterationObserver, Sendable {
+  let onStart: (@Sendable () -> Void)?
+  let onElement: (@Sendable (Element) -> Void)?
+  let onFinish: (@Sendable () -> Void)?
+  let onFailure: (@Sendable (Failure) -> Void)?
+  let onCancel: (@Sendable () -> Void)?
+
+  func started() { onStart?() }
+  func element(_ element: Element) { onElement?(element) }
+  func finished() { onFinish?() }
+  func failed(_ failure: Failure) { onFailure?(failure) }
+  func cancelled() { onCancel?() }
+}
+
+extension AsyncHandleEventsFlowSequence: Sendable where Base: Sendable {}
+
+@available(*, unavailable)
+extension AsyncHandleEventsFlowSequence.Iterator: Sendable {}

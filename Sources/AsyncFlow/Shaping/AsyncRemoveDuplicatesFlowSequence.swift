@@ -1,0 +1,101 @@
+extension AsyncSequence where Element: Equatable & Sendable {
+  /// Drops an element equal to the previous one delivered: Combine's `removeDuplicates`. For a
+  /// search field, a query typed again after a pause does not search again.
+  ///
+  /// ```swift
+  /// let queries = field.removeDuplicatesFlow()  // "sw", "sw", "swi" → "sw", "swi"
+  /// ```
+  public func removeDuplicatesFlow() -> AsyncRemoveDuplicatesFlowSequence<Self> {
+    AsyncRemoveDuplicatesFlowSequence(base: self, areEqual: { $0 == $1 })
+  }
+}
+
+extension AsyncSequence {
+  /// Drops an element that `areEqual` finds equal to the previous one delivered.
+  ///
+  /// ```swift
+  /// let moves = positions.removeDuplicatesFlow { abs($0.x - $1.x) < 1 && abs($0.y - $1.y) < 1 }
+  /// ```
+  ///
+  /// - Parameter areEqual: Whether an element (second) repeats the previous one delivered (first).
+  public func removeDuplicatesFlow(
+    by areEqual: @escaping @Sendable (Element, Element) -> Bool
+  ) -> AsyncRemoveDuplicatesFlowSequence<Self> {
+    AsyncRemoveDuplicatesFlowSequence(base: self, areEqual: areEqual)
+  }
+}
+
+/// A sequence without consecutive repeats; made by
+/// ``_Concurrency/AsyncSequence/removeDuplicatesFlow()`` and
+/// ``_Concurrency/AsyncSequence/removeDuplicatesFlow(by:)``.
+///
+/// ```swift
+/// let distinct: AsyncRemoveDuplicatesFlowSequence<Flow<Int, Never>> = Flow.sequence([1, 1, 2, 1]).removeDuplicatesFlow()
+/// // 1, 2, 1
+/// ```
+public struct AsyncRemoveDuplicatesFlowSequence<Base: AsyncSequence>: AsyncSequence {
+  public typealias Element = Base.Element
+  public typealias Failure = Base.Failure
+
+  let base: Base
+  let areEqual: @Sendable (Element, Element) -> Bool
+
+  init(base: Base, areEqual: @escaping @Sendable (Element, Element) -> Bool) {
+    self.base = base
+    self.areEqual = areEqual
+  }
+
+  /// Starts an iteration: its first element is always delivered.
+  ///
+  /// ```swift
+  /// var iterator = distinct.makeAsyncIterator()
+  /// ```
+  public func makeAsyncIterator() -> Iterator {
+    Iterator(base: base.makeAsyncIterator(), areEqual: areEqual)
+  }
+
+  /// The iterator of an ``AsyncRemoveDuplicatesFlowSequence``.
+  ///
+  /// ```swift
+  /// var iterator = distinct.makeAsyncIterator()
+  /// while let value = await iterator.next() { print(value) }
+  /// ```
+  public struct Iterator: AsyncIteratorProtocol {
+    private var base: Base.AsyncIterator?
+    private var previous: Element?
+    private let areEqual: @Sendable (Element, Element) -> Bool
+
+    init(base: Base.AsyncIterator, areEqual: @escaping @Sendable (Element, Element) -> Bool) {
+      self.base = base
+      self.areEqual = areEqual
+    }
+
+    /// The base's next element that does not repeat the previous one delivered, or `nil` at its end.
+    ///
+    /// ```swift
+    /// let value = try await iterator.next(isolation: #isolation)
+    /// ```
+    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+      while let element = try await base.nextOrRelease(isolation: actor) {
+        if let previous, areEqual(previous, element) { continue }
+        previous = element
+        return element
+      }
+      return nil
+    }
+
+    /// The base's next element that does not repeat the previous one; see ``next(isolation:)``.
+    ///
+    /// ```swift
+    /// let value = try await iterator.next()
+    /// ```
+    public mutating func next() async throws(Failure) -> Element? {
+      try await next(isolation: nil)
+    }
+  }
+}
+
+extension AsyncRemoveDuplicatesFlowSequence: Sendable where Base: Sendable {}
+
+@available(*, unavailable)
+extension AsyncRemoveDuplicatesFlowSequence.Iterator: Sendable {}

@@ -1,0 +1,99 @@
+extension AsyncSequence {
+  /// Delivers every running result of combining the elements with `next`, starting from
+  /// `initial`: Combine's `scan`. Nothing is delivered for `initial` itself; a failure of the base,
+  /// or of `next`, ends the sequence with it.
+  ///
+  /// ```swift
+  /// let totals = purchases.scanFlow(0) { total, purchase in total + purchase.amount }  // 5, 12, 20, ...
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - initial: The result before the first element.
+  ///   - next: Combines the result so far with the next element.
+  public func scanFlow<Result>(
+    _ initial: Result, _ next: @escaping @Sendable (Result, Element) throws(Failure) -> Result
+  ) -> AsyncScanFlowSequence<Self, Result> {
+    AsyncScanFlowSequence(base: self, initial: initial, next: next)
+  }
+}
+
+/// The running results of combining a sequence's elements; made by
+/// ``_Concurrency/AsyncSequence/scanFlow(_:_:)``.
+///
+/// ```swift
+/// let totals: AsyncScanFlowSequence<Flow<Int, Never>, Int> = Flow.sequence([1, 2, 3]).scanFlow(0, +)  // 1, 3, 6
+/// ```
+public struct AsyncScanFlowSequence<Base: AsyncSequence, Result>: AsyncSequence {
+  public typealias Element = Result
+  public typealias Failure = Base.Failure
+
+  let base: Base
+  let initial: Result
+  let next: @Sendable (Result, Base.Element) throws(Base.Failure) -> Result
+
+  init(base: Base, initial: Result, next: @escaping @Sendable (Result, Base.Element) throws(Base.Failure) -> Result) {
+    self.base = base
+    self.initial = initial
+    self.next = next
+  }
+
+  /// Starts an iteration from the initial result.
+  ///
+  /// ```swift
+  /// var iterator = totals.makeAsyncIterator()
+  /// ```
+  public func makeAsyncIterator() -> Iterator {
+    Iterator(base: base.makeAsyncIterator(), result: initial, next: next)
+  }
+
+  /// The iterator of an ``AsyncScanFlowSequence``.
+  ///
+  /// ```swift
+  /// var iterator = totals.makeAsyncIterator()
+  /// while let total = await iterator.next() { print(total) }
+  /// ```
+  public struct Iterator: AsyncIteratorProtocol {
+    private var base: Base.AsyncIterator?
+    private var result: Result
+    private let next: @Sendable (Result, Base.Element) throws(Base.Failure) -> Result
+
+    init(
+      base: Base.AsyncIterator, result: Result,
+      next: @escaping @Sendable (Result, Base.Element) throws(Base.Failure) -> Result
+    ) {
+      self.base = base
+      self.result = result
+      self.next = next
+    }
+
+    /// The running result after the base's next element, or `nil` at its end.
+    ///
+    /// ```swift
+    /// let total = try await iterator.next(isolation: #isolation)
+    /// ```
+    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Result? {
+      guard let element = try await base.nextOrRelease(isolation: actor) else { return nil }
+      do throws(Failure) {
+        result = try next(result, element)
+      } catch {
+        base = nil  // a failed scan is over: `next()` returns nil from now on
+        throw error
+      }
+      return result
+    }
+
+    /// The running result after the base's next element; see ``next(isolation:)``.
+    ///
+    /// ```swift
+    /// let total = try await iterator.next()
+    /// ```
+    public mutating func next() async throws(Failure) -> Result? {
+      try await next(isolation: nil)
+    }
+  }
+}
+
+extension AsyncScanFlowSequence: Sendable where Base: Sendable, Result: Sendable {}
+
+@available(*, unavailable)
+extension AsyncScanFlowSequence.Iterator: Sendable {}

@@ -1,0 +1,49 @@
+extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Never {
+  /// Writes each element into `object`'s property at `keyPath`, on the caller's isolation (call
+  /// it from the model's actor: a `@MainActor` model's writes stay on the main actor), and holds
+  /// `object` weakly: Combine's `assign(to:on:)` without its retain cycle.
+  ///
+  /// Store the subscription in `object` itself: when the object goes, its subscriptions go with
+  /// it and cancel their iterations. A subscription kept elsewhere ends at the first element that
+  /// finds the object gone. Cancelling it, or releasing it, ends the iteration as for ``sink(receiveValue:)``.
+  ///
+  /// ```swift
+  /// @MainActor @Observable final class SearchModel {
+  ///   var results: [Item] = []
+  ///   private var subscriptions = Set<FlowSubscription>()
+  ///   func bind(_ found: some AsyncSequence<[Item], Never> & Sendable) {
+  ///     found.assignFlow(to: \.results, on: self).store(in: &subscriptions)
+  ///   }
+  /// }
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - keyPath: The property to write.
+  ///   - object: The object to write it on; held weakly.
+  ///   - isolation: Where the writes run; by default the caller's.
+  public func assignFlow<Root: AnyObject & Sendable>(
+    to keyPath: ReferenceWritableKeyPath<Root, Element>, on object: Root,
+    isolation: isolated (any Actor)? = #isolation
+  ) -> FlowSubscription {
+    let gate = SinkDeliveryGate()
+    // Sound: a key path is an immutable value, applied only on `isolation`. Swift 6.3 does not
+    // infer `Sendable` for a key path to an actor-isolated property, which is the usual target.
+    nonisolated(unsafe) let keyPath = keyPath
+    // Isolated to `isolation`, which it captures: the sink runs each write there.
+    let write: @Sendable @isolated(any) (Element) async -> Void = { [weak object] element in
+      _ = isolation
+      guard let object else {
+        gate.close()  // the object is gone: nothing more to write
+        return
+      }
+      object[keyPath: keyPath] = element
+    }
+    let task = FlowScheduling.startTask {
+      var iterator = self.makeAsyncIterator()
+      while let element = await iterator.next(isolation: nil) {
+        guard await gate.deliver(element, to: write) else { return }
+      }
+    }
+    return FlowSubscription(gate: gate, task: task)
+  }
+}
