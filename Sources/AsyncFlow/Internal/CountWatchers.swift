@@ -2,18 +2,41 @@
 /// the barrier behind `Gate.entered(count:)` and `TestClock.sleepers(count:)`. Kept inside the
 /// owner's locked state; the continuations it returns are resumed after the lock is released.
 package struct CountWatchers {
-  private var watchers: [(count: Int, continuation: UnsafeContinuation<Void, Never>)] = []
+  private var watchers: [(id: Int, count: Int, continuation: UnsafeContinuation<Void, Never>)] = []
+  private var nextID = 0
 
   package init() {}
+
+  /// A fresh identity for a watcher, taken before it suspends so that its cancellation handler can
+  /// name it (see ``cancel(_:)``).
+  package mutating func makeID() -> Int {
+    defer { nextID += 1 }
+    return nextID
+  }
 
   /// Registers `continuation` until the count reaches `count`; returns `false` (resume it now) if
   /// `current` already does.
   package mutating func register(
     _ continuation: UnsafeContinuation<Void, Never>, until count: Int, current: Int
   ) -> Bool {
+    register(continuation, id: makeID(), until: count, current: current)
+  }
+
+  /// Registers `continuation` under `id` (from ``makeID()``) until the count reaches `count`;
+  /// returns `false` (resume it now) if `current` already does.
+  package mutating func register(
+    _ continuation: UnsafeContinuation<Void, Never>, id: Int, until count: Int, current: Int
+  ) -> Bool {
     guard current < count else { return false }
-    watchers.append((count, continuation))
+    watchers.append((id, count, continuation))
     return true
+  }
+
+  /// Removes the watcher `id` and returns its continuation, for a cancelled waiter to resume; `nil`
+  /// if it was already satisfied or never registered.
+  package mutating func cancel(_ id: Int) -> UnsafeContinuation<Void, Never>? {
+    guard let index = watchers.firstIndex(where: { $0.id == id }) else { return nil }
+    return watchers.remove(at: index).continuation
   }
 
   /// Removes and returns the watchers whose threshold `current` reaches.
