@@ -229,8 +229,13 @@ public final class TestClock: Clock, Sendable {
     await fire(until: nil, caller: Caller(fileID: fileID, filePath: filePath, line: line, column: column))
   }
 
-  /// Lets every task on the clock's executor run until it suspends, without moving time.
-  /// A cancelled caller returns at once.
+  /// Lets every task on the clock's executor, and the main-actor work they hand over to, run until
+  /// it suspends, without moving time. A cancelled caller returns at once.
+  ///
+  /// So a `@MainActor` model written from a task on the clock shows the write when this returns.
+  /// Main-actor work counts only while it keeps handing over to the executor, or for a few hops
+  /// among main-actor jobs; the main actor must be serviced (it is under Swift Testing, XCTest and
+  /// an async `main`).
   ///
   /// ```swift
   /// subject.send("a")
@@ -270,6 +275,37 @@ public final class TestClock: Clock, Sendable {
     }
   }
 
+  /// Runs `operation` on the clock's schedule: the nonisolated async code it calls runs on the
+  /// clock's executor, and tasks that AsyncFlow's operators start in it do too. For code that the
+  /// test does not start itself, such as a stub called from a model's own tasks or a model whose
+  /// initialiser subscribes: ``runCurrent()`` and `advance` then wait for that work as well.
+  ///
+  /// Call it from the isolation the result goes back to (a `@MainActor` stub for a `@MainActor`
+  /// model), so that returning does not pass through the global executor, which the clock cannot see.
+  ///
+  /// ```swift
+  /// let model = ArticlesModel { @MainActor query in await clock.onSchedule { await calls.call(query) } }
+  /// calls.respond(to: query, with: .success(["swift"]))
+  /// await clock.runCurrent()   // the model has written the response
+  /// ```
+  public func onSchedule<Success, Failure: Error>(
+    isolation: isolated (any Actor)? = #isolation, _ operation: () async throws(Failure) -> Success
+  ) async throws(Failure) -> Success {
+    let executor = self.executor
+    let result = await FlowScheduling.$executor.withValue(
+      executor,
+      operation: {
+        await withTaskExecutorPreference(executor, isolation: isolation) { () async -> Result<Success, Failure> in
+          do throws(Failure) {
+            return .success(try await operation())
+          } catch {
+            return .failure(error)
+          }
+        }
+      }, isolation: isolation)
+    return try result.get()
+  }
+
   /// Where `advance` or `run` was called: the location of the issue it records.
   private struct Caller {
     var fileID: String
@@ -299,10 +335,29 @@ public final class TestClock: Clock, Sendable {
     }
   }
 
-  /// Lets the executor run until nothing on it is runnable; returns early if the caller is
-  /// cancelled.
+  /// Settling rounds in a row that must run nothing on the executor before the clock counts as
+  /// settled. One round lets every main-actor job enqueued before it run; more rounds reach work
+  /// that main-actor jobs hand to each other (a main-actor task resuming another) without touching
+  /// the executor.
+  private static let quietRoundsToSettle = 3
+
+  /// Lets the executor and the main actor run until neither has anything runnable that this clock
+  /// can see; returns early if the caller is cancelled.
+  ///
+  /// A round: hop through the main actor (its executor is serial, so the hop runs after every job
+  /// enqueued there before it), then wait until the executor is idle. Work that moves between the
+  /// two (a clock task writing a `@MainActor` model, a main-actor pipeline whose operators run
+  /// here) shows up as executor jobs; the clock stops after a few rounds in a row ran none.
   private func settle() async {
     await executor.idle()
+    var quietRounds = 0
+    while quietRounds < Self.quietRoundsToSettle, !Task.isCancelled {
+      let jobsBefore = executor.jobsRun
+      // A new task, not `MainActor.run`: it is enqueued even when the caller is on the main actor.
+      await Task { @MainActor in }.value
+      await executor.idle()
+      quietRounds = executor.jobsRun == jobsBefore ? quietRounds + 1 : 0
+    }
   }
 
   private func reportUnscheduled(_ sleeper: Sleeper, caller: Caller) {
