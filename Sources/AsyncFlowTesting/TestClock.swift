@@ -12,7 +12,11 @@ import AsyncFlow
 /// fires: timed operators behave exactly as on a real clock, in microseconds.
 ///
 /// Tasks take part in that schedule when they run on the clock's executor: start the code under
-/// test with ``task(_:)``. AsyncFlow's operators start their internal tasks there too.
+/// test with ``task(_:)``. AsyncFlow's operators start their internal tasks there too, and
+/// ``onSchedule(isolation:_:)`` puts code there that the test does not start itself. Settling also
+/// lets the main actor run what those tasks hand over to it, so a `@MainActor` model is up to date
+/// when ``runCurrent()`` or `advance` returns. Waking a task that is not on the executor records a
+/// test issue: the clock could not wait for it.
 ///
 /// ```swift
 /// let clock = TestClock()
@@ -314,8 +318,8 @@ public final class TestClock: Clock, Sendable {
     var column: Int
   }
 
-  /// Fires sleepers in deadline order up to `deadline` (or all, for `nil`), settling the
-  /// executor before each firing and after the last; stops as soon as the caller is cancelled.
+  /// Fires sleepers in deadline order up to `deadline` (or all, for `nil`), settling before each
+  /// firing and after the last; stops as soon as the caller is cancelled.
   private func fire(until deadline: Instant?, caller: Caller) async {
     while true {
       await settle()
@@ -349,6 +353,15 @@ public final class TestClock: Clock, Sendable {
   /// two (a clock task writing a `@MainActor` model, a main-actor pipeline whose operators run
   /// here) shows up as executor jobs; the clock stops after a few rounds in a row ran none.
   private func settle() async {
+    if executor.isPreferredByCurrentTask {
+      // Called from a task on the clock: its own resumptions would count as work in every round.
+      await withTaskExecutorPreference(globalConcurrentExecutor) { await settleRounds() }
+    } else {
+      await settleRounds()
+    }
+  }
+
+  private func settleRounds() async {
     await executor.idle()
     var quietRounds = 0
     while quietRounds < Self.quietRoundsToSettle, !Task.isCancelled {

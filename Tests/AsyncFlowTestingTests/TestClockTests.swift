@@ -81,6 +81,26 @@ struct TestClockTests {
     #expect(clock.pendingSleepers == 0)
   }
 
+  /// A task on the clock may drive it too (as a helper that records a diagram might): its own
+  /// resumptions on the clock's executor do not keep the clock from settling.
+  @Test func aTaskOnTheClockCanDriveIt() async {
+    let clock = TestClock()
+    let log = Log()
+    clock.task {
+      try? await clock.sleep(until: .init(offset: .seconds(1)))
+      log.append("slept@\(clock.now)")
+    }
+    let driver = clock.task {
+      await clock.sleepers(count: 1)
+      await clock.runCurrent()
+      await clock.advance(by: .seconds(2))
+      await clock.run()
+    }
+    await driver.value
+    #expect(log.all == ["slept@1.0 seconds"])
+    #expect(clock.now == .init(offset: .seconds(2)))
+  }
+
   // MARK: A plain Task instead of clock.task
 
   /// The mistake: the code under test in `Task { }`. The clock wakes it but cannot wait for its
