@@ -59,7 +59,9 @@ public final class Gate: Sendable {
     }
   }
 
-  /// Suspends until at least `count` callers are parked in ``wait()``.
+  /// Suspends until at least `count` callers are parked in ``wait()``. A cancelled caller returns
+  /// at once, so a test waiting for a caller that never comes fails at its time limit instead of
+  /// hanging.
   ///
   /// ```swift
   /// let first = Task { await loader.load("a") }
@@ -68,12 +70,7 @@ public final class Gate: Sendable {
   /// ```
   public func entered(count: Int = 1) async {
     precondition(count >= 0, "Gate.entered(count:): count must be 0 or greater, got \(count)")
-    await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-      let registered = state.withLock { state in
-        state.watchers.register(continuation, until: count, current: state.parked.count)
-      }
-      if !registered { continuation.resume() }
-    }
+    await state.waitUntil(count: count, of: { $0.parked.count }, watchers: \.watchers)
   }
 
   /// The number of callers parked in ``wait()`` right now.

@@ -1,5 +1,9 @@
 import AsyncFlow
 
+#if canImport(Testing)
+  import Testing
+#endif
+
 /// A clock whose time moves only when a test says so, with a deterministic schedule.
 ///
 /// Sleepers fire in deadline order (registration order for equal deadlines). Before each firing,
@@ -8,7 +12,11 @@ import AsyncFlow
 /// fires: timed operators behave exactly as on a real clock, in microseconds.
 ///
 /// Tasks take part in that schedule when they run on the clock's executor: start the code under
-/// test with ``task(_:)``. AsyncFlow's operators start their internal tasks there too.
+/// test with ``task(_:)``. AsyncFlow's operators start their internal tasks there too, and
+/// ``onSchedule(isolation:_:)`` puts code there that the test does not start itself. Settling also
+/// lets the main actor run what those tasks hand over to it, so a `@MainActor` model is up to date
+/// when ``runCurrent()`` or `advance` returns. Waking a task that is not on the executor records a
+/// test issue: the clock could not wait for it.
 ///
 /// ```swift
 /// let clock = TestClock()
@@ -81,6 +89,9 @@ public final class TestClock: Clock, Sendable {
     var id: Int
     var deadline: Instant
     var continuation: UnsafeContinuation<Void, any Error>
+    /// Whether the sleeping task runs on the clock's executor, so that the clock can wait for what
+    /// it does once woken.
+    var onSchedule: Bool
   }
 
   private struct State {
@@ -107,7 +118,7 @@ public final class TestClock: Clock, Sendable {
   /// ```
   public init() {}
 
-  /// The current instant; it moves only in ``advance(by:)``, ``advance(to:)`` and ``run()``.
+  /// The current instant; it moves only in `advance(by:)`, `advance(to:)` and `run()`.
   ///
   /// ```swift
   /// #expect(clock.now.offset == .seconds(3))
@@ -139,6 +150,7 @@ public final class TestClock: Clock, Sendable {
   /// try await clock.sleep(until: clock.now.advanced(by: .seconds(1)))
   /// ```
   public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
+    let onSchedule = executor.isPreferredByCurrentTask
     let id = state.withLock { state in
       defer { state.nextID += 1 }
       return state.nextID
@@ -152,7 +164,9 @@ public final class TestClock: Clock, Sendable {
         let outcome = state.withLock { state -> Outcome in
           if Task.isCancelled { return .cancelled }
           if deadline <= state.now { return .due }
-          return .parked(state.insert(Sleeper(id: id, deadline: deadline, continuation: continuation)))
+          return .parked(
+            state.insert(
+              Sleeper(id: id, deadline: deadline, continuation: continuation, onSchedule: onSchedule)))
         }
         switch outcome {
         case .cancelled:
@@ -175,46 +189,69 @@ public final class TestClock: Clock, Sendable {
   /// Moves time forward by `duration`, firing the due sleepers in deadline order and letting the
   /// tasks they wake run until they suspend again before firing the next.
   ///
+  /// A cancelled caller returns at once, leaving `now` at the last sleeper fired. Firing a sleeper
+  /// whose task does not run on the clock's executor (a plain `Task { }` instead of ``task(_:)``)
+  /// records a test issue: the clock cannot wait for what that task does next.
+  ///
   /// ```swift
   /// await clock.advance(by: .seconds(1))
   /// ```
-  public func advance(by duration: Duration) async {
+  public func advance(
+    by duration: Duration, fileID: String = #fileID, filePath: String = #filePath, line: Int = #line,
+    column: Int = #column
+  ) async {
     precondition(duration >= .zero, "TestClock.advance(by:): duration must be 0 or greater, got \(duration)")
-    await advance(to: now.advanced(by: duration))
+    let caller = Caller(fileID: fileID, filePath: filePath, line: line, column: column)
+    await fire(until: now.advanced(by: duration), caller: caller)
   }
 
-  /// Moves time forward to `deadline`; see ``advance(by:)``.
+  /// Moves time forward to `deadline`; see ``advance(by:fileID:filePath:line:column:)``.
   ///
   /// ```swift
   /// await clock.advance(to: .init(offset: .seconds(3)))
   /// ```
-  public func advance(to deadline: Instant) async {
+  public func advance(
+    to deadline: Instant, fileID: String = #fileID, filePath: String = #filePath, line: Int = #line,
+    column: Int = #column
+  ) async {
     precondition(deadline >= now, "TestClock.advance(to:): deadline \(deadline) is before now, \(now)")
-    await fire(until: deadline)
+    let caller = Caller(fileID: fileID, filePath: filePath, line: line, column: column)
+    await fire(until: deadline, caller: caller)
   }
 
-  /// Advances until no sleeper is left, firing each in deadline order as ``advance(by:)`` does.
-  /// A sequence that always sleeps again, such as a timer, keeps this running: use ``advance(by:)``.
+  /// Advances until no sleeper is left, firing each in deadline order as
+  /// ``advance(by:fileID:filePath:line:column:)`` does, and returning at once if the caller is
+  /// cancelled. A sequence that always sleeps again, such as a timer, keeps this running: use
+  /// `advance(by:)`.
   ///
   /// ```swift
   /// await clock.run()
   /// ```
-  public func run() async {
-    await fire(until: nil)
+  public func run(fileID: String = #fileID, filePath: String = #filePath, line: Int = #line, column: Int = #column)
+    async
+  {
+    await fire(until: nil, caller: Caller(fileID: fileID, filePath: filePath, line: line, column: column))
   }
 
-  /// Lets every task on the clock's executor run until it suspends, without moving time.
+  /// Lets every task on the clock's executor, and the main-actor work they hand over to, run until
+  /// it suspends, without moving time. A cancelled caller returns at once.
+  ///
+  /// So a `@MainActor` model written from a task on the clock shows the write when this returns.
+  /// Main-actor work counts only while it keeps handing over to the executor, or for a few hops
+  /// among main-actor jobs; the main actor must be serviced (it is under Swift Testing, XCTest and
+  /// an async `main`).
   ///
   /// ```swift
   /// subject.send("a")
   /// await clock.runCurrent()   // the pipeline has seen "a"
   /// ```
   public func runCurrent() async {
-    await executor.idle()
+    await settle()
   }
 
   /// Suspends until at least `count` tasks are sleeping on this clock: a barrier that replaces
-  /// guessing how long a task needs to reach its sleep.
+  /// guessing how long a task needs to reach its sleep. A cancelled caller returns at once, so a
+  /// test that waits for a sleeper that never comes fails at its time limit instead of hanging.
   ///
   /// ```swift
   /// let retry = clock.task { await fetchWithRetry() }
@@ -222,12 +259,7 @@ public final class TestClock: Clock, Sendable {
   /// ```
   public func sleepers(count: Int) async {
     precondition(count >= 0, "TestClock.sleepers(count:): count must be 0 or greater, got \(count)")
-    await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-      let registered = state.withLock { state in
-        state.watchers.register(continuation, until: count, current: state.sleepers.count)
-      }
-      if !registered { continuation.resume() }
-    }
+    await state.waitUntil(count: count, of: { $0.sleepers.count }, watchers: \.watchers)
   }
 
   /// Starts `operation` on the clock's executor, so that it and every task AsyncFlow's operators
@@ -247,12 +279,52 @@ public final class TestClock: Clock, Sendable {
     }
   }
 
-  /// Fires sleepers in deadline order up to `deadline` (or all, for `nil`), settling the
-  /// executor before each firing and after the last.
-  private func fire(until deadline: Instant?) async {
+  /// Runs `operation` on the clock's schedule: the nonisolated async code it calls runs on the
+  /// clock's executor, and tasks that AsyncFlow's operators start in it do too. For code that the
+  /// test does not start itself, such as a stub called from a model's own tasks or a model whose
+  /// initialiser subscribes: ``runCurrent()`` and `advance` then wait for that work as well.
+  ///
+  /// Call it from the isolation the result goes back to (a `@MainActor` stub for a `@MainActor`
+  /// model), so that returning does not pass through the global executor, which the clock cannot see.
+  ///
+  /// ```swift
+  /// let model = ArticlesModel { @MainActor query in await clock.onSchedule { await calls.call(query) } }
+  /// calls.respond(to: query, with: .success(["swift"]))
+  /// await clock.runCurrent()   // the model has written the response
+  /// ```
+  public func onSchedule<Success, Failure: Error>(
+    isolation: isolated (any Actor)? = #isolation, _ operation: () async throws(Failure) -> Success
+  ) async throws(Failure) -> Success {
+    let executor = self.executor
+    let result = await FlowScheduling.$executor.withValue(
+      executor,
+      operation: {
+        await withTaskExecutorPreference(executor, isolation: isolation) { () async -> Result<Success, Failure> in
+          do throws(Failure) {
+            return .success(try await operation())
+          } catch {
+            return .failure(error)
+          }
+        }
+      }, isolation: isolation)
+    return try result.get()
+  }
+
+  /// Where `advance` or `run` was called: the location of the issue it records.
+  private struct Caller {
+    var fileID: String
+    var filePath: String
+    var line: Int
+    var column: Int
+  }
+
+  /// Fires sleepers in deadline order up to `deadline` (or all, for `nil`), settling before each
+  /// firing and after the last; stops as soon as the caller is cancelled.
+  private func fire(until deadline: Instant?, caller: Caller) async {
     while true {
-      await executor.idle()
+      await settle()
       let due = state.withLock { state -> Sleeper? in
+        if Task.isCancelled { return nil }
         guard let first = state.sleepers.first, deadline.map({ first.deadline <= $0 }) ?? true else {
           if let deadline { state.now = deadline }
           return nil
@@ -261,9 +333,59 @@ public final class TestClock: Clock, Sendable {
         state.now = first.deadline
         return first
       }
-      guard let due else { break }
+      guard let due else { return }
+      if !due.onSchedule { reportUnscheduled(due, caller: caller) }
       due.continuation.resume()
     }
+  }
+
+  /// Settling rounds in a row that must run nothing on the executor before the clock counts as
+  /// settled. One round lets every main-actor job enqueued before it run; more rounds reach work
+  /// that main-actor jobs hand to each other (a main-actor task resuming another) without touching
+  /// the executor.
+  private static let quietRoundsToSettle = 3
+
+  /// Lets the executor and the main actor run until neither has anything runnable that this clock
+  /// can see; returns early if the caller is cancelled.
+  ///
+  /// A round: hop through the main actor (its executor is serial, so the hop runs after every job
+  /// enqueued there before it), then wait until the executor is idle. Work that moves between the
+  /// two (a clock task writing a `@MainActor` model, a main-actor pipeline whose operators run
+  /// here) shows up as executor jobs; the clock stops after a few rounds in a row ran none.
+  private func settle() async {
+    if executor.isPreferredByCurrentTask {
+      // Called from a task on the clock: its own resumptions would count as work in every round.
+      await withTaskExecutorPreference(globalConcurrentExecutor) { await settleRounds() }
+    } else {
+      await settleRounds()
+    }
+  }
+
+  private func settleRounds() async {
     await executor.idle()
+    var quietRounds = 0
+    while quietRounds < Self.quietRoundsToSettle, !Task.isCancelled {
+      let jobsBefore = executor.jobsRun
+      // A new task, not `MainActor.run`: it is enqueued even when the caller is on the main actor.
+      await Task { @MainActor in }.value
+      await executor.idle()
+      quietRounds = executor.jobsRun == jobsBefore ? quietRounds + 1 : 0
+    }
+  }
+
+  private func reportUnscheduled(_ sleeper: Sleeper, caller: Caller) {
+    let message = """
+      TestClock woke a task sleeping until \(sleeper.deadline) that does not run on the clock's executor \
+      (started with `Task { }`?): the clock cannot wait for what it does next, so the test may hang or \
+      see it late. Start the code under test with `clock.task { }`.
+      """
+    #if canImport(Testing)
+      Issue.record(
+        Comment(rawValue: message),
+        sourceLocation: SourceLocation(
+          fileID: caller.fileID, filePath: caller.filePath, line: caller.line, column: caller.column))
+    #else
+      print("\(caller.fileID):\(caller.line): \(message)")
+    #endif
   }
 }

@@ -1,19 +1,27 @@
 import AsyncFlow
 
-/// A serial task executor that runs its jobs one at a time and can tell when it has nothing left
-/// to run. ``TestClock`` uses it to let every woken task run until it suspends again before it
-/// fires the next sleeper.
+/// A serial task executor that runs its jobs one at a time, in the order they were enqueued, and
+/// can tell when it has nothing left to run. ``TestClock`` uses it to let every woken task run
+/// until it suspends again before it fires the next sleeper.
+///
+/// The order is deterministic as long as jobs are only enqueued by jobs of this executor (and by
+/// the one task that starts the schedule): a task that suspends here resumes here, in the order
+/// its wake-ups were made.
 final class TestExecutor: TaskExecutor, Sendable {
   private struct State {
     var jobs: [UnownedJob] = []
     var next = 0
     var draining = false
-    var idleWaiters: [UnsafeContinuation<Void, Never>] = []
+    /// Jobs run so far: lets ``TestClock`` see whether a round of settling ran anything here.
+    var jobsRun = 0
+    var idleWaiters: [(id: Int, continuation: UnsafeContinuation<Void, Never>)] = []
+    var nextWaiterID = 0
 
     mutating func popJob() -> UnownedJob? {
       guard next < jobs.count else { return nil }
       defer {
         next += 1
+        jobsRun += 1
         if next == jobs.count {
           jobs.removeAll(keepingCapacity: true)
           next = 0
@@ -48,7 +56,7 @@ final class TestExecutor: TaskExecutor, Sendable {
         if let job = state.popJob() { return .run(job) }
         if !state.idleWaiters.isEmpty {
           defer { state.idleWaiters.removeAll() }
-          return .resume(state.idleWaiters)
+          return .resume(state.idleWaiters.map(\.continuation))
         }
         state.draining = false
         return .stop
@@ -65,15 +73,39 @@ final class TestExecutor: TaskExecutor, Sendable {
     }
   }
 
-  /// Suspends until no job is queued or running on this executor.
+  /// The number of jobs this executor has run.
+  var jobsRun: Int {
+    state.withLock { $0.jobsRun }
+  }
+
+  /// Whether the current task prefers this executor, so that its jobs run here.
+  var isPreferredByCurrentTask: Bool {
+    let mine = asUnownedTaskExecutor()
+    return withUnsafeCurrentTask { $0?.unownedTaskExecutor == mine }
+  }
+
+  /// Suspends until no job is queued or running on this executor, or until the calling task is
+  /// cancelled.
   func idle() async {
-    await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-      let isIdle = state.withLock { state in
-        if !state.draining { return true }
-        state.idleWaiters.append(continuation)
-        return false
+    let id = state.withLock { state in
+      defer { state.nextWaiterID += 1 }
+      return state.nextWaiterID
+    }
+    await withTaskCancellationHandler {
+      await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+        let resumeNow = state.withLock { state in
+          if !state.draining || Task.isCancelled { return true }
+          state.idleWaiters.append((id, continuation))
+          return false
+        }
+        if resumeNow { continuation.resume() }
       }
-      if isIdle { continuation.resume() }
+    } onCancel: {
+      let waiter = state.withLock { state -> UnsafeContinuation<Void, Never>? in
+        guard let index = state.idleWaiters.firstIndex(where: { $0.id == id }) else { return nil }
+        return state.idleWaiters.remove(at: index).continuation
+      }
+      waiter?.resume()
     }
   }
 }

@@ -81,6 +81,133 @@ struct TestClockTests {
     #expect(clock.pendingSleepers == 0)
   }
 
+  /// A task on the clock may drive it too (as a helper that records a diagram might): its own
+  /// resumptions on the clock's executor do not keep the clock from settling.
+  @Test func aTaskOnTheClockCanDriveIt() async {
+    let clock = TestClock()
+    let log = Log()
+    clock.task {
+      try? await clock.sleep(until: .init(offset: .seconds(1)))
+      log.append("slept@\(clock.now)")
+    }
+    let driver = clock.task {
+      await clock.sleepers(count: 1)
+      await clock.runCurrent()
+      await clock.advance(by: .seconds(2))
+      await clock.run()
+    }
+    await driver.value
+    #expect(log.all == ["slept@1.0 seconds"])
+    #expect(clock.now == .init(offset: .seconds(2)))
+  }
+
+  // MARK: A plain Task instead of clock.task
+
+  /// The mistake: the code under test in `Task { }`. The clock wakes it but cannot wait for its
+  /// second sleep, which is registered after `run()` returned; the test would wait for it forever.
+  /// The clock says so, naming the fix.
+  @Test func wakingATaskThatIsNotOnTheClockRecordsAnIssueNamingTheFix() async {
+    let clock = TestClock()
+    let plain = Task {
+      try? await clock.sleep(until: .init(offset: .seconds(1)))
+      try? await clock.sleep(until: .init(offset: .seconds(2)))  // like a retry's second backoff
+    }
+    await clock.sleepers(count: 1)
+    await withKnownIssue {
+      await clock.run()
+    } matching: { issue in
+      issue.comments.contains { $0.rawValue.contains("Start the code under test with `clock.task { }`") }
+    }
+    plain.cancel()  // its second sleep throws: nothing is left hanging
+    await plain.value
+    #expect(clock.pendingSleepers == 0)
+  }
+
+  @Test func wakingTasksOnTheClockRecordsNoIssue() async {
+    let clock = TestClock()
+    let onClock = clock.task {
+      try? await clock.sleep(until: .init(offset: .seconds(1)))
+      // A child task inherits the executor: still on the schedule.
+      async let child: Void = { try? await clock.sleep(until: .init(offset: .seconds(2))) }()
+      await child
+    }
+    await clock.sleepers(count: 1)
+    await clock.run()
+    await onClock.value
+    #expect(clock.now == .init(offset: .seconds(2)))
+  }
+
+  // MARK: Every wait honours cancellation
+
+  @Test func aCancelledSleepersWaitReturnsAtOnce() async {
+    let clock = TestClock()
+    // Parked for sure: the clock's executor ran it until it suspended in `sleepers(count:)`.
+    let parked = clock.task { await clock.sleepers(count: 5) }
+    await clock.runCurrent()
+    parked.cancel()
+    await parked.value
+    // Cancelled before it waits.
+    let early = Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      await clock.sleepers(count: 5)
+    }
+    await early.value
+    #expect(clock.pendingSleepers == 0)
+  }
+
+  @Test func aCancelledEnteredWaitReturnsAtOnce() async {
+    let clock = TestClock()
+    let gate = Gate()
+    let parked = clock.task { await gate.entered(count: 5) }
+    await clock.runCurrent()
+    parked.cancel()
+    await parked.value
+    #expect(gate.parkedCount == 0)
+  }
+
+  /// `run()` and `advance` driven by a timer that never runs out of sleepers: the timer cancels
+  /// the driver from its 50th tick on, so the cancellation lands while the driver is firing.
+  @Test(arguments: [false, true]) func aCancelledRunOrAdvanceReturnsThoughSleepersNeverRunOut(advances: Bool) async {
+    let clock = TestClock()
+    let driver = LockedState<Task<Void, Never>?>(nil)
+    let ticker = clock.task {
+      var ticks = 0
+      while !Task.isCancelled {
+        try? await clock.sleep(until: clock.now.advanced(by: .seconds(1)))
+        ticks += 1
+        if ticks >= 50 { driver.withLock { $0 }?.cancel() }
+      }
+    }
+    await clock.sleepers(count: 1)
+    let task = Task {
+      if advances { await clock.advance(by: .seconds(1_000_000_000)) } else { await clock.run() }
+    }
+    driver.withLock { $0 = task }
+    await task.value
+    #expect(clock.now >= .init(offset: .seconds(50)))
+    #expect(clock.now < .init(offset: .seconds(1_000_000_000)))
+    ticker.cancel()
+    await ticker.value
+  }
+
+  @Test func aCancelledRunCurrentReturnsThoughTheExecutorNeverIdles() async {
+    let clock = TestClock()
+    let waiter = LockedState<Task<Void, Never>?>(nil)
+    let spinner = clock.task {
+      var spins = 0
+      while !Task.isCancelled {  // always runnable: the executor is never idle
+        await Task.yield()
+        spins += 1
+        if spins >= 50 { waiter.withLock { $0 }?.cancel() }
+      }
+    }
+    let task = Task { await clock.runCurrent() }
+    waiter.withLock { $0 = task }
+    await task.value
+    spinner.cancel()
+    await spinner.value
+  }
+
   @Test func advanceByNegativeDurationIsAProgrammerError() async {
     await #expect(processExitsWith: .failure) {
       await TestClock().advance(by: .seconds(-1))

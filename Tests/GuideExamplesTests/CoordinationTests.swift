@@ -3,11 +3,17 @@ import AsyncFlowTesting
 import GuideExamples
 import Testing
 
-/// Waits for a condition on the main actor, yielding in between: a condition, not a guess at time.
+/// A stub on the clock's schedule: the call waits and wakes on the clock's executor and returns to
+/// the main actor, so that after `respond(...)` a `runCurrent()` returns once the model has handled
+/// the response: a barrier, where polling could only guess.
+///
+/// Requests are waited for with `waitForRequests(_:)` instead (a barrier that a cancelled test
+/// leaves): `TaskSlots` starts its tasks on the global executor, where the clock cannot see them.
 @MainActor
-private func until(_ condition: @MainActor () -> Bool) async {
-  for _ in 0..<1_000_000 where !condition() { await Task.yield() }
-  #expect(condition())
+private func stub<Request, Response>(
+  _ calls: ControlledCalls<Request, Response>, on clock: TestClock
+) -> @Sendable (Request) async -> Response {
+  { @MainActor request in await clock.onSchedule { await calls.call(request) } }
 }
 
 @Suite("Coordination worked examples", .timeLimit(.minutes(1)))
@@ -16,23 +22,27 @@ struct CoordinationTests {
   // MARK: 1. Articles list: sent A, B, C; returned C, A, B.
 
   /// `oneLoadAtATime`: each response is handled before the next is sent, so that the loads end in
-  /// exactly that order. Without it, responses sent back to back resume their tasks off the main
-  /// actor, and those race to hop back onto it.
+  /// exactly that order. Without it, the three responses are sent back to back and handled after.
   private func sentABCReturnedCAB<Model>(
     _ makeModel: (@escaping FetchArticles) -> Model, changeCategory: (Model, String) -> Void,
     finishedLoads: (Model) -> Int, articles: (Model) -> [String], oneLoadAtATime: Bool = false
   ) async -> [String] {
+    let clock = TestClock()
     let calls = ControlledCalls<ArticlesQuery, Result<[String], any Error>>()
-    let model = makeModel { await calls.call($0) }
+    let model = makeModel(stub(calls, on: clock))
     for (sent, category) in ["A", "B", "C"].enumerated() {
       changeCategory(model, category)
       await calls.waitForRequests(sent + 1)  // the request is on the wire before the next change
     }
     for (answered, category) in ["C", "A", "B"].enumerated() {
       calls.respond(to: ArticlesQuery(category: category), with: .success(["\(category) article"]))
-      if oneLoadAtATime { await until { finishedLoads(model) == answered + 1 } }
+      if oneLoadAtATime {
+        await clock.runCurrent()
+        #expect(finishedLoads(model) == answered + 1)
+      }
     }
-    await until { finishedLoads(model) == 3 }
+    await clock.runCurrent()
+    #expect(finishedLoads(model) == 3)
     return articles(model)
   }
 
@@ -48,8 +58,9 @@ struct CoordinationTests {
   }
 
   @Test func articlesListFunnelsEveryEntryPointIntoOneLoad() async {
+    let clock = TestClock()
     let calls = ControlledCalls<ArticlesQuery, Result<[String], any Error>>()
-    let model = ArticlesModel { await calls.call($0) }
+    let model = ArticlesModel(fetch: stub(calls, on: clock))
     let entryPoints: [() -> Void] = [model.onAppear, model.refresh, model.retry, { model.keywordChanged("swift") }]
     for (sent, entryPoint) in entryPoints.enumerated() {
       entryPoint()
@@ -58,7 +69,8 @@ struct CoordinationTests {
     // Only the request for the current query may write; the three before it were superseded.
     calls.respond(to: ArticlesQuery(category: "all", keyword: "swift"), with: .success(["swift"]))
     for _ in 0..<3 { calls.respond(to: ArticlesQuery(category: "all"), with: .success(["stale"])) }
-    await until { model.finishedLoads == 4 }
+    await clock.runCurrent()
+    #expect(model.finishedLoads == 4)
     #expect(model.articles == ["swift"])
   }
 
@@ -67,27 +79,28 @@ struct CoordinationTests {
   private struct Offline: Error {}
 
   private func loadMoreParkedDuringRefresh<Model>(
-    _ makeModel: (@escaping FetchPage) -> Model, refresh: @escaping (Model) async -> Void,
-    loadMore: @escaping (Model) async -> Void, loadMoreFails: Bool
+    _ makeModel: (@escaping FetchPage) -> Model, refresh: @escaping @Sendable (Model) async -> Void,
+    loadMore: @escaping @Sendable (Model) async -> Void, loadMoreFails: Bool
   ) async -> Model where Model: Sendable {
+    let clock = TestClock()
     let calls = ControlledCalls<Int, Result<[String], any Error>>()
-    let model = makeModel { await calls.call($0) }
+    let model = makeModel(stub(calls, on: clock))
     // The first page.
-    let first = Task { await refresh(model) }
+    clock.task { await refresh(model) }
     await calls.waitForRequests(1)
     calls.respond(to: 0, with: .success(["1", "2"]))
-    await first.value
+    await clock.runCurrent()  // the first refresh has ended
     // A load-more at offset 2 is in flight...
-    let more = Task { await loadMore(model) }
+    clock.task { await loadMore(model) }
     await calls.waitForRequests(2)
     // ...while a refresh completes with a new first page.
-    let second = Task { await refresh(model) }
+    clock.task { await refresh(model) }
     await calls.waitForRequests(3)
     calls.respond(to: 0, with: .success(["0", "1"]))
-    await second.value
+    await clock.runCurrent()
     // Now the stale load-more returns.
     calls.respond(to: 2, with: loadMoreFails ? .failure(Offline()) : .success(["3", "4"]))
-    await more.value
+    await clock.runCurrent()
     return model
   }
 
@@ -112,15 +125,18 @@ struct CoordinationTests {
   // MARK: 3. Search screen: latest search, one load per row, first-wins submit.
 
   @Test func searchScreenKeepsOneLiveSearchOneLoadPerRowAndOneSubmission() async {
+    let clock = TestClock()
     let searches = ControlledCalls<String, [String]>()
     let detailCalls = ControlledCalls<[Int], String>()
     let submits = ControlledCalls<String, Void>()
-    let fixed = SearchScreen(
-      search: { await searches.call($0) }, loadDetails: { await detailCalls.call([$0, $1]) },
-      submit: { await submits.call($0) })
-    let naive = NaiveSearchScreen(
-      search: { await searches.call($0) }, loadDetails: { await detailCalls.call([$0, $1]) },
-      submit: { await submits.call($0) })
+    let search = stub(searches, on: clock)
+    // @MainActor like the stubs: a nonisolated closure would return through the global executor.
+    let details: LoadDetails = { @MainActor row, version in
+      await clock.onSchedule { await detailCalls.call([row, version]) }
+    }
+    let submit = stub(submits, on: clock)
+    let fixed = SearchScreen(search: search, loadDetails: details, submit: submit)
+    let naive = NaiveSearchScreen(search: search, loadDetails: details, submit: submit)
 
     // Each request is on the wire before the next event.
     fixed.queryChanged("sw")
@@ -151,8 +167,7 @@ struct CoordinationTests {
     detailCalls.respond(to: [2, 1], with: "row 2 v1")
     detailCalls.respond(to: [1, 1], with: "row 1 v1")
     for _ in 0..<3 { submits.respond(to: "order", with: ()) }
-    await until { fixed.slots.runningCount == 0 && naive.submissions == 2 && fixed.submissions == 1 }
-    await until { naive.results == ["sw results"] }
+    await clock.runCurrent()
     #expect(fixed.results == ["swift results"])
     #expect(fixed.details == [1: "row 1 v2", 2: "row 2 v1"])
     #expect(fixed.submissions == 1)
@@ -163,15 +178,17 @@ struct CoordinationTests {
   // MARK: 4. The same search as a stream.
 
   @Test func theStreamOperatorEnforcesTheSameRuleAsTheSlot() async {
+    let clock = TestClock()
     let searches = ControlledCalls<String, [String]>()
     let terms = PassthroughFlow<String, Never>()
-    let results = searchResults(for: terms) { await searches.call($0) }
-    let collected = Task { () -> [[String]] in
+    // On the clock, the operator's tasks run on its executor, the stub's calls with them.
+    let collected = clock.task { () -> [[String]] in
       var all: [[String]] = []
-      for await result in results { all.append(result) }
+      for await result in searchResults(for: terms, search: { await searches.call($0) }) { all.append(result) }
       return all
     }
-    while terms.subscriberCount == 0 { await Task.yield() }
+    await clock.runCurrent()
+    #expect(terms.subscriberCount == 1)
     terms.send("sw")
     await searches.waitForRequests(1)
     terms.send("swift")
@@ -179,6 +196,8 @@ struct CoordinationTests {
     terms.finish()
     searches.respond(to: "swift", with: ["swift results"])
     searches.respond(to: "sw", with: ["sw results"])  // late and stale: never delivered
+    await clock.runCurrent()
+    collected.cancel()  // a no-op once the stream has ended; ends it if something went wrong
     #expect(await collected.value == [["swift results"]])
   }
 }

@@ -20,12 +20,16 @@ struct GuideSnippetsTests {
   }
 
   @Test func flatteningPoliciesCompileAndRun() async {
+    let clock = TestClock()  // for its deterministic schedule: nothing here sleeps
     let queries = PassthroughFlow<String, Never>()
     let taps = PassthroughFlow<Void, Never>()
     let (results, _) = flatteningPolicies(queries: queries, payTaps: taps, client: client) { "receipt" }
-    let collected = Task { await Array(results.prefix(2)) }
-    while queries.subscriberCount == 0 { await Task.yield() }
+    let collected = clock.task { await Array(results.prefix(2)) }
+    await clock.runCurrent()  // the pipeline has subscribed
+    #expect(queries.subscriberCount == 1)
     queries.send("kotlin")
+    await clock.runCurrent()  // and handled the query
+    collected.cancel()  // a no-op once it has both states; ends it if something went wrong
     let states = await collected.value
     #expect(states.last?.value == [Article(title: "kotlin")])
   }
@@ -35,15 +39,20 @@ struct GuideSnippetsTests {
     let text = Flow.sequence(["s", "sw", "swiftui"])
     let states = clock.task { await Array(searchBox(text, client: self.client, clock: clock)) }
     await clock.run()
+    states.cancel()  // a no-op once the pipeline has finished; ends it if something went wrong
     let result = await states.value
     #expect(result.last?.value == [Article(title: "swiftui")])
   }
 
   @Test @MainActor func hotSourceSink() async {
-    let model = SearchFieldModel(client: client)
-    while model.searchText.subscriberCount == 0 { await Task.yield() }
+    let clock = TestClock()
+    // Made on the clock's schedule, the model's pipeline runs there, and runCurrent() waits for it
+    // and for the sink's write back to the main actor.
+    let model = await clock.onSchedule { SearchFieldModel(client: client) }
+    await clock.runCurrent()
+    #expect(model.searchText.subscriberCount == 1)
     model.textChanged("kotlin")
-    while model.state.value == nil { await Task.yield() }
+    await clock.runCurrent()
     #expect(model.state.value == [Article(title: "kotlin")])
   }
 

@@ -29,14 +29,9 @@ public final class ControlledCalls<Request: Hashable & Sendable, Response: Senda
   /// Every request made so far, in order.
   public var requests: [Request] { state.withLock { $0.requests } }
 
-  /// Suspends until at least `count` requests have been made.
+  /// Suspends until at least `count` requests have been made, or until the caller is cancelled.
   public func waitForRequests(_ count: Int) async {
-    await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-      let registered = state.withLock { state in
-        state.watchers.register(continuation, until: count, current: state.requests.count)
-      }
-      if !registered { continuation.resume() }
-    }
+    await state.waitUntil(count: count, of: { $0.requests.count }, watchers: \.watchers)
   }
 
   /// Answers the oldest waiting call for `request`.
