@@ -128,3 +128,51 @@ struct TimeOperatorTests {
     #expect(clock.pendingSleepers == 0)
   }
 }
+
+/// The time operators' concrete types: they can be stored, and their iterators' `next()` is typed.
+private struct StoredPipelines: Sendable {
+  let debounced: AsyncDebounceFlowSequence<Flow<Int, Never>, TestClock>
+  let throttled: AsyncThrottleFlowSequence<Flow<Int, Never>, TestClock>
+  let delayed: AsyncDelayFlowSequence<Flow<Int, Never>, TestClock>
+  let timedOut: AsyncTimeoutFlowSequence<Flow<Int, Never>, TestClock, FlowTimeoutError>
+  let timedOutOrFailed: AsyncTimeoutFlowSequence<Flow<Int, TestError>, TestClock, any Error>
+  let finishing: AsyncTimeoutFlowSequence<Flow<Int, Never>, TestClock, Never>
+
+  init(clock: TestClock) {
+    let source = Flow<Int, Never>.just(1)
+    debounced = source.debounceFlow(for: .seconds(1), clock: clock)
+    throttled = source.throttleFlow(for: .seconds(1), clock: clock)
+    delayed = source.delayFlow(for: .seconds(1), clock: clock)
+    timedOut = source.timeoutFlow(after: .seconds(1), clock: clock)
+    timedOutOrFailed = Flow<Int, TestError>.fail(TestError()).timeoutFlow(after: .seconds(1), clock: clock)
+    finishing = source.timeoutFlow(finishingAfter: .seconds(1), clock: clock)
+  }
+}
+
+@Suite("Time operators' types", .timeLimit(.minutes(1)))
+struct TimeOperatorTypeTests {
+  @Test func storedSequencesIterateWithoutTryWhenTheyCannotFail() async throws {
+    let clock = TestClock()
+    let pipelines = StoredPipelines(clock: clock)
+    let firsts = clock.task {
+      var debounced = pipelines.debounced.makeAsyncIterator()
+      let a = await debounced.next()
+      var throttled = pipelines.throttled.makeAsyncIterator()
+      let b = await throttled.next(isolation: #isolation)
+      var delayed = pipelines.delayed.makeAsyncIterator()
+      let c = await delayed.next()
+      var finishing = pipelines.finishing.makeAsyncIterator()
+      let d = await finishing.next()
+      return [a, b, c, d]
+    }
+    await clock.run()
+    #expect(await firsts.value == [1, 1, 1, 1])
+
+    let typed = clock.task { () -> Result<Int?, FlowTimeoutError> in
+      var iterator = pipelines.timedOut.makeAsyncIterator()
+      do throws(FlowTimeoutError) { return .success(try await iterator.next()) } catch { return .failure(error) }
+    }
+    await clock.run()
+    #expect(try await typed.value.get() == 1)
+  }
+}

@@ -5,11 +5,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```swift
   /// let toasts = messages.delayFlow(for: .seconds(1), clock: clock)
   /// ```
-  public func delayFlow<C: Clock>(for interval: C.Duration, clock: C) -> some AsyncSequence<Element, Failure> & Sendable
-  {
+  public func delayFlow<C: Clock>(for interval: C.Duration, clock: C) -> AsyncDelayFlowSequence<Self, C> {
     precondition(interval >= .zero, "delayFlow(for:clock:): interval must be 0 or greater, got \(interval)")
-    return TimedSequence(
-      machine: DelayStateMachine<Element, Failure, C.Instant>(interval: interval), base: self, clock: clock)
+    return AsyncDelayFlowSequence(base: self, interval: interval, clock: clock)
   }
 
   /// ``delayFlow(for:clock:)`` on the `ContinuousClock`.
@@ -17,10 +15,75 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```swift
   /// let toasts = messages.delayFlow(for: .seconds(1))
   /// ```
-  public func delayFlow(for interval: Duration) -> some AsyncSequence<Element, Failure> & Sendable {
+  public func delayFlow(for interval: Duration) -> AsyncDelayFlowSequence<Self, ContinuousClock> {
     delayFlow(for: interval, clock: ContinuousClock())
   }
 }
+
+/// The sequence made by ``_Concurrency/AsyncSequence/delayFlow(for:clock:)``: every element, and
+/// the end, shifted by the interval. A concrete type, so that it can be stored in a property.
+///
+/// ```swift
+/// struct Toasts {
+///   let messages: AsyncDelayFlowSequence<PassthroughFlow<String, Never>, ContinuousClock>
+/// }
+/// ```
+public struct AsyncDelayFlowSequence<Base: AsyncSequence & Sendable, C: Clock>: AsyncSequence, Sendable
+where Base.Element: Sendable {
+  /// The upstream's element.
+  public typealias Element = Base.Element
+  /// The upstream's failure.
+  public typealias Failure = Base.Failure
+  typealias Logic = DelayStateMachine<Element, Failure, C.Instant>
+
+  let base: Base
+  let interval: C.Duration
+  let clock: C
+
+  /// Starts an iteration: its task starts at the first `next()`.
+  ///
+  /// ```swift
+  /// var iterator = messages.delayFlow(for: .seconds(1)).makeAsyncIterator()
+  /// ```
+  public func makeAsyncIterator() -> Iterator {
+    Iterator(consumer: TimedConsumer(TimedStorage(machine: Logic(interval: interval), base: base, clock: clock)))
+  }
+
+  /// The iterator of an ``AsyncDelayFlowSequence``. Releasing it ends its iteration's task.
+  ///
+  /// ```swift
+  /// var iterator = toasts.makeAsyncIterator()
+  /// while let toast = try await iterator.next() { show(toast) }
+  /// ```
+  public struct Iterator: AsyncIteratorProtocol {
+    private let consumer: TimedConsumer<Logic, Base, C>
+
+    init(consumer: TimedConsumer<Logic, Base, C>) {
+      self.consumer = consumer
+    }
+
+    /// The next delayed element, `nil` at the finish or once the consumer's task is cancelled.
+    ///
+    /// ```swift
+    /// let toast = try await iterator.next(isolation: #isolation)
+    /// ```
+    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+      try await consumer.next(isolation: actor)
+    }
+
+    /// The next delayed element; see ``next(isolation:)``.
+    ///
+    /// ```swift
+    /// let toast = try await iterator.next()
+    /// ```
+    public mutating func next() async throws(Failure) -> Element? {
+      try await consumer.next(isolation: nil)
+    }
+  }
+}
+
+@available(*, unavailable)
+extension AsyncDelayFlowSequence.Iterator: Sendable {}
 
 /// `delayFlow`: every element, and the end, is delivered `interval` after it arrived.
 /// Elements in flight are buffered: as many as arrive within one interval.

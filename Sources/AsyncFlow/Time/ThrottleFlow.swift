@@ -10,11 +10,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```
   public func throttleFlow<C: Clock>(
     for interval: C.Duration, clock: C, latest: Bool = true
-  ) -> some AsyncSequence<Element, Failure> & Sendable {
+  ) -> AsyncThrottleFlowSequence<Self, C> {
     precondition(interval >= .zero, "throttleFlow(for:clock:latest:): interval must be 0 or greater, got \(interval)")
-    return TimedSequence(
-      machine: ThrottleStateMachine<Element, Failure, C.Instant>(interval: interval, latest: latest), base: self,
-      clock: clock)
+    return AsyncThrottleFlowSequence(base: self, interval: interval, clock: clock, latest: latest)
   }
 
   /// ``throttleFlow(for:clock:latest:)`` on the `ContinuousClock`.
@@ -22,12 +20,79 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```swift
   /// let positions = scrollOffsets.throttleFlow(for: .milliseconds(100), latest: false)
   /// ```
-  public func throttleFlow(for interval: Duration, latest: Bool = true) -> some AsyncSequence<Element, Failure>
-    & Sendable
-  {
+  public func throttleFlow(
+    for interval: Duration, latest: Bool = true
+  ) -> AsyncThrottleFlowSequence<Self, ContinuousClock> {
     throttleFlow(for: interval, clock: ContinuousClock(), latest: latest)
   }
 }
+
+/// The sequence made by ``_Concurrency/AsyncSequence/throttleFlow(for:clock:latest:)``: at most one
+/// element per interval. A concrete type, so that it can be stored in a property.
+///
+/// ```swift
+/// struct ScrollModel {
+///   let positions: AsyncThrottleFlowSequence<PassthroughFlow<Double, Never>, ContinuousClock>
+/// }
+/// ```
+public struct AsyncThrottleFlowSequence<Base: AsyncSequence & Sendable, C: Clock>: AsyncSequence, Sendable
+where Base.Element: Sendable {
+  /// The upstream's element.
+  public typealias Element = Base.Element
+  /// The upstream's failure.
+  public typealias Failure = Base.Failure
+  typealias Logic = ThrottleStateMachine<Element, Failure, C.Instant>
+
+  let base: Base
+  let interval: C.Duration
+  let clock: C
+  let latest: Bool
+
+  /// Starts an iteration: its task starts at the first `next()`.
+  ///
+  /// ```swift
+  /// var iterator = scrollOffsets.throttleFlow(for: .milliseconds(100)).makeAsyncIterator()
+  /// ```
+  public func makeAsyncIterator() -> Iterator {
+    let logic = Logic(interval: interval, latest: latest)
+    return Iterator(consumer: TimedConsumer(TimedStorage(machine: logic, base: base, clock: clock)))
+  }
+
+  /// The iterator of an ``AsyncThrottleFlowSequence``. Releasing it ends its iteration's task.
+  ///
+  /// ```swift
+  /// var iterator = positions.makeAsyncIterator()
+  /// while let position = try await iterator.next() { print(position) }
+  /// ```
+  public struct Iterator: AsyncIteratorProtocol {
+    private let consumer: TimedConsumer<Logic, Base, C>
+
+    init(consumer: TimedConsumer<Logic, Base, C>) {
+      self.consumer = consumer
+    }
+
+    /// The next throttled element, `nil` at the finish or once the consumer's task is cancelled.
+    ///
+    /// ```swift
+    /// let position = try await iterator.next(isolation: #isolation)
+    /// ```
+    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+      try await consumer.next(isolation: actor)
+    }
+
+    /// The next throttled element; see ``next(isolation:)``.
+    ///
+    /// ```swift
+    /// let position = try await iterator.next()
+    /// ```
+    public mutating func next() async throws(Failure) -> Element? {
+      try await consumer.next(isolation: nil)
+    }
+  }
+}
+
+@available(*, unavailable)
+extension AsyncThrottleFlowSequence.Iterator: Sendable {}
 
 /// `throttleFlow`, timer-driven as in Combine: the first element passes at once and opens a
 /// window of `interval`; at the end of a window that saw elements, the newest (or the first) of

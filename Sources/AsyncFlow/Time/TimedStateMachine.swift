@@ -63,35 +63,5 @@ struct TimedOutputQueue<Element, Failure: Error> {
   }
 }
 
-/// A timed operator as a sequence: each iteration runs a fresh copy of `machine`.
-struct TimedSequence<Machine: TimedStateMachine, Base: AsyncSequence & Sendable, C: Clock>: AsyncSequence, Sendable
-where
-  Base.Element == Machine.Element, Base.Failure == Machine.UpstreamFailure,
-  C.Instant == Machine.Instant
-{
-  typealias Element = Machine.Element
-  typealias Failure = Machine.Failure
-
-  let machine: Machine
-  let base: Base
-  let clock: C
-
-  func makeAsyncIterator() -> Iterator {
-    Iterator(consumer: TimedConsumer(TimedStorage(machine: machine, base: base, clock: clock)))
-  }
-
-  struct Iterator: AsyncIteratorProtocol {
-    let consumer: TimedConsumer<Machine, Base, C>
-
-    mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-      try await consumer.next(isolation: actor)
-    }
-
-    mutating func next() async throws(Failure) -> Element? {
-      try await consumer.next(isolation: nil)
-    }
-  }
-}
-
 extension TimedOutput: Sendable where Element: Sendable {}
 extension TimedOutputQueue: Sendable where Element: Sendable {}

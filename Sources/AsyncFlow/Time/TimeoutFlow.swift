@@ -30,13 +30,12 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```swift
   /// let page = try await api.page(1).timeoutFlow(after: .seconds(5), clock: clock).first { _ in true }
   /// ```
-  public func timeoutFlow<C: Clock>(after interval: C.Duration, clock: C) -> some AsyncSequence<Element, any Error>
-    & Sendable
-  {
+  public func timeoutFlow<C: Clock>(
+    after interval: C.Duration, clock: C
+  ) -> AsyncTimeoutFlowSequence<Self, C, any Error> {
     precondition(interval >= .zero, "timeoutFlow(after:clock:): interval must be 0 or greater, got \(interval)")
-    let machine = TimeoutStateMachine<Element, Failure, any Error, C.Instant>(
-      interval: interval, timeoutEnd: FlowTimeoutError(), mapFailure: { $0 })
-    return TimedSequence(machine: machine, base: self, clock: clock)
+    return AsyncTimeoutFlowSequence(
+      base: self, interval: interval, clock: clock, timeoutEnd: FlowTimeoutError(), mapFailure: { $0 })
   }
 
   /// ``timeoutFlow(after:clock:)-(_,_)`` on the `ContinuousClock`.
@@ -44,7 +43,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```swift
   /// let page = api.page(1).timeoutFlow(after: .seconds(5))
   /// ```
-  public func timeoutFlow(after interval: Duration) -> some AsyncSequence<Element, any Error> & Sendable {
+  public func timeoutFlow(after interval: Duration) -> AsyncTimeoutFlowSequence<Self, ContinuousClock, any Error> {
     timeoutFlow(after: interval, clock: ContinuousClock())
   }
 
@@ -57,12 +56,10 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```
   public func timeoutFlow<C: Clock>(
     finishingAfter interval: C.Duration, clock: C
-  ) -> some AsyncSequence<Element, Failure> & Sendable {
+  ) -> AsyncTimeoutFlowSequence<Self, C, Failure> {
     precondition(
       interval >= .zero, "timeoutFlow(finishingAfter:clock:): interval must be 0 or greater, got \(interval)")
-    let machine = TimeoutStateMachine<Element, Failure, Failure, C.Instant>(
-      interval: interval, timeoutEnd: nil, mapFailure: { $0 })
-    return TimedSequence(machine: machine, base: self, clock: clock)
+    return AsyncTimeoutFlowSequence(base: self, interval: interval, clock: clock, timeoutEnd: nil, mapFailure: { $0 })
   }
 
   /// ``timeoutFlow(finishingAfter:clock:)`` on the `ContinuousClock`.
@@ -70,7 +67,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```swift
   /// let answers = responses.timeoutFlow(finishingAfter: .seconds(2))
   /// ```
-  public func timeoutFlow(finishingAfter interval: Duration) -> some AsyncSequence<Element, Failure> & Sendable {
+  public func timeoutFlow(
+    finishingAfter interval: Duration
+  ) -> AsyncTimeoutFlowSequence<Self, ContinuousClock, Failure> {
     timeoutFlow(finishingAfter: interval, clock: ContinuousClock())
   }
 }
@@ -82,13 +81,12 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   /// ```swift
   /// let ticks = heartbeats.timeoutFlow(after: .seconds(30), clock: clock)  // Failure == FlowTimeoutError
   /// ```
-  public func timeoutFlow<C: Clock>(after interval: C.Duration, clock: C) -> some AsyncSequence<
-    Element, FlowTimeoutError
-  > & Sendable {
+  public func timeoutFlow<C: Clock>(
+    after interval: C.Duration, clock: C
+  ) -> AsyncTimeoutFlowSequence<Self, C, FlowTimeoutError> {
     precondition(interval >= .zero, "timeoutFlow(after:clock:): interval must be 0 or greater, got \(interval)")
-    let machine = TimeoutStateMachine<Element, Never, FlowTimeoutError, C.Instant>(
-      interval: interval, timeoutEnd: FlowTimeoutError(), mapFailure: absurd)
-    return TimedSequence(machine: machine, base: self, clock: clock)
+    return AsyncTimeoutFlowSequence(
+      base: self, interval: interval, clock: clock, timeoutEnd: FlowTimeoutError(), mapFailure: absurd)
   }
 
   /// ``timeoutFlow(after:clock:)-(_,_)`` on the `ContinuousClock`, for a sequence that cannot fail.
@@ -96,10 +94,84 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   /// ```swift
   /// let ticks = heartbeats.timeoutFlow(after: .seconds(30))
   /// ```
-  public func timeoutFlow(after interval: Duration) -> some AsyncSequence<Element, FlowTimeoutError> & Sendable {
+  public func timeoutFlow(
+    after interval: Duration
+  ) -> AsyncTimeoutFlowSequence<Self, ContinuousClock, FlowTimeoutError> {
     timeoutFlow(after: interval, clock: ContinuousClock())
   }
 }
+
+/// The sequence made by ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)-(_,_)`` and
+/// ``_Concurrency/AsyncSequence/timeoutFlow(finishingAfter:clock:)``: the upstream's elements, until
+/// it takes longer than the interval. `Failure` is ``FlowTimeoutError`` for an upstream that cannot
+/// fail, `any Error` for one that can, and the upstream's own for `finishingAfter:`. A concrete
+/// type, so that it can be stored in a property.
+///
+/// ```swift
+/// struct Heartbeat {
+///   let beats: AsyncTimeoutFlowSequence<PassthroughFlow<Int, Never>, ContinuousClock, FlowTimeoutError>
+/// }
+/// ```
+public struct AsyncTimeoutFlowSequence<Base: AsyncSequence & Sendable, C: Clock, Failure: Error>: AsyncSequence,
+  Sendable
+where Base.Element: Sendable {
+  /// The upstream's element.
+  public typealias Element = Base.Element
+  typealias Logic = TimeoutStateMachine<Element, Base.Failure, Failure, C.Instant>
+
+  let base: Base
+  let interval: C.Duration
+  let clock: C
+  /// What the sequence ends with on a timeout: a failure, or `nil` to finish.
+  let timeoutEnd: Failure?
+  let mapFailure: @Sendable (Base.Failure) -> Failure
+
+  /// Starts an iteration: its task, and the clock, start at the first `next()`.
+  ///
+  /// ```swift
+  /// var iterator = pages.timeoutFlow(after: .seconds(5)).makeAsyncIterator()
+  /// ```
+  public func makeAsyncIterator() -> Iterator {
+    let logic = Logic(interval: interval, timeoutEnd: timeoutEnd, mapFailure: mapFailure)
+    return Iterator(consumer: TimedConsumer(TimedStorage(machine: logic, base: base, clock: clock)))
+  }
+
+  /// The iterator of an ``AsyncTimeoutFlowSequence``. Releasing it ends its iteration's task.
+  ///
+  /// ```swift
+  /// var iterator = beats.makeAsyncIterator()
+  /// while let beat = try await iterator.next() { print(beat) }
+  /// ```
+  public struct Iterator: AsyncIteratorProtocol {
+    private let consumer: TimedConsumer<Logic, Base, C>
+
+    init(consumer: TimedConsumer<Logic, Base, C>) {
+      self.consumer = consumer
+    }
+
+    /// The next element; throws on a timeout (or finishes, for `finishingAfter:`), returns `nil`
+    /// at the finish or once the consumer's task is cancelled.
+    ///
+    /// ```swift
+    /// let beat = try await iterator.next(isolation: #isolation)
+    /// ```
+    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+      try await consumer.next(isolation: actor)
+    }
+
+    /// The next element; see ``next(isolation:)``.
+    ///
+    /// ```swift
+    /// let beat = try await iterator.next()
+    /// ```
+    public mutating func next() async throws(Failure) -> Element? {
+      try await consumer.next(isolation: nil)
+    }
+  }
+}
+
+@available(*, unavailable)
+extension AsyncTimeoutFlowSequence.Iterator: Sendable {}
 
 /// `timeoutFlow`: ends the sequence (with a failure, or a finish) when the upstream takes longer
 /// than `interval` to deliver an element or its end. The clock runs from the start of the
