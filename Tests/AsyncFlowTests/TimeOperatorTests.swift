@@ -176,3 +176,53 @@ struct TimeOperatorTypeTests {
     #expect(try await typed.value.get() == 1)
   }
 }
+
+@Suite("Time operators' cancellation", .timeLimit(.minutes(1)))
+struct TimeOperatorCancellationTests {
+  enum Timeout: String, CaseIterable, Sendable {
+    case failing, finishing
+  }
+
+  /// The consumer takes 1 and parks while 2 waits in the operator (the upstream's body is parked
+  /// after it); it is then cancelled: its `next()` returns `nil` only once the body has ended.
+  @Test(arguments: Timeout.allCases)
+  func timeoutCancelledWhileAnElementWaitsEndsOnceTheUpstreamsBodyHasEnded(variant: Timeout) async {
+    let clock = TestClock()
+    let log = EventLog<String>()
+    let never = Gate()
+    let cleanUp = Signal()
+    let upstream = Flow<Int, Never> { emitter in
+      for element in 1...2 { await emitter.emit(element) }
+      await never.wait()  // leaves when the body is cancelled
+      await cleanUp.wait()  // not cancellable: the body's clean-up takes a while
+      log.append("body ended")
+    }
+    let parked = Gate()
+    let consumer = clock.task {
+      switch variant {
+      case .failing: await Self.takeOneThenCancel(upstream.timeoutFlow(after: .seconds(10), clock: clock), parked, log)
+      case .finishing:
+        await Self.takeOneThenCancel(upstream.timeoutFlow(finishingAfter: .seconds(10), clock: clock), parked, log)
+      }
+    }
+    await parked.entered()
+    await clock.runCurrent()
+    consumer.cancel()
+    await clock.runCurrent()
+    #expect(log.all == ["got Optional(1)"])
+    cleanUp.fire()
+    await consumer.value
+    #expect(log.all == ["got Optional(1)", "body ended", "next nil"])
+    #expect(clock.pendingSleepers == 0)
+  }
+
+  private static func takeOneThenCancel<S: AsyncSequence>(
+    _ sequence: S, _ parked: Gate, _ log: EventLog<String>
+  ) async where S.Element == Int {
+    var iterator = sequence.makeAsyncIterator()
+    log.append("got \(String(describing: (try? await iterator.next()) ?? nil))")
+    await parked.wait()  // leaves when the task is cancelled
+    let next = (try? await iterator.next()) ?? nil
+    log.append("next \(next.map(String.init) ?? "nil")")
+  }
+}
