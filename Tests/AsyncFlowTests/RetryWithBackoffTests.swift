@@ -105,6 +105,37 @@ struct RetryWithBackoffTests {
     #expect(attempts.withLock { $0.count } == 1)
   }
 
+  /// The consumer takes 1 and parks; it is then cancelled: its `next()` returns `nil` only once the
+  /// attempt's body has ended, as a bare `Flow`'s would.
+  @Test func cancelledBetweenElementsEndsOnceTheAttemptsBodyHasEnded() async {
+    let clock = TestClock()
+    let log = EventLog<String>()
+    let never = Gate()
+    let cleanUp = Signal()
+    let source = Flow<Int, TestError> { emitter throws(TestError) in
+      await emitter.emit(1)
+      await never.wait()  // leaves when the body is cancelled
+      await cleanUp.wait()  // not cancellable: the body's clean-up takes a while
+      log.append("body ended")
+    }
+    let parked = Gate()
+    let consumer = clock.task {
+      var iterator = source.retryWithBackoff(maxRetries: 3, initialDelay: .seconds(1), clock: clock).makeAsyncIterator()
+      log.append("got \(String(describing: (try? await iterator.next()) ?? nil))")
+      await parked.wait()  // leaves when the task is cancelled
+      let next = (try? await iterator.next()) ?? nil
+      log.append("next \(next.map(String.init) ?? "nil")")
+    }
+    await parked.entered()
+    await never.entered()
+    consumer.cancel()
+    await clock.runCurrent()
+    #expect(log.all == ["got Optional(1)"])
+    cleanUp.fire()
+    await consumer.value
+    #expect(log.all == ["got Optional(1)", "body ended", "next nil"])
+  }
+
   @Test func invalidArgumentsAreProgrammerErrors() async {
     await #expect(processExitsWith: .failure) {
       _ = Flow<Int, Never>.empty.retryWithBackoff(maxRetries: -1, initialDelay: .seconds(1))

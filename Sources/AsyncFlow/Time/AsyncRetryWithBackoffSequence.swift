@@ -105,10 +105,13 @@ where C.Duration == Duration {
     /// ```
     public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
       while true {
-        guard !Task.isCancelled, attempt != nil else {
-          attempt = nil
+        if Task.isCancelled {
+          // One more pull in the cancelled task lets the attempt end its own work (a `Flow` waits
+          // for its body): no work outlives the iteration. What it returns is of no use.
+          if var cancelled = attempt.take() { _ = try? await cancelled.next(isolation: actor) }
           return nil
         }
+        guard attempt != nil else { return nil }
         do throws(Base.Failure) {
           return try await attempt.nextOrRelease(isolation: actor)
         } catch {
