@@ -135,22 +135,4 @@ struct RetryWithBackoffTests {
     await consumer.value
     #expect(log.all == ["got Optional(1)", "body ended", "next nil"])
   }
-
-  @Test func invalidArgumentsAreProgrammerErrors() async {
-    await #expect(processExitsWith: .failure) {
-      _ = Flow<Int, Never>.empty.retryWithBackoff(maxRetries: -1, initialDelay: .seconds(1))
-    }
-    await #expect(processExitsWith: .failure) {
-      _ = Flow<Int, Never>.empty.retryWithBackoff(maxRetries: 1, initialDelay: .seconds(-1))
-    }
-    await #expect(processExitsWith: .failure) {
-      _ = Flow<Int, Never>.empty.retryWithBackoff(maxRetries: 1, initialDelay: .seconds(1), maxDelay: .seconds(-1))
-    }
-    await #expect(processExitsWith: .failure) {
-      _ = Flow<Int, Never>.empty.retryWithBackoff(maxRetries: 1, initialDelay: .seconds(1), multiplier: 0.5)
-    }
-    await #expect(processExitsWith: .failure) {
-      _ = Flow<Int, Never>.empty.retryWithBackoff(maxRetries: 1, initialDelay: .seconds(1), jitter: 1.5)
-    }
-  }
 }

@@ -62,8 +62,26 @@ where C.Duration == Duration {
     var maxRetries: Int
     var initialDelay: Duration
     var multiplier: Double
+    /// Capped at ``Swift/Duration/longestInterval``, so that a sleep's deadline never overflows.
     var maxDelay: Duration
     var jitter: Double
+
+    init(maxRetries: Int, initialDelay: Duration, multiplier: Double, maxDelay: Duration, jitter: Double) {
+      self.maxRetries = maxRetries
+      self.initialDelay = initialDelay
+      self.multiplier = multiplier
+      self.maxDelay = maxDelay.cappedInterval
+      self.jitter = jitter
+    }
+
+    /// The delay after `delay`: `delay * multiplier`, capped at `maxDelay`. The cap is applied
+    /// before the product is made, since the product may not fit in a `Duration` (a multiplier of
+    /// 1e30 or infinity would trap).
+    func grown(_ delay: Duration) -> Duration {
+      guard delay > .zero, delay < maxDelay else { return Swift.min(delay, maxDelay) }
+      guard delay.seconds * multiplier < maxDelay.seconds else { return maxDelay }
+      return Swift.min(delay * multiplier, maxDelay)
+    }
   }
 
   let base: Base
@@ -119,10 +137,9 @@ where C.Duration == Duration {
           guard retries < sequence.policy.maxRetries, sequence.shouldRetry(error) else { throw error }
           retries += 1
           let policy = sequence.policy
-          let factor = policy.jitter == 0 ? 1 : Double.random(in: (1 - policy.jitter)...1)
-          let delay = nextDelay * factor
-          // Multiplying step by step, capped, never overflows however many retries there are.
-          nextDelay = Swift.min(nextDelay * policy.multiplier, policy.maxDelay)
+          // Multiplying by a Double rounds a long delay: without jitter, the delay is exact.
+          let delay = policy.jitter == 0 ? nextDelay : nextDelay * Double.random(in: (1 - policy.jitter)...1)
+          nextDelay = policy.grown(nextDelay)
           do {
             try await sequence.clock.sleep(for: delay)
           } catch {
@@ -146,3 +163,10 @@ where C.Duration == Duration {
 
 @available(*, unavailable)
 extension AsyncRetryWithBackoffSequence.Iterator: Sendable {}
+
+extension Duration {
+  /// This duration in seconds, as a `Double` (rounded).
+  fileprivate var seconds: Double {
+    Double(components.seconds) + Double(components.attoseconds) * 1e-18
+  }
+}

@@ -100,7 +100,7 @@ struct DebounceStateMachine<Element: Sendable, Failure: Error, Instant: InstantP
   private var outputs = TimedOutputQueue<Element, Failure>()
 
   init(interval: Instant.Duration) {
-    self.interval = interval
+    self.interval = interval.cappedInterval
   }
 
   mutating func start(at now: Instant) {}

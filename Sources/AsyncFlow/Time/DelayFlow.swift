@@ -98,7 +98,7 @@ struct DelayStateMachine<Element: Sendable, Failure: Error, Instant: InstantProt
   private var upstreamHasEnded = false
 
   init(interval: Instant.Duration) {
-    self.interval = interval
+    self.interval = interval.cappedInterval
   }
 
   mutating func start(at now: Instant) {}

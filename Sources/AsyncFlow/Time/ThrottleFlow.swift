@@ -107,7 +107,7 @@ struct ThrottleStateMachine<Element: Sendable, Failure: Error, Instant: InstantP
   private var outputs = TimedOutputQueue<Element, Failure>()
 
   init(interval: Instant.Duration, latest: Bool) {
-    self.interval = interval
+    self.interval = interval.cappedInterval
     self.latest = latest
   }
 

@@ -65,3 +65,19 @@ struct TimedOutputQueue<Element, Failure: Error> {
 
 extension TimedOutput: Sendable where Element: Sendable {}
 extension TimedOutputQueue: Sendable where Element: Sendable {}
+
+extension Duration {
+  /// The longest interval a time operator waits: `Int64.max` seconds, about 292 billion years.
+  static let longestInterval = Duration.seconds(Int64.max)
+}
+
+extension DurationProtocol {
+  /// This interval, capped at ``Swift/Duration/longestInterval`` when it is a `Duration`: a
+  /// deadline `now + interval` then stays far below `Duration`'s limit (about 5 trillion years)
+  /// instead of trapping there, and nobody can tell a longer wait from this one. Other duration
+  /// types are the clock's business.
+  var cappedInterval: Self {
+    guard let duration = self as? Duration, duration > .longestInterval else { return self }
+    return Duration.longestInterval as! Self
+  }
+}

@@ -188,7 +188,7 @@ struct TimeoutStateMachine<Element: Sendable, UpstreamFailure: Error, Failure: E
   private var outputs = TimedOutputQueue<Element, Failure>()
 
   init(interval: Instant.Duration, timeoutEnd: Failure?, mapFailure: @escaping @Sendable (UpstreamFailure) -> Failure) {
-    self.interval = interval
+    self.interval = interval.cappedInterval
     self.timeoutEnd = timeoutEnd
     self.mapFailure = mapFailure
   }
