@@ -226,3 +226,53 @@ struct TimeOperatorCancellationTests {
     log.append("next \(next.map(String.init) ?? "nil")")
   }
 }
+
+/// An endless upstream that produces 1, 2, 3, ... one every 100 ms, counting how many were pulled.
+private struct Counting: AsyncSequence, Sendable {
+  let clock: TestClock
+  let pulled: LockedState<Int>
+
+  struct AsyncIterator: AsyncIteratorProtocol {
+    let clock: TestClock
+    let pulled: LockedState<Int>
+
+    mutating func next() async -> Int? {
+      do { try await clock.sleep(for: .milliseconds(100)) } catch { return nil }
+      return pulled.withLock { count in
+        count += 1
+        return count
+      }
+    }
+  }
+
+  func makeAsyncIterator() -> AsyncIterator { AsyncIterator(clock: clock, pulled: pulled) }
+}
+
+@Suite("delayFlow's bound", .timeLimit(.minutes(1)))
+struct DelayBoundTests {
+  /// 1 s of delay, an element every 100 ms: 10 arrive within one interval. Behind a consumer that
+  /// stalls for 20 s, the upstream is pulled until more are due than in flight, then no more.
+  @Test func aStalledConsumerStopsThePullingAtAboutTwiceWhatArrivesInOneInterval() async {
+    let clock = TestClock()
+    let pulled = LockedState(0)
+    let stalled = Gate()
+    let consumer = clock.task {
+      var iterator = Counting(clock: clock, pulled: pulled).delayFlow(for: .seconds(1), clock: clock)
+        .makeAsyncIterator()
+      var received = [await iterator.next()]
+      await stalled.wait()
+      for _ in 1...30 { received.append(await iterator.next()) }
+      return received
+    }
+    await clock.advance(by: .milliseconds(1100))
+    await stalled.entered()
+    await clock.advance(by: .seconds(20))
+    let heldBack = pulled.withLock { $0 }
+    #expect(heldBack <= 2 * 10 + 2, "pulled \(heldBack)")
+    stalled.release()
+    await clock.advance(by: .seconds(5))
+    // Nothing is lost: the consumer gets every element, in order, and the pulling resumes.
+    #expect(await consumer.value == (1...31).map { $0 })
+    #expect(pulled.withLock { $0 } > heldBack)
+  }
+}

@@ -1,6 +1,8 @@
 extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// Delivers every element, and the end, `interval` after it arrived. The elements in flight are
-  /// buffered: as many as arrive within one interval.
+  /// buffered: as many as arrive within one interval. Behind a stalled consumer, the upstream is
+  /// not pulled while more elements are due than in flight: at most about twice what arrives
+  /// within one interval (plus one) is held.
   ///
   /// ```swift
   /// let toasts = messages.delayFlow(for: .seconds(1), clock: clock)
@@ -86,7 +88,8 @@ where Base.Element: Sendable {
 extension AsyncDelayFlowSequence.Iterator: Sendable {}
 
 /// `delayFlow`: every element, and the end, is delivered `interval` after it arrived.
-/// Elements in flight are buffered: as many as arrive within one interval.
+/// Elements in flight are buffered: as many as arrive within one interval; behind a stalled
+/// consumer, the upstream is no longer pulled (see `wantsUpstream`).
 struct DelayStateMachine<Element: Sendable, Failure: Error, Instant: InstantProtocol>: TimedStateMachine, Sendable {
   typealias UpstreamFailure = Failure
 
@@ -127,7 +130,13 @@ struct DelayStateMachine<Element: Sendable, Failure: Error, Instant: InstantProt
   }
 
   var deadline: Instant? { inFlightStart < inFlight.count ? inFlight[inFlightStart].due : nil }
-  var wantsUpstream: Bool { !upstreamHasEnded && !outputs.hasEnded }
+  /// Pulls while the elements due and not yet taken are no more than those in flight: a stalled
+  /// consumer stops the pulling once more are due than arrive within about one interval, so at
+  /// most about twice what arrives within one interval is held (plus one), instead of everything
+  /// the upstream produces meanwhile.
+  var wantsUpstream: Bool {
+    !upstreamHasEnded && !outputs.hasEnded && outputs.count <= inFlight.count - inFlightStart
+  }
   var hasOutput: Bool { !outputs.isEmpty }
   var isEnding: Bool { outputs.hasEnded }
 

@@ -43,6 +43,8 @@ struct TimedOutputQueue<Element, Failure: Error> {
   private(set) var hasEnded = false
 
   var isEmpty: Bool { outputs.isEmpty }
+  /// The outputs the consumer has not taken, the end included.
+  var count: Int { outputs.count }
 
   mutating func append(_ element: Element, conflating: Bool) {
     if conflating, case .element = outputs.last {
