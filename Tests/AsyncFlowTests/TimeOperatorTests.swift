@@ -45,11 +45,23 @@ struct TimeOperatorTests {
     #expect(output == "a--b--d---e|")
   }
 
-  @Test func throttleDeliversThePendingElementAtFinishAndFailure() async {
+  /// At the upstream's end the pending element keeps its window: it comes when the window ends,
+  /// the end right after it, so two elements never come closer than the interval.
+  @Test func throttleDeliversThePendingElementAtItsWindowsEndThenTheEnd() async {
     #expect(
-      await marbles.record(marbles.input("ab|").throttleFlow(for: .seconds(3), clock: clock), ticks: 5) == "a-[b|]")
+      await marbles.record(marbles.input("ab|").throttleFlow(for: .seconds(3), clock: clock), ticks: 6) == "a--[b|]")
     #expect(
-      await marbles.record(marbles.input("ab#").throttleFlow(for: .seconds(3), clock: clock), ticks: 5) == "a-[b#]")
+      await marbles.record(marbles.input("ab#").throttleFlow(for: .seconds(3), clock: clock), ticks: 6) == "a--[b#]")
+    #expect(
+      await marbles.record(
+        marbles.input("abc|").throttleFlow(for: .seconds(5), clock: clock, latest: false), ticks: 8) == "a----[b|]")
+    #expect(clock.pendingSleepers == 0)
+  }
+
+  @Test func throttleWithoutAPendingElementEndsAtOnce() async {
+    #expect(await marbles.record(marbles.input("a-|").throttleFlow(for: .seconds(5), clock: clock), ticks: 6) == "a-|")
+    #expect(
+      await marbles.record(marbles.input("abc-|").throttleFlow(for: .seconds(3), clock: clock), ticks: 8) == "a--c|")
     #expect(clock.pendingSleepers == 0)
   }
 

@@ -2,8 +2,10 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// Delivers at most one element per `interval`, driven by a timer as in Combine: the first
   /// element passes at once; at the end of each window that saw elements, the newest
   /// (`latest: true`) or the first (`latest: false`) of them is delivered even if the upstream has
-  /// gone quiet, and opens the next window. At the upstream's end a pending element is delivered,
-  /// then the end.
+  /// gone quiet, and opens the next window. At the upstream's end (finish or failure) a pending
+  /// element is still delivered at the end of its window, then the end at once: the promise of at
+  /// most one element per interval holds at the end too. Without a pending element, the end
+  /// passes at once.
   ///
   /// ```swift
   /// let positions = scrollOffsets.throttleFlow(for: .milliseconds(100), clock: clock)
@@ -96,7 +98,9 @@ extension AsyncThrottleFlowSequence.Iterator: Sendable {}
 
 /// `throttleFlow`, timer-driven as in Combine: the first element passes at once and opens a
 /// window of `interval`; at the end of a window that saw elements, the newest (or the first) of
-/// them is delivered and opens the next window, even if the upstream has gone quiet.
+/// them is delivered and opens the next window, even if the upstream has gone quiet. At the
+/// upstream's end (finish or failure) a pending element still waits for its window's end, then the
+/// end follows it: two elements never come closer than the interval.
 struct ThrottleStateMachine<Element: Sendable, Failure: Error, Instant: InstantProtocol>: TimedStateMachine, Sendable {
   typealias UpstreamFailure = Failure
 
@@ -104,6 +108,8 @@ struct ThrottleStateMachine<Element: Sendable, Failure: Error, Instant: InstantP
   private let latest: Bool
   private var windowEnd: Instant?
   private var pending: Element?
+  /// The upstream's end (`.some(nil)`: a finish), held while a pending element waits for its window.
+  private var heldEnd: Failure??
   private var outputs = TimedOutputQueue<Element, Failure>()
 
   init(interval: Instant.Duration, latest: Bool) {
@@ -123,7 +129,11 @@ struct ThrottleStateMachine<Element: Sendable, Failure: Error, Instant: InstantP
   }
 
   mutating func upstreamEnded(_ failure: Failure?, at now: Instant) {
-    if let pending = pending.take() { outputs.append(pending, conflating: false) }
+    // A pending element implies an open window: it keeps its turn, and the end follows it.
+    guard pending == nil else {
+      heldEnd = .some(failure)
+      return
+    }
     windowEnd = nil
     outputs.end(failure)
   }
@@ -132,14 +142,19 @@ struct ThrottleStateMachine<Element: Sendable, Failure: Error, Instant: InstantP
     guard let windowEnd, now >= windowEnd else { return }
     if let pending = pending.take() {
       outputs.append(pending, conflating: true)
-      self.windowEnd = now.advanced(by: interval)
+      if let heldEnd = heldEnd.take() {
+        self.windowEnd = nil
+        outputs.end(heldEnd)
+      } else {
+        self.windowEnd = now.advanced(by: interval)
+      }
     } else {
       self.windowEnd = nil
     }
   }
 
   var deadline: Instant? { windowEnd }
-  var wantsUpstream: Bool { !outputs.hasEnded }
+  var wantsUpstream: Bool { !outputs.hasEnded && heldEnd == nil }
   var hasOutput: Bool { !outputs.isEmpty }
   var isEnding: Bool { outputs.hasEnded }
 
