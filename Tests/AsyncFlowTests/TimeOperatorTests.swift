@@ -288,3 +288,56 @@ struct DelayBoundTests {
     #expect(pulled.withLock { $0 } > heldBack)
   }
 }
+
+/// An upstream that ignores cancellation: its first `next()` waits for `release`, then fails.
+private struct FailsWhenReleased: AsyncSequence, Sendable {
+  let release: Signal
+  let log: EventLog<String>
+
+  struct AsyncIterator: AsyncIteratorProtocol {
+    let release: Signal
+    let log: EventLog<String>
+
+    mutating func next() async throws(TestError) -> Int? {
+      await release.wait()
+      log.append("upstream failed")
+      throw TestError(id: 1)
+    }
+  }
+
+  func makeAsyncIterator() -> AsyncIterator { AsyncIterator(release: release, log: log) }
+}
+
+@Suite("timeoutFlow after its timeout", .timeLimit(.minutes(1)))
+struct TimeoutAfterTheTimeoutTests {
+  /// The timeout fires first; the upstream, cancelled, fails later: the sequence ends with the
+  /// timeout (the first end wins), once the upstream has returned.
+  @Test func anUpstreamFailingAfterTheTimeoutFiredStillEndsWithTheTimeout() async {
+    let clock = TestClock()
+    let release = Signal()
+    let log = EventLog<String>()
+    let timed = FailsWhenReleased(release: release, log: log).timeoutFlow(after: .seconds(1), clock: clock)
+    let result = clock.task {
+      let failure = await collect(timed).failure
+      log.append("consumer got \(failure.map { "\(type(of: $0))" } ?? "nil")")
+    }
+    await clock.advance(by: .seconds(1))
+    #expect(log.all.isEmpty)  // the consumer waits for the upstream, which ignores cancellation
+    release.fire()
+    await result.value
+    #expect(log.all == ["upstream failed", "consumer got FlowTimeoutError"])
+  }
+
+  @Test func anUpstreamFailingAfterTheFinishingTimeoutFiredStillFinishes() async {
+    let clock = TestClock()
+    let release = Signal()
+    let log = EventLog<String>()
+    let timed = FailsWhenReleased(release: release, log: log).timeoutFlow(finishingAfter: .seconds(1), clock: clock)
+    let result = clock.task { await collect(timed) }
+    await clock.advance(by: .seconds(1))
+    release.fire()
+    let (elements, failure) = await result.value
+    #expect(elements.isEmpty && failure == nil)
+    #expect(log.all == ["upstream failed"])
+  }
+}

@@ -25,7 +25,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// Fails with ``FlowTimeoutError`` when the upstream takes longer than `interval` to deliver an
   /// element or its end, and cancels the upstream. The time is counted from the start of the
   /// iteration and from each hand-over of an element; it pauses while an element waits for a slow
-  /// consumer.
+  /// consumer. The failure comes once the upstream has returned from its cancellation; if it fails
+  /// meanwhile (it ignored the cancellation), its failure is dropped: the first end wins, and the
+  /// sequence still fails with ``FlowTimeoutError``.
   ///
   /// ```swift
   /// let page = try await api.page(1).timeoutFlow(after: .seconds(5), clock: clock).first { _ in true }
@@ -174,7 +176,8 @@ where Base.Element: Sendable {
 extension AsyncTimeoutFlowSequence.Iterator: Sendable {}
 
 /// `timeoutFlow`: ends the sequence (with a failure, or a finish) when the upstream takes longer
-/// than `interval` to deliver an element or its end. The clock runs from the start of the
+/// than `interval` to deliver an element or its end. The first end wins: an upstream failing
+/// after the timeout fired (it ignored the cancellation) does not replace the timeout. The clock runs from the start of the
 /// iteration and from each element's hand-over to the consumer; it pauses while an element waits
 /// for a slow consumer, since the upstream is not being asked for anything then.
 struct TimeoutStateMachine<Element: Sendable, UpstreamFailure: Error, Failure: Error, Instant: InstantProtocol>:
