@@ -105,21 +105,112 @@ struct RetryWithBackoffTests {
     #expect(attempts.withLock { $0.count } == 1)
   }
 
-  @Test func invalidArgumentsAreProgrammerErrors() async {
-    await #expect(processExitsWith: .failure) {
-      _ = Flow<Int, Never>.empty.retryWithBackoff(maxRetries: -1, initialDelay: .seconds(1))
+  /// The consumer takes 1 and parks; it is then cancelled: its `next()` returns `nil` only once the
+  /// attempt's body has ended, as a bare `Flow`'s would.
+  @Test func cancelledBetweenElementsEndsOnceTheAttemptsBodyHasEnded() async {
+    let clock = TestClock()
+    let log = EventLog<String>()
+    let never = Gate()
+    let cleanUp = Signal()
+    let source = Flow<Int, TestError> { emitter throws(TestError) in
+      await emitter.emit(1)
+      await never.wait()  // leaves when the body is cancelled
+      await cleanUp.wait()  // not cancellable: the body's clean-up takes a while
+      log.append("body ended")
     }
-    await #expect(processExitsWith: .failure) {
-      _ = Flow<Int, Never>.empty.retryWithBackoff(maxRetries: 1, initialDelay: .seconds(-1))
+    let parked = Gate()
+    let consumer = clock.task {
+      var iterator = source.retryWithBackoff(maxRetries: 3, initialDelay: .seconds(1), clock: clock).makeAsyncIterator()
+      log.append("got \(String(describing: (try? await iterator.next()) ?? nil))")
+      await parked.wait()  // leaves when the task is cancelled
+      let next = (try? await iterator.next()) ?? nil
+      log.append("next \(next.map(String.init) ?? "nil")")
     }
-    await #expect(processExitsWith: .failure) {
-      _ = Flow<Int, Never>.empty.retryWithBackoff(maxRetries: 1, initialDelay: .seconds(1), maxDelay: .seconds(-1))
+    await parked.entered()
+    await never.entered()
+    consumer.cancel()
+    await clock.runCurrent()
+    #expect(log.all == ["got Optional(1)"])
+    cleanUp.fire()
+    await consumer.value
+    #expect(log.all == ["got Optional(1)", "body ended", "next nil"])
+  }
+}
+
+/// A generator that always returns `value`.
+private struct Constant: RandomNumberGenerator, Sendable {
+  let value: UInt64
+  mutating func next() -> UInt64 { value }
+}
+
+/// SplitMix64: a small seeded generator, for reproducible jitter.
+private struct SplitMix: RandomNumberGenerator, Sendable {
+  var state: UInt64
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+}
+
+@Suite("retryWithBackoff's jitter", .timeLimit(.minutes(1)))
+struct RetryJitterTests {
+  /// The waits between the attempts of a source that always fails, retried `retries` times.
+  private func waits(
+    retries: Int, initialDelay: Duration = .seconds(4), multiplier: Double = 1, maxDelay: Duration = .seconds(60),
+    jitter: Double,
+    using generator: some RandomNumberGenerator & Sendable
+  ) async -> [Duration] {
+    let clock = TestClock()
+    let attempts = LockedState<[Duration]>([])
+    let source = flakySource(failures: .max, clock: clock, attempts: attempts)
+    let result = clock.task {
+      await collect(
+        source.retryWithBackoff(
+          maxRetries: retries, initialDelay: initialDelay, multiplier: multiplier, maxDelay: maxDelay, jitter: jitter,
+          using: generator, clock: clock))
     }
-    await #expect(processExitsWith: .failure) {
-      _ = Flow<Int, Never>.empty.retryWithBackoff(maxRetries: 1, initialDelay: .seconds(1), multiplier: 0.5)
+    await clock.run()
+    _ = await result.value
+    let offsets = attempts.withLock { $0 }
+    return zip(offsets.dropFirst(), offsets).map { later, earlier in later - earlier }
+  }
+
+  @Test func theSmallestRandomNumberKeepsTheFullDelay() async {
+    #expect(
+      await waits(retries: 3, multiplier: 2, jitter: 0.5, using: Constant(value: 0)) == [
+        .seconds(4), .seconds(8), .seconds(16),
+      ])
+  }
+
+  @Test func theLargestRandomNumberScalesTheDelayDownTo1MinusJitter() async {
+    for wait in await waits(retries: 3, jitter: 0.5, using: Constant(value: .max)) {
+      #expect(wait >= .seconds(2) && wait < .seconds(2) + .nanoseconds(1), "\(wait)")
     }
-    await #expect(processExitsWith: .failure) {
-      _ = Flow<Int, Never>.empty.retryWithBackoff(maxRetries: 1, initialDelay: .seconds(1), jitter: 1.5)
+    for wait in await waits(retries: 3, jitter: 1, using: Constant(value: .max)) {
+      #expect(wait >= .zero && wait < .nanoseconds(1), "\(wait)")
     }
+  }
+
+  @Test func aSeededGeneratorGivesReproducibleWaitsWithinTheBounds() async {
+    let first = await waits(retries: 100, jitter: 0.25, using: SplitMix(state: 7))
+    #expect(first.count == 100)
+    #expect(first.allSatisfy { $0 >= .seconds(3) && $0 <= .seconds(4) })
+    #expect(Set(first).count > 90)  // they vary
+    #expect(await waits(retries: 100, jitter: 0.25, using: SplitMix(state: 7)) == first)
+  }
+
+  @Test func withoutJitterTheDelayIsExactAndNothingIsDrawn() async {
+    // A generator that would trap if drawn from.
+    struct Forbidden: RandomNumberGenerator, Sendable {
+      mutating func next() -> UInt64 { preconditionFailure("drew a random number without jitter") }
+    }
+    let longest = Duration.seconds(Int64.max)
+    #expect(
+      await waits(retries: 2, initialDelay: longest, maxDelay: longest, jitter: 0, using: Forbidden()) == [
+        .seconds(Int64.max), .seconds(Int64.max),
+      ])
   }
 }

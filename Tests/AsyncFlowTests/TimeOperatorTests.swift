@@ -45,11 +45,23 @@ struct TimeOperatorTests {
     #expect(output == "a--b--d---e|")
   }
 
-  @Test func throttleDeliversThePendingElementAtFinishAndFailure() async {
+  /// At the upstream's end the pending element keeps its window: it comes when the window ends,
+  /// the end right after it, so two elements never come closer than the interval.
+  @Test func throttleDeliversThePendingElementAtItsWindowsEndThenTheEnd() async {
     #expect(
-      await marbles.record(marbles.input("ab|").throttleFlow(for: .seconds(3), clock: clock), ticks: 5) == "a-[b|]")
+      await marbles.record(marbles.input("ab|").throttleFlow(for: .seconds(3), clock: clock), ticks: 6) == "a--[b|]")
     #expect(
-      await marbles.record(marbles.input("ab#").throttleFlow(for: .seconds(3), clock: clock), ticks: 5) == "a-[b#]")
+      await marbles.record(marbles.input("ab#").throttleFlow(for: .seconds(3), clock: clock), ticks: 6) == "a--[b#]")
+    #expect(
+      await marbles.record(
+        marbles.input("abc|").throttleFlow(for: .seconds(5), clock: clock, latest: false), ticks: 8) == "a----[b|]")
+    #expect(clock.pendingSleepers == 0)
+  }
+
+  @Test func throttleWithoutAPendingElementEndsAtOnce() async {
+    #expect(await marbles.record(marbles.input("a-|").throttleFlow(for: .seconds(5), clock: clock), ticks: 6) == "a-|")
+    #expect(
+      await marbles.record(marbles.input("abc-|").throttleFlow(for: .seconds(3), clock: clock), ticks: 8) == "a--c|")
     #expect(clock.pendingSleepers == 0)
   }
 
@@ -126,5 +138,206 @@ struct TimeOperatorTests {
     let output = await marbles.record(Flow.timer(every: .seconds(2), clock: clock), ticks: 7, symbol: { _ in "t" })
     #expect(output == "--t-t-t")
     #expect(clock.pendingSleepers == 0)
+  }
+}
+
+/// The time operators' concrete types: they can be stored, and their iterators' `next()` is typed.
+private struct StoredPipelines: Sendable {
+  let debounced: AsyncDebounceFlowSequence<Flow<Int, Never>, TestClock>
+  let throttled: AsyncThrottleFlowSequence<Flow<Int, Never>, TestClock>
+  let delayed: AsyncDelayFlowSequence<Flow<Int, Never>, TestClock>
+  let timedOut: AsyncTimeoutFlowSequence<Flow<Int, Never>, TestClock, FlowTimeoutError>
+  let timedOutOrFailed: AsyncTimeoutFlowSequence<Flow<Int, TestError>, TestClock, any Error>
+  let finishing: AsyncTimeoutFlowSequence<Flow<Int, Never>, TestClock, Never>
+
+  init(clock: TestClock) {
+    let source = Flow<Int, Never>.just(1)
+    debounced = source.debounceFlow(for: .seconds(1), clock: clock)
+    throttled = source.throttleFlow(for: .seconds(1), clock: clock)
+    delayed = source.delayFlow(for: .seconds(1), clock: clock)
+    timedOut = source.timeoutFlow(after: .seconds(1), clock: clock)
+    timedOutOrFailed = Flow<Int, TestError>.fail(TestError()).timeoutFlow(after: .seconds(1), clock: clock)
+    finishing = source.timeoutFlow(finishingAfter: .seconds(1), clock: clock)
+  }
+}
+
+@Suite("Time operators' types", .timeLimit(.minutes(1)))
+struct TimeOperatorTypeTests {
+  @Test func storedSequencesIterateWithoutTryWhenTheyCannotFail() async throws {
+    let clock = TestClock()
+    let pipelines = StoredPipelines(clock: clock)
+    let firsts = clock.task {
+      var debounced = pipelines.debounced.makeAsyncIterator()
+      let a = await debounced.next()
+      var throttled = pipelines.throttled.makeAsyncIterator()
+      let b = await throttled.next(isolation: #isolation)
+      var delayed = pipelines.delayed.makeAsyncIterator()
+      let c = await delayed.next()
+      var finishing = pipelines.finishing.makeAsyncIterator()
+      let d = await finishing.next()
+      return [a, b, c, d]
+    }
+    await clock.run()
+    #expect(await firsts.value == [1, 1, 1, 1])
+
+    let typed = clock.task { () -> Result<Int?, FlowTimeoutError> in
+      var iterator = pipelines.timedOut.makeAsyncIterator()
+      do throws(FlowTimeoutError) { return .success(try await iterator.next()) } catch { return .failure(error) }
+    }
+    await clock.run()
+    #expect(try await typed.value.get() == 1)
+  }
+}
+
+@Suite("Time operators' cancellation", .timeLimit(.minutes(1)))
+struct TimeOperatorCancellationTests {
+  enum Timeout: String, CaseIterable, Sendable {
+    case failing, finishing
+  }
+
+  /// The consumer takes 1 and parks while 2 waits in the operator (the upstream's body is parked
+  /// after it); it is then cancelled: its `next()` returns `nil` only once the body has ended.
+  @Test(arguments: Timeout.allCases)
+  func timeoutCancelledWhileAnElementWaitsEndsOnceTheUpstreamsBodyHasEnded(variant: Timeout) async {
+    let clock = TestClock()
+    let log = EventLog<String>()
+    let never = Gate()
+    let cleanUp = Signal()
+    let upstream = Flow<Int, Never> { emitter in
+      for element in 1...2 { await emitter.emit(element) }
+      await never.wait()  // leaves when the body is cancelled
+      await cleanUp.wait()  // not cancellable: the body's clean-up takes a while
+      log.append("body ended")
+    }
+    let parked = Gate()
+    let consumer = clock.task {
+      switch variant {
+      case .failing: await Self.takeOneThenCancel(upstream.timeoutFlow(after: .seconds(10), clock: clock), parked, log)
+      case .finishing:
+        await Self.takeOneThenCancel(upstream.timeoutFlow(finishingAfter: .seconds(10), clock: clock), parked, log)
+      }
+    }
+    await parked.entered()
+    await clock.runCurrent()
+    consumer.cancel()
+    await clock.runCurrent()
+    #expect(log.all == ["got Optional(1)"])
+    cleanUp.fire()
+    await consumer.value
+    #expect(log.all == ["got Optional(1)", "body ended", "next nil"])
+    #expect(clock.pendingSleepers == 0)
+  }
+
+  private static func takeOneThenCancel<S: AsyncSequence>(
+    _ sequence: S, _ parked: Gate, _ log: EventLog<String>
+  ) async where S.Element == Int {
+    var iterator = sequence.makeAsyncIterator()
+    log.append("got \(String(describing: (try? await iterator.next()) ?? nil))")
+    await parked.wait()  // leaves when the task is cancelled
+    let next = (try? await iterator.next()) ?? nil
+    log.append("next \(next.map(String.init) ?? "nil")")
+  }
+}
+
+/// An endless upstream that produces 1, 2, 3, ... one every 100 ms, counting how many were pulled.
+private struct Counting: AsyncSequence, Sendable {
+  let clock: TestClock
+  let pulled: LockedState<Int>
+
+  struct AsyncIterator: AsyncIteratorProtocol {
+    let clock: TestClock
+    let pulled: LockedState<Int>
+
+    mutating func next() async -> Int? {
+      do { try await clock.sleep(for: .milliseconds(100)) } catch { return nil }
+      return pulled.withLock { count in
+        count += 1
+        return count
+      }
+    }
+  }
+
+  func makeAsyncIterator() -> AsyncIterator { AsyncIterator(clock: clock, pulled: pulled) }
+}
+
+@Suite("delayFlow's bound", .timeLimit(.minutes(1)))
+struct DelayBoundTests {
+  /// 1 s of delay, an element every 100 ms: 10 arrive within one interval. Behind a consumer that
+  /// stalls for 20 s, the upstream is pulled until more are due than in flight, then no more.
+  @Test func aStalledConsumerStopsThePullingAtAboutTwiceWhatArrivesInOneInterval() async {
+    let clock = TestClock()
+    let pulled = LockedState(0)
+    let stalled = Gate()
+    let consumer = clock.task {
+      var iterator = Counting(clock: clock, pulled: pulled).delayFlow(for: .seconds(1), clock: clock)
+        .makeAsyncIterator()
+      var received = [await iterator.next()]
+      await stalled.wait()
+      for _ in 1...30 { received.append(await iterator.next()) }
+      return received
+    }
+    await clock.advance(by: .milliseconds(1100))
+    await stalled.entered()
+    await clock.advance(by: .seconds(20))
+    let heldBack = pulled.withLock { $0 }
+    #expect(heldBack <= 2 * 10 + 2, "pulled \(heldBack)")
+    stalled.release()
+    await clock.advance(by: .seconds(5))
+    // Nothing is lost: the consumer gets every element, in order, and the pulling resumes.
+    #expect(await consumer.value == (1...31).map { $0 })
+    #expect(pulled.withLock { $0 } > heldBack)
+  }
+}
+
+/// An upstream that ignores cancellation: its first `next()` waits for `release`, then fails.
+private struct FailsWhenReleased: AsyncSequence, Sendable {
+  let release: Signal
+  let log: EventLog<String>
+
+  struct AsyncIterator: AsyncIteratorProtocol {
+    let release: Signal
+    let log: EventLog<String>
+
+    mutating func next() async throws(TestError) -> Int? {
+      await release.wait()
+      log.append("upstream failed")
+      throw TestError(id: 1)
+    }
+  }
+
+  func makeAsyncIterator() -> AsyncIterator { AsyncIterator(release: release, log: log) }
+}
+
+@Suite("timeoutFlow after its timeout", .timeLimit(.minutes(1)))
+struct TimeoutAfterTheTimeoutTests {
+  /// The timeout fires first; the upstream, cancelled, fails later: the sequence ends with the
+  /// timeout (the first end wins), once the upstream has returned.
+  @Test func anUpstreamFailingAfterTheTimeoutFiredStillEndsWithTheTimeout() async {
+    let clock = TestClock()
+    let release = Signal()
+    let log = EventLog<String>()
+    let timed = FailsWhenReleased(release: release, log: log).timeoutFlow(after: .seconds(1), clock: clock)
+    let result = clock.task {
+      let failure = await collect(timed).failure
+      log.append("consumer got \(failure.map { "\(type(of: $0))" } ?? "nil")")
+    }
+    await clock.advance(by: .seconds(1))
+    #expect(log.all.isEmpty)  // the consumer waits for the upstream, which ignores cancellation
+    release.fire()
+    await result.value
+    #expect(log.all == ["upstream failed", "consumer got FlowTimeoutError"])
+  }
+
+  @Test func anUpstreamFailingAfterTheFinishingTimeoutFiredStillFinishes() async {
+    let clock = TestClock()
+    let release = Signal()
+    let log = EventLog<String>()
+    let timed = FailsWhenReleased(release: release, log: log).timeoutFlow(finishingAfter: .seconds(1), clock: clock)
+    let result = clock.task { await collect(timed) }
+    await clock.advance(by: .seconds(1))
+    release.fire()
+    let (elements, failure) = await result.value
+    #expect(elements.isEmpty && failure == nil)
+    #expect(log.all == ["upstream failed"])
   }
 }

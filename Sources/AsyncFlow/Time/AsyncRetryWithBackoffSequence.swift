@@ -3,20 +3,28 @@ extension AsyncSequence where Self: Sendable {
   ///
   /// After the `k`-th failure (if `k <= maxRetries` and `shouldRetry(error)`), it waits
   /// `initialDelay * multiplier^(k-1)`, capped at `maxDelay` and scaled by a random factor in
-  /// `[1 - jitter, 1]`, then makes a new iterator of this sequence. Retries are counted over the
+  /// `[1 - jitter, 1]` drawn from `generator`, then makes a new iterator of this sequence. Retries are counted over the
   /// whole iteration. Elements already delivered are not taken back, so a cold sequence (a
   /// ``Flow``, a request) runs again from its start, while a hot one (a subject) is subscribed
   /// to again and does not replay what it sent in between. After `maxRetries` retries the last
   /// failure is thrown; `maxRetries: 0` retries nothing. Cancelling the consumer during a wait
   /// ends the sequence at once, without another attempt.
   ///
+  /// Each iteration draws its jitter from its own copy of `generator`: the system's by default;
+  /// pass a seeded one in tests to make the waits reproducible (not in production, where every
+  /// client would then wait alike, which jitter is there to prevent). Without jitter, no random
+  /// number is drawn.
+  ///
   /// ```swift
   /// let results = api.search(term)
   ///   .retryWithBackoff(maxRetries: 3, initialDelay: .seconds(1), clock: clock) { $0.isTransient }
+  /// let reproducible = api.search(term)
+  ///   .retryWithBackoff(maxRetries: 3, initialDelay: .seconds(1), jitter: 0.5, using: seededGenerator, clock: clock)
   /// ```
   public func retryWithBackoff<C: Clock>(
     maxRetries: Int, initialDelay: Duration, multiplier: Double = 2, maxDelay: Duration = .seconds(60),
-    jitter: Double = 0, clock: C, while shouldRetry: @escaping @Sendable (Failure) -> Bool = { _ in true }
+    jitter: Double = 0, using generator: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator(),
+    clock: C, while shouldRetry: @escaping @Sendable (Failure) -> Bool = { _ in true }
   ) -> AsyncRetryWithBackoffSequence<Self, C> where C.Duration == Duration {
     precondition(maxRetries >= 0, "retryWithBackoff: maxRetries must be 0 or greater, got \(maxRetries)")
     precondition(initialDelay >= .zero, "retryWithBackoff: initialDelay must be 0 or greater, got \(initialDelay)")
@@ -26,28 +34,30 @@ extension AsyncSequence where Self: Sendable {
     return AsyncRetryWithBackoffSequence(
       base: self,
       policy: .init(
-        maxRetries: maxRetries, initialDelay: initialDelay, multiplier: multiplier, maxDelay: maxDelay, jitter: jitter),
+        maxRetries: maxRetries, initialDelay: initialDelay, multiplier: multiplier, maxDelay: maxDelay, jitter: jitter,
+        generator: generator),
       clock: clock, shouldRetry: shouldRetry)
   }
 
-  /// ``retryWithBackoff(maxRetries:initialDelay:multiplier:maxDelay:jitter:clock:while:)`` on the
-  /// `ContinuousClock`.
+  /// ``retryWithBackoff(maxRetries:initialDelay:multiplier:maxDelay:jitter:using:clock:while:)`` on
+  /// the `ContinuousClock`.
   ///
   /// ```swift
   /// let results = api.search(term).retryWithBackoff(maxRetries: 3, initialDelay: .milliseconds(500), jitter: 0.2)
   /// ```
   public func retryWithBackoff(
     maxRetries: Int, initialDelay: Duration, multiplier: Double = 2, maxDelay: Duration = .seconds(60),
-    jitter: Double = 0, while shouldRetry: @escaping @Sendable (Failure) -> Bool = { _ in true }
+    jitter: Double = 0, using generator: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator(),
+    while shouldRetry: @escaping @Sendable (Failure) -> Bool = { _ in true }
   ) -> AsyncRetryWithBackoffSequence<Self, ContinuousClock> {
     retryWithBackoff(
       maxRetries: maxRetries, initialDelay: initialDelay, multiplier: multiplier, maxDelay: maxDelay, jitter: jitter,
-      clock: ContinuousClock(), while: shouldRetry)
+      using: generator, clock: ContinuousClock(), while: shouldRetry)
   }
 }
 
 /// A sequence that iterates its base again after a failure, with exponential backoff; made by
-/// ``_Concurrency/AsyncSequence/retryWithBackoff(maxRetries:initialDelay:multiplier:maxDelay:jitter:clock:while:)``.
+/// ``_Concurrency/AsyncSequence/retryWithBackoff(maxRetries:initialDelay:multiplier:maxDelay:jitter:using:clock:while:)``.
 ///
 /// ```swift
 /// let retrying: AsyncRetryWithBackoffSequence<Flow<Page, any Error>, ContinuousClock> =
@@ -55,15 +65,50 @@ extension AsyncSequence where Self: Sendable {
 /// ```
 public struct AsyncRetryWithBackoffSequence<Base: AsyncSequence & Sendable, C: Clock>: AsyncSequence, Sendable
 where C.Duration == Duration {
+  /// The base's element.
   public typealias Element = Base.Element
+  /// The base's failure: the last one is thrown once the retries are used up.
   public typealias Failure = Base.Failure
 
   struct Policy: Sendable {
     var maxRetries: Int
     var initialDelay: Duration
     var multiplier: Double
+    /// Capped at ``Swift/Duration/longestInterval``, so that a sleep's deadline never overflows.
     var maxDelay: Duration
     var jitter: Double
+    /// Each iteration draws from its own copy.
+    var generator: any RandomNumberGenerator & Sendable
+
+    init(
+      maxRetries: Int, initialDelay: Duration, multiplier: Double, maxDelay: Duration, jitter: Double,
+      generator: any RandomNumberGenerator & Sendable
+    ) {
+      self.maxRetries = maxRetries
+      self.initialDelay = initialDelay
+      self.multiplier = multiplier
+      self.maxDelay = maxDelay.cappedInterval
+      self.jitter = jitter
+      self.generator = generator
+    }
+
+    /// `delay` scaled by a factor in `[1 - jitter, 1]`: the top 53 of 64 random bits make a
+    /// fraction in `[0, 1)` (`1 - jitter * fraction` may round to `1 - jitter`). Without jitter, the delay is exact (a Duration times a Double is
+    /// rounded) and no random number is drawn.
+    func jittered(_ delay: Duration, using generator: inout any RandomNumberGenerator & Sendable) -> Duration {
+      guard jitter > 0 else { return delay }
+      let fraction = Double(generator.next() >> 11) * 0x1p-53
+      return delay * (1 - jitter * fraction)
+    }
+
+    /// The delay after `delay`: `delay * multiplier`, capped at `maxDelay`. The cap is applied
+    /// before the product is made, since the product may not fit in a `Duration` (a multiplier of
+    /// 1e30 or infinity would trap).
+    func grown(_ delay: Duration) -> Duration {
+      guard delay > .zero, delay < maxDelay else { return Swift.min(delay, maxDelay) }
+      guard delay.seconds * multiplier < maxDelay.seconds else { return maxDelay }
+      return Swift.min(delay * multiplier, maxDelay)
+    }
   }
 
   let base: Base
@@ -91,9 +136,11 @@ where C.Duration == Duration {
     private var attempt: Base.AsyncIterator?
     private var retries = 0
     private var nextDelay: Duration
+    private var generator: any RandomNumberGenerator & Sendable
 
     init(sequence: AsyncRetryWithBackoffSequence) {
       self.sequence = sequence
+      self.generator = sequence.policy.generator
       self.attempt = sequence.base.makeAsyncIterator()
       self.nextDelay = Swift.min(sequence.policy.initialDelay, sequence.policy.maxDelay)
     }
@@ -105,10 +152,13 @@ where C.Duration == Duration {
     /// ```
     public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
       while true {
-        guard !Task.isCancelled, attempt != nil else {
-          attempt = nil
+        if Task.isCancelled {
+          // One more pull in the cancelled task lets the attempt end its own work (a `Flow` waits
+          // for its body): no work outlives the iteration. What it returns is of no use.
+          if var cancelled = attempt.take() { _ = try? await cancelled.next(isolation: actor) }
           return nil
         }
+        guard attempt != nil else { return nil }
         do throws(Base.Failure) {
           return try await attempt.nextOrRelease(isolation: actor)
         } catch {
@@ -116,10 +166,8 @@ where C.Duration == Duration {
           guard retries < sequence.policy.maxRetries, sequence.shouldRetry(error) else { throw error }
           retries += 1
           let policy = sequence.policy
-          let factor = policy.jitter == 0 ? 1 : Double.random(in: (1 - policy.jitter)...1)
-          let delay = nextDelay * factor
-          // Multiplying step by step, capped, never overflows however many retries there are.
-          nextDelay = Swift.min(nextDelay * policy.multiplier, policy.maxDelay)
+          let delay = policy.jittered(nextDelay, using: &generator)
+          nextDelay = policy.grown(nextDelay)
           do {
             try await sequence.clock.sleep(for: delay)
           } catch {
@@ -143,3 +191,10 @@ where C.Duration == Duration {
 
 @available(*, unavailable)
 extension AsyncRetryWithBackoffSequence.Iterator: Sendable {}
+
+extension Duration {
+  /// This duration in seconds, as a `Double` (rounded).
+  fileprivate var seconds: Double {
+    Double(components.seconds) + Double(components.attoseconds) * 1e-18
+  }
+}

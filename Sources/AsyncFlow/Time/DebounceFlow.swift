@@ -9,12 +9,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```swift
   /// let queries = keystrokes.debounceFlow(for: .milliseconds(300), clock: clock)
   /// ```
-  public func debounceFlow<C: Clock>(for interval: C.Duration, clock: C) -> some AsyncSequence<Element, Failure>
-    & Sendable
-  {
+  public func debounceFlow<C: Clock>(for interval: C.Duration, clock: C) -> AsyncDebounceFlowSequence<Self, C> {
     precondition(interval >= .zero, "debounceFlow(for:clock:): interval must be 0 or greater, got \(interval)")
-    return TimedSequence(
-      machine: DebounceStateMachine<Element, Failure, C.Instant>(interval: interval), base: self, clock: clock)
+    return AsyncDebounceFlowSequence(base: self, interval: interval, clock: clock)
   }
 
   /// ``debounceFlow(for:clock:)`` on the `ContinuousClock`.
@@ -22,10 +19,76 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```swift
   /// let queries = keystrokes.debounceFlow(for: .milliseconds(300))
   /// ```
-  public func debounceFlow(for interval: Duration) -> some AsyncSequence<Element, Failure> & Sendable {
+  public func debounceFlow(for interval: Duration) -> AsyncDebounceFlowSequence<Self, ContinuousClock> {
     debounceFlow(for: interval, clock: ContinuousClock())
   }
 }
+
+/// The sequence made by ``_Concurrency/AsyncSequence/debounceFlow(for:clock:)``: an element is
+/// delivered once the interval has passed without a newer one. A concrete type, so that it can be
+/// stored in a property.
+///
+/// ```swift
+/// struct SearchModel {
+///   let queries: AsyncDebounceFlowSequence<PassthroughFlow<String, Never>, ContinuousClock>
+/// }
+/// ```
+public struct AsyncDebounceFlowSequence<Base: AsyncSequence & Sendable, C: Clock>: AsyncSequence, Sendable
+where Base.Element: Sendable {
+  /// The upstream's element.
+  public typealias Element = Base.Element
+  /// The upstream's failure.
+  public typealias Failure = Base.Failure
+  typealias Logic = DebounceStateMachine<Element, Failure, C.Instant>
+
+  let base: Base
+  let interval: C.Duration
+  let clock: C
+
+  /// Starts an iteration: its task starts at the first `next()`.
+  ///
+  /// ```swift
+  /// var iterator = keystrokes.debounceFlow(for: .milliseconds(300)).makeAsyncIterator()
+  /// ```
+  public func makeAsyncIterator() -> Iterator {
+    Iterator(consumer: TimedConsumer(TimedStorage(machine: Logic(interval: interval), base: base, clock: clock)))
+  }
+
+  /// The iterator of an ``AsyncDebounceFlowSequence``. Releasing it ends its iteration's task.
+  ///
+  /// ```swift
+  /// var iterator = queries.makeAsyncIterator()
+  /// while let query = try await iterator.next() { print(query) }
+  /// ```
+  public struct Iterator: AsyncIteratorProtocol {
+    private let consumer: TimedConsumer<Logic, Base, C>
+
+    init(consumer: TimedConsumer<Logic, Base, C>) {
+      self.consumer = consumer
+    }
+
+    /// The next debounced element, `nil` at the finish or once the consumer's task is cancelled.
+    ///
+    /// ```swift
+    /// let query = try await iterator.next(isolation: #isolation)
+    /// ```
+    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+      try await consumer.next(isolation: actor)
+    }
+
+    /// The next debounced element; see ``next(isolation:)``.
+    ///
+    /// ```swift
+    /// let query = try await iterator.next()
+    /// ```
+    public mutating func next() async throws(Failure) -> Element? {
+      try await consumer.next(isolation: nil)
+    }
+  }
+}
+
+@available(*, unavailable)
+extension AsyncDebounceFlowSequence.Iterator: Sendable {}
 
 /// `debounceFlow`: an element is delivered once `interval` has passed without a newer one; at the
 /// upstream's end the pending element is delivered at once, then the finish or the failure.
@@ -37,7 +100,7 @@ struct DebounceStateMachine<Element: Sendable, Failure: Error, Instant: InstantP
   private var outputs = TimedOutputQueue<Element, Failure>()
 
   init(interval: Instant.Duration) {
-    self.interval = interval
+    self.interval = interval.cappedInterval
   }
 
   mutating func start(at now: Instant) {}

@@ -1,15 +1,15 @@
 extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// Delivers every element, and the end, `interval` after it arrived. The elements in flight are
-  /// buffered: as many as arrive within one interval.
+  /// buffered: as many as arrive within one interval. Behind a stalled consumer, the upstream is
+  /// not pulled while more elements are due than in flight: at most about twice what arrives
+  /// within one interval (plus one) is held.
   ///
   /// ```swift
   /// let toasts = messages.delayFlow(for: .seconds(1), clock: clock)
   /// ```
-  public func delayFlow<C: Clock>(for interval: C.Duration, clock: C) -> some AsyncSequence<Element, Failure> & Sendable
-  {
+  public func delayFlow<C: Clock>(for interval: C.Duration, clock: C) -> AsyncDelayFlowSequence<Self, C> {
     precondition(interval >= .zero, "delayFlow(for:clock:): interval must be 0 or greater, got \(interval)")
-    return TimedSequence(
-      machine: DelayStateMachine<Element, Failure, C.Instant>(interval: interval), base: self, clock: clock)
+    return AsyncDelayFlowSequence(base: self, interval: interval, clock: clock)
   }
 
   /// ``delayFlow(for:clock:)`` on the `ContinuousClock`.
@@ -17,13 +17,79 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```swift
   /// let toasts = messages.delayFlow(for: .seconds(1))
   /// ```
-  public func delayFlow(for interval: Duration) -> some AsyncSequence<Element, Failure> & Sendable {
+  public func delayFlow(for interval: Duration) -> AsyncDelayFlowSequence<Self, ContinuousClock> {
     delayFlow(for: interval, clock: ContinuousClock())
   }
 }
 
+/// The sequence made by ``_Concurrency/AsyncSequence/delayFlow(for:clock:)``: every element, and
+/// the end, shifted by the interval. A concrete type, so that it can be stored in a property.
+///
+/// ```swift
+/// struct Toasts {
+///   let messages: AsyncDelayFlowSequence<PassthroughFlow<String, Never>, ContinuousClock>
+/// }
+/// ```
+public struct AsyncDelayFlowSequence<Base: AsyncSequence & Sendable, C: Clock>: AsyncSequence, Sendable
+where Base.Element: Sendable {
+  /// The upstream's element.
+  public typealias Element = Base.Element
+  /// The upstream's failure.
+  public typealias Failure = Base.Failure
+  typealias Logic = DelayStateMachine<Element, Failure, C.Instant>
+
+  let base: Base
+  let interval: C.Duration
+  let clock: C
+
+  /// Starts an iteration: its task starts at the first `next()`.
+  ///
+  /// ```swift
+  /// var iterator = messages.delayFlow(for: .seconds(1)).makeAsyncIterator()
+  /// ```
+  public func makeAsyncIterator() -> Iterator {
+    Iterator(consumer: TimedConsumer(TimedStorage(machine: Logic(interval: interval), base: base, clock: clock)))
+  }
+
+  /// The iterator of an ``AsyncDelayFlowSequence``. Releasing it ends its iteration's task.
+  ///
+  /// ```swift
+  /// var iterator = toasts.makeAsyncIterator()
+  /// while let toast = try await iterator.next() { show(toast) }
+  /// ```
+  public struct Iterator: AsyncIteratorProtocol {
+    private let consumer: TimedConsumer<Logic, Base, C>
+
+    init(consumer: TimedConsumer<Logic, Base, C>) {
+      self.consumer = consumer
+    }
+
+    /// The next delayed element, `nil` at the finish or once the consumer's task is cancelled.
+    ///
+    /// ```swift
+    /// let toast = try await iterator.next(isolation: #isolation)
+    /// ```
+    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+      try await consumer.next(isolation: actor)
+    }
+
+    /// The next delayed element; see ``next(isolation:)``.
+    ///
+    /// ```swift
+    /// let toast = try await iterator.next()
+    /// ```
+    public mutating func next() async throws(Failure) -> Element? {
+      try await consumer.next(isolation: nil)
+    }
+  }
+}
+
+@available(*, unavailable)
+extension AsyncDelayFlowSequence.Iterator: Sendable {}
+
 /// `delayFlow`: every element, and the end, is delivered `interval` after it arrived.
-/// Elements in flight are buffered: as many as arrive within one interval.
+/// Elements in flight are buffered: as many as arrive within one interval; behind a stalled
+/// consumer, the upstream is no longer pulled (see `wantsUpstream`).
 struct DelayStateMachine<Element: Sendable, Failure: Error, Instant: InstantProtocol>: TimedStateMachine, Sendable {
   typealias UpstreamFailure = Failure
 
@@ -35,7 +101,7 @@ struct DelayStateMachine<Element: Sendable, Failure: Error, Instant: InstantProt
   private var upstreamHasEnded = false
 
   init(interval: Instant.Duration) {
-    self.interval = interval
+    self.interval = interval.cappedInterval
   }
 
   mutating func start(at now: Instant) {}
@@ -64,7 +130,13 @@ struct DelayStateMachine<Element: Sendable, Failure: Error, Instant: InstantProt
   }
 
   var deadline: Instant? { inFlightStart < inFlight.count ? inFlight[inFlightStart].due : nil }
-  var wantsUpstream: Bool { !upstreamHasEnded && !outputs.hasEnded }
+  /// Pulls while the elements due and not yet taken are no more than those in flight: a stalled
+  /// consumer stops the pulling once more are due than arrive within about one interval, so at
+  /// most about twice what arrives within one interval is held (plus one), instead of everything
+  /// the upstream produces meanwhile.
+  var wantsUpstream: Bool {
+    !upstreamHasEnded && !outputs.hasEnded && outputs.count <= inFlight.count - inFlightStart
+  }
   var hasOutput: Bool { !outputs.isEmpty }
   var isEnding: Bool { outputs.hasEnded }
 

@@ -31,8 +31,8 @@ private final class TimerTicks<C: Clock> {
 
   init(clock: C, interval: C.Duration) {
     self.clock = clock
-    self.interval = interval
-    self.deadline = clock.now.advanced(by: interval)
+    self.interval = interval.cappedInterval
+    self.deadline = clock.now.advanced(by: self.interval)
   }
 
   func next(isolation actor: isolated (any Actor)?) async -> C.Instant? {
@@ -42,8 +42,20 @@ private final class TimerTicks<C: Clock> {
       return nil
     }
     let tick = deadline
-    let now = clock.now
-    repeat { deadline = deadline.advanced(by: interval) } while deadline <= now
+    deadline = Self.nextDeadline(after: tick, now: clock.now, interval: interval)
     return tick
+  }
+
+  /// The first tick after `now`: the ticks a slow consumer missed are skipped by a division, not
+  /// one by one (a 1 ns timer an hour late would loop 3.6 trillion times).
+  static func nextDeadline(after tick: C.Instant, now: C.Instant, interval: C.Duration) -> C.Instant {
+    var next = tick.advanced(by: interval)
+    guard next <= now else { return next }
+    // `late / interval` is a Double: rounded, it may overshoot by an interval or so (more beyond
+    // 2^53 intervals), so skip one less than it says, then step.
+    let missed = (next.duration(to: now) / interval).rounded(.down) - 1
+    if missed >= 1 { next = next.advanced(by: interval * Int(Swift.min(missed, 0x1p62))) }
+    while next <= now { next = next.advanced(by: interval) }
+    return next
   }
 }

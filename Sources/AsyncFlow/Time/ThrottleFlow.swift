@@ -2,19 +2,19 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// Delivers at most one element per `interval`, driven by a timer as in Combine: the first
   /// element passes at once; at the end of each window that saw elements, the newest
   /// (`latest: true`) or the first (`latest: false`) of them is delivered even if the upstream has
-  /// gone quiet, and opens the next window. At the upstream's end a pending element is delivered,
-  /// then the end.
+  /// gone quiet, and opens the next window. At the upstream's end (finish or failure) a pending
+  /// element is still delivered at the end of its window, then the end at once: the promise of at
+  /// most one element per interval holds at the end too. Without a pending element, the end
+  /// passes at once.
   ///
   /// ```swift
   /// let positions = scrollOffsets.throttleFlow(for: .milliseconds(100), clock: clock)
   /// ```
   public func throttleFlow<C: Clock>(
     for interval: C.Duration, clock: C, latest: Bool = true
-  ) -> some AsyncSequence<Element, Failure> & Sendable {
+  ) -> AsyncThrottleFlowSequence<Self, C> {
     precondition(interval >= .zero, "throttleFlow(for:clock:latest:): interval must be 0 or greater, got \(interval)")
-    return TimedSequence(
-      machine: ThrottleStateMachine<Element, Failure, C.Instant>(interval: interval, latest: latest), base: self,
-      clock: clock)
+    return AsyncThrottleFlowSequence(base: self, interval: interval, clock: clock, latest: latest)
   }
 
   /// ``throttleFlow(for:clock:latest:)`` on the `ContinuousClock`.
@@ -22,16 +22,85 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```swift
   /// let positions = scrollOffsets.throttleFlow(for: .milliseconds(100), latest: false)
   /// ```
-  public func throttleFlow(for interval: Duration, latest: Bool = true) -> some AsyncSequence<Element, Failure>
-    & Sendable
-  {
+  public func throttleFlow(
+    for interval: Duration, latest: Bool = true
+  ) -> AsyncThrottleFlowSequence<Self, ContinuousClock> {
     throttleFlow(for: interval, clock: ContinuousClock(), latest: latest)
   }
 }
 
+/// The sequence made by ``_Concurrency/AsyncSequence/throttleFlow(for:clock:latest:)``: at most one
+/// element per interval. A concrete type, so that it can be stored in a property.
+///
+/// ```swift
+/// struct ScrollModel {
+///   let positions: AsyncThrottleFlowSequence<PassthroughFlow<Double, Never>, ContinuousClock>
+/// }
+/// ```
+public struct AsyncThrottleFlowSequence<Base: AsyncSequence & Sendable, C: Clock>: AsyncSequence, Sendable
+where Base.Element: Sendable {
+  /// The upstream's element.
+  public typealias Element = Base.Element
+  /// The upstream's failure.
+  public typealias Failure = Base.Failure
+  typealias Logic = ThrottleStateMachine<Element, Failure, C.Instant>
+
+  let base: Base
+  let interval: C.Duration
+  let clock: C
+  let latest: Bool
+
+  /// Starts an iteration: its task starts at the first `next()`.
+  ///
+  /// ```swift
+  /// var iterator = scrollOffsets.throttleFlow(for: .milliseconds(100)).makeAsyncIterator()
+  /// ```
+  public func makeAsyncIterator() -> Iterator {
+    let logic = Logic(interval: interval, latest: latest)
+    return Iterator(consumer: TimedConsumer(TimedStorage(machine: logic, base: base, clock: clock)))
+  }
+
+  /// The iterator of an ``AsyncThrottleFlowSequence``. Releasing it ends its iteration's task.
+  ///
+  /// ```swift
+  /// var iterator = positions.makeAsyncIterator()
+  /// while let position = try await iterator.next() { print(position) }
+  /// ```
+  public struct Iterator: AsyncIteratorProtocol {
+    private let consumer: TimedConsumer<Logic, Base, C>
+
+    init(consumer: TimedConsumer<Logic, Base, C>) {
+      self.consumer = consumer
+    }
+
+    /// The next throttled element, `nil` at the finish or once the consumer's task is cancelled.
+    ///
+    /// ```swift
+    /// let position = try await iterator.next(isolation: #isolation)
+    /// ```
+    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+      try await consumer.next(isolation: actor)
+    }
+
+    /// The next throttled element; see ``next(isolation:)``.
+    ///
+    /// ```swift
+    /// let position = try await iterator.next()
+    /// ```
+    public mutating func next() async throws(Failure) -> Element? {
+      try await consumer.next(isolation: nil)
+    }
+  }
+}
+
+@available(*, unavailable)
+extension AsyncThrottleFlowSequence.Iterator: Sendable {}
+
 /// `throttleFlow`, timer-driven as in Combine: the first element passes at once and opens a
 /// window of `interval`; at the end of a window that saw elements, the newest (or the first) of
-/// them is delivered and opens the next window, even if the upstream has gone quiet.
+/// them is delivered and opens the next window, even if the upstream has gone quiet. At the
+/// upstream's end (finish or failure) a pending element still waits for its window's end, then the
+/// end follows it: two elements never come closer than the interval.
 struct ThrottleStateMachine<Element: Sendable, Failure: Error, Instant: InstantProtocol>: TimedStateMachine, Sendable {
   typealias UpstreamFailure = Failure
 
@@ -39,10 +108,12 @@ struct ThrottleStateMachine<Element: Sendable, Failure: Error, Instant: InstantP
   private let latest: Bool
   private var windowEnd: Instant?
   private var pending: Element?
+  /// The upstream's end (`.some(nil)`: a finish), held while a pending element waits for its window.
+  private var heldEnd: Failure??
   private var outputs = TimedOutputQueue<Element, Failure>()
 
   init(interval: Instant.Duration, latest: Bool) {
-    self.interval = interval
+    self.interval = interval.cappedInterval
     self.latest = latest
   }
 
@@ -58,7 +129,11 @@ struct ThrottleStateMachine<Element: Sendable, Failure: Error, Instant: InstantP
   }
 
   mutating func upstreamEnded(_ failure: Failure?, at now: Instant) {
-    if let pending = pending.take() { outputs.append(pending, conflating: false) }
+    // A pending element implies an open window: it keeps its turn, and the end follows it.
+    guard pending == nil else {
+      heldEnd = .some(failure)
+      return
+    }
     windowEnd = nil
     outputs.end(failure)
   }
@@ -67,14 +142,19 @@ struct ThrottleStateMachine<Element: Sendable, Failure: Error, Instant: InstantP
     guard let windowEnd, now >= windowEnd else { return }
     if let pending = pending.take() {
       outputs.append(pending, conflating: true)
-      self.windowEnd = now.advanced(by: interval)
+      if let heldEnd = heldEnd.take() {
+        self.windowEnd = nil
+        outputs.end(heldEnd)
+      } else {
+        self.windowEnd = now.advanced(by: interval)
+      }
     } else {
       self.windowEnd = nil
     }
   }
 
   var deadline: Instant? { windowEnd }
-  var wantsUpstream: Bool { !outputs.hasEnded }
+  var wantsUpstream: Bool { !outputs.hasEnded && heldEnd == nil }
   var hasOutput: Bool { !outputs.isEmpty }
   var isEnding: Bool { outputs.hasEnded }
 

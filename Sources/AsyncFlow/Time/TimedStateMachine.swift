@@ -43,6 +43,8 @@ struct TimedOutputQueue<Element, Failure: Error> {
   private(set) var hasEnded = false
 
   var isEmpty: Bool { outputs.isEmpty }
+  /// The outputs the consumer has not taken, the end included.
+  var count: Int { outputs.count }
 
   mutating func append(_ element: Element, conflating: Bool) {
     if conflating, case .element = outputs.last {
@@ -63,35 +65,21 @@ struct TimedOutputQueue<Element, Failure: Error> {
   }
 }
 
-/// A timed operator as a sequence: each iteration runs a fresh copy of `machine`.
-struct TimedSequence<Machine: TimedStateMachine, Base: AsyncSequence & Sendable, C: Clock>: AsyncSequence, Sendable
-where
-  Base.Element == Machine.Element, Base.Failure == Machine.UpstreamFailure,
-  C.Instant == Machine.Instant
-{
-  typealias Element = Machine.Element
-  typealias Failure = Machine.Failure
-
-  let machine: Machine
-  let base: Base
-  let clock: C
-
-  func makeAsyncIterator() -> Iterator {
-    Iterator(consumer: TimedConsumer(TimedStorage(machine: machine, base: base, clock: clock)))
-  }
-
-  struct Iterator: AsyncIteratorProtocol {
-    let consumer: TimedConsumer<Machine, Base, C>
-
-    mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-      try await consumer.next(isolation: actor)
-    }
-
-    mutating func next() async throws(Failure) -> Element? {
-      try await consumer.next(isolation: nil)
-    }
-  }
-}
-
 extension TimedOutput: Sendable where Element: Sendable {}
 extension TimedOutputQueue: Sendable where Element: Sendable {}
+
+extension Duration {
+  /// The longest interval a time operator waits: `Int64.max` seconds, about 292 billion years.
+  static let longestInterval = Duration.seconds(Int64.max)
+}
+
+extension DurationProtocol {
+  /// This interval, capped at ``Swift/Duration/longestInterval`` when it is a `Duration`: a
+  /// deadline `now + interval` then stays far below `Duration`'s limit (about 5 trillion years)
+  /// instead of trapping there, and nobody can tell a longer wait from this one. Other duration
+  /// types are the clock's business.
+  var cappedInterval: Self {
+    guard let duration = self as? Duration, duration > .longestInterval else { return self }
+    return Duration.longestInterval as! Self
+  }
+}

@@ -1,131 +1,63 @@
-/// Runs a ``TimedStateMachine``: one task per iteration, with two children, one pulling the
-/// upstream and one sleeping until the machine's deadline. The consumer's `next()` takes the
-/// machine's outputs. The lock is held only around machine events; continuations are resumed and
-/// the task cancelled after it is released.
+/// Runs a ``TimedStateMachine`` through a ``TimedLifecycleStateMachine``: one task per iteration,
+/// with two children, one pulling the upstream and one sleeping until the logic's deadline. The
+/// consumer's `next()` takes the logic's outputs. The lock is held only around machine events;
+/// continuations are resumed and the task cancelled after it is released.
 final class TimedStorage<Machine: TimedStateMachine, Base: AsyncSequence & Sendable, C: Clock>: Sendable
 where Base.Element == Machine.Element, Base.Failure == Machine.UpstreamFailure, C.Instant == Machine.Instant {
-  private struct State {
-    var machine: Machine
-    var phase = Phase.idle
-    var consumer: UnsafeContinuation<Void, Never>?
-    var pump: UnsafeContinuation<Bool, Never>?
-    var timer: UnsafeContinuation<Machine.Instant?, Never>?
-    var task: Task<Void, Never>?
+  typealias Lifecycle = TimedLifecycleStateMachine<
+    Machine, UnsafeContinuation<Void, Never>, UnsafeContinuation<Bool, Never>, UnsafeContinuation<C.Instant?, Never>,
+    Task<Void, Never>
+  >
 
-    enum Phase { case idle, running, cancelled, finished }
-
-    /// The continuations that the last event lets go, with what to resume them with.
-    mutating func wakeups() -> Wakeups {
-      var wakeups = Wakeups()
-      if consumer != nil, phase != .running || machine.isEnding || machine.hasOutput {
-        wakeups.consumer = consumer.take()
-      }
-      let stopping = phase != .running || machine.isEnding
-      if let pump, stopping || machine.wantsUpstream {
-        wakeups.pump = (pump, !stopping)
-        self.pump = nil
-      }
-      if let timer, stopping || machine.deadline != nil {
-        wakeups.timer = (timer, stopping ? nil : machine.deadline)
-        self.timer = nil
-      }
-      if machine.isEnding || phase == .cancelled {
-        wakeups.cancel = task
-      }
-      return wakeups
-    }
-  }
-
-  struct Wakeups {
-    var consumer: UnsafeContinuation<Void, Never>?
-    var pump: (UnsafeContinuation<Bool, Never>, Bool)?
-    var timer: (UnsafeContinuation<Machine.Instant?, Never>, Machine.Instant?)?
-    var cancel: Task<Void, Never>?
-
-    func perform() {
-      cancel?.cancel()
-      consumer?.resume()
-      if let (pump, proceed) = pump { pump.resume(returning: proceed) }
-      if let (timer, deadline) = timer { timer.resume(returning: deadline) }
-    }
-  }
-
-  private let state: LockedState<State>
+  private let state: LockedState<Lifecycle>
   private let base: Base
   private let clock: C
 
   init(machine: Machine, base: Base, clock: C) {
-    self.state = LockedState(State(machine: machine))
+    self.state = LockedState(Lifecycle(logic: machine))
     self.base = base
     self.clock = clock
   }
 
-  // MARK: Consumer
-
-  private enum NextStep {
-    case output(TimedOutput<Machine.Element, Machine.Failure>, Wakeups)
-    case start
-    case suspend
-    case over(awaiting: Task<Void, Never>?)
+  private static func perform(_ wakeups: Lifecycle.Wakeups) {
+    wakeups.cancel?.cancel()
+    wakeups.consumer?.resume()
+    if let (pump, proceed) = wakeups.pump { pump.resume(returning: proceed) }
+    if let (timer, deadline) = wakeups.timer { timer.resume(returning: deadline) }
   }
 
-  func next(isolation actor: isolated (any Actor)?) async -> TimedOutput<Machine.Element, Machine.Failure>? {
+  // MARK: Consumer
+
+  func next(isolation actor: isolated (any Actor)?) async throws(Machine.Failure) -> Machine.Element? {
     while true {
-      let step = state.withLock { state -> NextStep in
-        switch state.phase {
-        case .idle:
-          state.phase = .running
-          state.machine.start(at: clock.now)
-          return .start
-        case .cancelled:
-          state.phase = .finished
-          return .over(awaiting: state.task)
-        case .finished:
-          return .over(awaiting: nil)
-        case .running:
-          guard let output = state.machine.nextOutput(at: clock.now) else { return .suspend }
-          if case .end = output { state.phase = .finished }
-          return .output(output, state.wakeups())
-        }
-      }
-      switch step {
-      case .output(let output, let wakeups):
-        wakeups.perform()
-        if case .end = output {
-          // No work outlives the iteration: the end arrives once the cancelled task has ended.
-          await state.withLock { $0.task }?.value
-        }
-        return output
-      case .start:
+      let now = clock.now
+      switch state.withLock({ $0.next(at: now) }) {
+      case .startTask:
         startTask()
+      case .deliver(let element, let wakeups):
+        Self.perform(wakeups)
+        return element
+      case .end(let failure, let wakeups, let task):
+        Self.perform(wakeups)
+        // No work outlives the iteration: the end comes once the task has ended.
+        await task?.value
+        if let failure { throw failure }
+        return nil
       case .suspend:
         await withTaskCancellationHandler {
           await withUnsafeContinuation(isolation: actor) { (continuation: UnsafeContinuation<Void, Never>) in
-            let resumeNow = state.withLock { state in
-              guard state.phase == .running, !state.machine.hasOutput, !state.machine.isEnding else { return true }
-              state.consumer = continuation
-              return false
-            }
-            if resumeNow { continuation.resume() }
+            state.withLock { $0.suspendConsumer(continuation) }?.resume()
           }
         } onCancel: {
           self.cancel()
         }
-      case .over(let task):
-        // No work outlives the iteration: the consumer returns once the task has ended.
-        await task?.value
-        return nil
       }
     }
   }
 
   /// The consumer's task was cancelled or its iterator released.
   func cancel() {
-    state.withLock { state -> Wakeups in
-      guard state.phase == .running || state.phase == .idle else { return Wakeups() }
-      state.phase = state.phase == .idle ? .finished : .cancelled
-      return state.wakeups()
-    }.perform()
+    Self.perform(state.withLock { $0.cancel() })
   }
 
   // MARK: The iteration's task
@@ -137,20 +69,7 @@ where Base.Element == Machine.Element, Base.Failure == Machine.UpstreamFailure, 
         group.addTask { await self.runTimer() }
       }
     }
-    let cancelNow = state.withLock { state -> Bool in
-      state.task = task
-      return state.phase != .running || state.machine.isEnding
-    }
-    if cancelNow { task.cancel() }
-  }
-
-  private func event(_ body: (inout Machine, C.Instant) -> Void) {
-    let now = clock.now
-    state.withLock { state -> Wakeups in
-      guard state.phase == .running else { return Wakeups() }
-      body(&state.machine, now)
-      return state.wakeups()
-    }.perform()
+    state.withLock { $0.taskStarted(task) }?.cancel()
   }
 
   private func pumpUpstream() async {
@@ -158,31 +77,35 @@ where Base.Element == Machine.Element, Base.Failure == Machine.UpstreamFailure, 
     while await upstreamWanted() {
       do throws(Base.Failure) {
         guard let element = try await iterator.next(isolation: nil) else {
-          event { machine, now in machine.upstreamEnded(nil, at: now) }
+          let now = clock.now
+          Self.perform(state.withLock { $0.upstreamEnded(nil, at: now) })
           return
         }
-        event { machine, now in machine.upstreamElement(element, at: now) }
+        let now = clock.now
+        Self.perform(state.withLock { $0.upstreamElement(element, at: now) })
       } catch {
-        event { machine, now in machine.upstreamEnded(error, at: now) }
+        let now = clock.now
+        Self.perform(state.withLock { $0.upstreamEnded(error, at: now) })
         return
       }
     }
+    // The operator is over but the upstream has not ended (timeoutFlow holds an element and does
+    // not pull meanwhile). This task is cancelled, or about to be: one more pull lets the upstream
+    // end its own work before this task ends (a `Flow` waits for its body), so that no work
+    // outlives the iteration. What it returns is of no use.
+    _ = try? await iterator.next(isolation: nil)
   }
 
-  /// Waits until the machine wants an upstream element; `false` once the operator is over.
+  /// Waits until the logic wants an upstream element; `false` once the operator is over.
   private func upstreamWanted() async -> Bool {
     await withTaskCancellationHandler {
       await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
-        let answer = state.withLock { state -> Bool? in
-          guard state.phase == .running, !state.machine.isEnding, !Task.isCancelled else { return false }
-          if state.machine.wantsUpstream { return true }
-          state.pump = continuation
-          return nil
+        if let (pump, proceed) = state.withLock({ $0.pumpWaits(continuation, isCancelled: Task.isCancelled) }) {
+          pump.resume(returning: proceed)
         }
-        if let answer { continuation.resume(returning: answer) }
       }
     } onCancel: {
-      state.withLock { $0.pump.take() }?.resume(returning: false)
+      state.withLock { $0.pumpCancelled() }?.resume(returning: false)
     }
   }
 
@@ -193,24 +116,21 @@ where Base.Element == Machine.Element, Base.Failure == Machine.UpstreamFailure, 
       } catch {
         return
       }
-      event { machine, now in machine.timerFired(at: now) }
+      let now = clock.now
+      Self.perform(state.withLock { $0.timerFired(at: now) })
     }
   }
 
-  /// Waits until the machine has a deadline; `nil` once the operator is over.
+  /// Waits until the logic has a deadline; `nil` once the operator is over.
   private func nextDeadline() async -> C.Instant? {
     await withTaskCancellationHandler {
       await withUnsafeContinuation { (continuation: UnsafeContinuation<C.Instant?, Never>) in
-        let answer = state.withLock { state -> C.Instant?? in
-          guard state.phase == .running, !state.machine.isEnding, !Task.isCancelled else { return .some(nil) }
-          if let deadline = state.machine.deadline { return .some(deadline) }
-          state.timer = continuation
-          return nil
+        if let (timer, deadline) = state.withLock({ $0.timerWaits(continuation, isCancelled: Task.isCancelled) }) {
+          timer.resume(returning: deadline)
         }
-        if let answer { continuation.resume(returning: answer) }
       }
     } onCancel: {
-      state.withLock { $0.timer.take() }?.resume(returning: nil)
+      state.withLock { $0.timerCancelled() }?.resume(returning: nil)
     }
   }
 }
@@ -231,13 +151,6 @@ where Base.Element == Machine.Element, Base.Failure == Machine.UpstreamFailure, 
 
   func next(isolation actor: isolated (any Actor)?) async throws(Machine.Failure) -> Machine.Element? {
     if Task.isCancelled { storage.cancel() }
-    switch await storage.next(isolation: actor) {
-    case .element(let element):
-      return element
-    case .end(let failure?):
-      throw failure
-    case .end(nil), nil:
-      return nil
-    }
+    return try await storage.next(isolation: actor)
   }
 }

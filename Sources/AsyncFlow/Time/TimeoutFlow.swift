@@ -25,18 +25,19 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// Fails with ``FlowTimeoutError`` when the upstream takes longer than `interval` to deliver an
   /// element or its end, and cancels the upstream. The time is counted from the start of the
   /// iteration and from each hand-over of an element; it pauses while an element waits for a slow
-  /// consumer.
+  /// consumer. The failure comes once the upstream has returned from its cancellation; if it fails
+  /// meanwhile (it ignored the cancellation), its failure is dropped: the first end wins, and the
+  /// sequence still fails with ``FlowTimeoutError``.
   ///
   /// ```swift
   /// let page = try await api.page(1).timeoutFlow(after: .seconds(5), clock: clock).first { _ in true }
   /// ```
-  public func timeoutFlow<C: Clock>(after interval: C.Duration, clock: C) -> some AsyncSequence<Element, any Error>
-    & Sendable
-  {
+  public func timeoutFlow<C: Clock>(
+    after interval: C.Duration, clock: C
+  ) -> AsyncTimeoutFlowSequence<Self, C, any Error> {
     precondition(interval >= .zero, "timeoutFlow(after:clock:): interval must be 0 or greater, got \(interval)")
-    let machine = TimeoutStateMachine<Element, Failure, any Error, C.Instant>(
-      interval: interval, timeoutEnd: FlowTimeoutError(), mapFailure: { $0 })
-    return TimedSequence(machine: machine, base: self, clock: clock)
+    return AsyncTimeoutFlowSequence(
+      base: self, interval: interval, clock: clock, timeoutEnd: FlowTimeoutError(), mapFailure: { $0 })
   }
 
   /// ``timeoutFlow(after:clock:)-(_,_)`` on the `ContinuousClock`.
@@ -44,7 +45,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```swift
   /// let page = api.page(1).timeoutFlow(after: .seconds(5))
   /// ```
-  public func timeoutFlow(after interval: Duration) -> some AsyncSequence<Element, any Error> & Sendable {
+  public func timeoutFlow(after interval: Duration) -> AsyncTimeoutFlowSequence<Self, ContinuousClock, any Error> {
     timeoutFlow(after: interval, clock: ContinuousClock())
   }
 
@@ -57,12 +58,10 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```
   public func timeoutFlow<C: Clock>(
     finishingAfter interval: C.Duration, clock: C
-  ) -> some AsyncSequence<Element, Failure> & Sendable {
+  ) -> AsyncTimeoutFlowSequence<Self, C, Failure> {
     precondition(
       interval >= .zero, "timeoutFlow(finishingAfter:clock:): interval must be 0 or greater, got \(interval)")
-    let machine = TimeoutStateMachine<Element, Failure, Failure, C.Instant>(
-      interval: interval, timeoutEnd: nil, mapFailure: { $0 })
-    return TimedSequence(machine: machine, base: self, clock: clock)
+    return AsyncTimeoutFlowSequence(base: self, interval: interval, clock: clock, timeoutEnd: nil, mapFailure: { $0 })
   }
 
   /// ``timeoutFlow(finishingAfter:clock:)`` on the `ContinuousClock`.
@@ -70,7 +69,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```swift
   /// let answers = responses.timeoutFlow(finishingAfter: .seconds(2))
   /// ```
-  public func timeoutFlow(finishingAfter interval: Duration) -> some AsyncSequence<Element, Failure> & Sendable {
+  public func timeoutFlow(
+    finishingAfter interval: Duration
+  ) -> AsyncTimeoutFlowSequence<Self, ContinuousClock, Failure> {
     timeoutFlow(finishingAfter: interval, clock: ContinuousClock())
   }
 }
@@ -82,13 +83,12 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   /// ```swift
   /// let ticks = heartbeats.timeoutFlow(after: .seconds(30), clock: clock)  // Failure == FlowTimeoutError
   /// ```
-  public func timeoutFlow<C: Clock>(after interval: C.Duration, clock: C) -> some AsyncSequence<
-    Element, FlowTimeoutError
-  > & Sendable {
+  public func timeoutFlow<C: Clock>(
+    after interval: C.Duration, clock: C
+  ) -> AsyncTimeoutFlowSequence<Self, C, FlowTimeoutError> {
     precondition(interval >= .zero, "timeoutFlow(after:clock:): interval must be 0 or greater, got \(interval)")
-    let machine = TimeoutStateMachine<Element, Never, FlowTimeoutError, C.Instant>(
-      interval: interval, timeoutEnd: FlowTimeoutError(), mapFailure: absurd)
-    return TimedSequence(machine: machine, base: self, clock: clock)
+    return AsyncTimeoutFlowSequence(
+      base: self, interval: interval, clock: clock, timeoutEnd: FlowTimeoutError(), mapFailure: absurd)
   }
 
   /// ``timeoutFlow(after:clock:)-(_,_)`` on the `ContinuousClock`, for a sequence that cannot fail.
@@ -96,13 +96,88 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   /// ```swift
   /// let ticks = heartbeats.timeoutFlow(after: .seconds(30))
   /// ```
-  public func timeoutFlow(after interval: Duration) -> some AsyncSequence<Element, FlowTimeoutError> & Sendable {
+  public func timeoutFlow(
+    after interval: Duration
+  ) -> AsyncTimeoutFlowSequence<Self, ContinuousClock, FlowTimeoutError> {
     timeoutFlow(after: interval, clock: ContinuousClock())
   }
 }
 
+/// The sequence made by ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)-(_,_)`` and
+/// ``_Concurrency/AsyncSequence/timeoutFlow(finishingAfter:clock:)``: the upstream's elements, until
+/// it takes longer than the interval. `Failure` is ``FlowTimeoutError`` for an upstream that cannot
+/// fail, `any Error` for one that can, and the upstream's own for `finishingAfter:`. A concrete
+/// type, so that it can be stored in a property.
+///
+/// ```swift
+/// struct Heartbeat {
+///   let beats: AsyncTimeoutFlowSequence<PassthroughFlow<Int, Never>, ContinuousClock, FlowTimeoutError>
+/// }
+/// ```
+public struct AsyncTimeoutFlowSequence<Base: AsyncSequence & Sendable, C: Clock, Failure: Error>: AsyncSequence,
+  Sendable
+where Base.Element: Sendable {
+  /// The upstream's element.
+  public typealias Element = Base.Element
+  typealias Logic = TimeoutStateMachine<Element, Base.Failure, Failure, C.Instant>
+
+  let base: Base
+  let interval: C.Duration
+  let clock: C
+  /// What the sequence ends with on a timeout: a failure, or `nil` to finish.
+  let timeoutEnd: Failure?
+  let mapFailure: @Sendable (Base.Failure) -> Failure
+
+  /// Starts an iteration: its task, and the clock, start at the first `next()`.
+  ///
+  /// ```swift
+  /// var iterator = pages.timeoutFlow(after: .seconds(5)).makeAsyncIterator()
+  /// ```
+  public func makeAsyncIterator() -> Iterator {
+    let logic = Logic(interval: interval, timeoutEnd: timeoutEnd, mapFailure: mapFailure)
+    return Iterator(consumer: TimedConsumer(TimedStorage(machine: logic, base: base, clock: clock)))
+  }
+
+  /// The iterator of an ``AsyncTimeoutFlowSequence``. Releasing it ends its iteration's task.
+  ///
+  /// ```swift
+  /// var iterator = beats.makeAsyncIterator()
+  /// while let beat = try await iterator.next() { print(beat) }
+  /// ```
+  public struct Iterator: AsyncIteratorProtocol {
+    private let consumer: TimedConsumer<Logic, Base, C>
+
+    init(consumer: TimedConsumer<Logic, Base, C>) {
+      self.consumer = consumer
+    }
+
+    /// The next element; throws on a timeout (or finishes, for `finishingAfter:`), returns `nil`
+    /// at the finish or once the consumer's task is cancelled.
+    ///
+    /// ```swift
+    /// let beat = try await iterator.next(isolation: #isolation)
+    /// ```
+    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+      try await consumer.next(isolation: actor)
+    }
+
+    /// The next element; see ``next(isolation:)``.
+    ///
+    /// ```swift
+    /// let beat = try await iterator.next()
+    /// ```
+    public mutating func next() async throws(Failure) -> Element? {
+      try await consumer.next(isolation: nil)
+    }
+  }
+}
+
+@available(*, unavailable)
+extension AsyncTimeoutFlowSequence.Iterator: Sendable {}
+
 /// `timeoutFlow`: ends the sequence (with a failure, or a finish) when the upstream takes longer
-/// than `interval` to deliver an element or its end. The clock runs from the start of the
+/// than `interval` to deliver an element or its end. The first end wins: an upstream failing
+/// after the timeout fired (it ignored the cancellation) does not replace the timeout. The clock runs from the start of the
 /// iteration and from each element's hand-over to the consumer; it pauses while an element waits
 /// for a slow consumer, since the upstream is not being asked for anything then.
 struct TimeoutStateMachine<Element: Sendable, UpstreamFailure: Error, Failure: Error, Instant: InstantProtocol>:
@@ -116,7 +191,7 @@ struct TimeoutStateMachine<Element: Sendable, UpstreamFailure: Error, Failure: E
   private var outputs = TimedOutputQueue<Element, Failure>()
 
   init(interval: Instant.Duration, timeoutEnd: Failure?, mapFailure: @escaping @Sendable (UpstreamFailure) -> Failure) {
-    self.interval = interval
+    self.interval = interval.cappedInterval
     self.timeoutEnd = timeoutEnd
     self.mapFailure = mapFailure
   }
