@@ -246,11 +246,13 @@ struct HotSourcesTests {
 
 @Suite("shareFlow races", .timeLimit(.minutes(1)))
 struct ShareFlowRaceTests {
-  /// The last subscriber leaves while a new one arrives: its departure was counted (no one left),
-  /// but before it stops the upstream, the newcomer subscribes and asks. The upstream must stay.
+  /// The last subscriber leaves while a new one arrives: the newcomer registered first, so the
+  /// departure must not stop the upstream under it.
   @Test func aSubscriberArrivingWhileTheLastLeavesKeepsTheUpstream() async {
     let stopped = Signal()
+    let iterations = LockedState(0)
     let upstream = Flow<Int, Never>(bufferSize: 0) { emitter in
+      iterations.withLock { $0 += 1 }
       defer { stopped.fire() }
       var value = 0
       while !Task.isCancelled {
@@ -258,22 +260,90 @@ struct ShareFlowRaceTests {
         await emitter.emit(value)
       }
     }
-    let shared = upstream.shareFlow() as! ShareSequence<Int, Never>
-    let storage = shared.storage
-    let share = storage.upstream as! ShareUpstream<Flow<Int, Never>>
-    // The first subscriber starts the upstream.
-    let first = SubjectSubscriber(storage)
-    #expect(await first.next(isolation: nil) != nil)
-    // It leaves: the first half of `unsubscribe`, which counts nobody left...
-    let firstID = 0
-    _ = storage.state.withLock { $0.unsubscribe(firstID) }
-    // ...then a newcomer subscribes and asks, while the upstream still runs...
-    let second = SubjectSubscriber(storage)
-    share.demanded()
-    // ...then the departure is reported, counted before the newcomer came.
-    share.subscribersLeft(remaining: 0)
-    // The newcomer is served: the upstream was not stopped under it.
-    #expect(await second.next(isolation: nil) != nil)
+    let shared = ShareSequence(base: upstream, replay: 0, bufferingPolicy: .unbounded)
+    var first: ShareSequence<Int, Never>.Iterator? = shared.makeAsyncIterator()
+    #expect(await first?.next() != nil)  // starts the upstream
+    var second = shared.makeAsyncIterator()  // the newcomer registers...
+    first = nil  // ...and the last one before it leaves
+    #expect(await second.next() != nil)
     #expect(!stopped.isFired)
+    #expect(iterations.withLock { $0 } == 1)
+  }
+
+  /// An iteration stopped when the last subscriber left, but which ignores cancellation, produces
+  /// one more element after a newcomer started a new iteration: that element is dropped.
+  @Test func aStoppedIterationCannotSendALateElement() async {
+    let lateElement = Signal()
+    let staleIterationEnded = Signal()
+    let secondIterationGate = Gate()
+    let shared = ShareSequence(
+      base: ScriptedUpstream(
+        lateElement: lateElement, staleIterationEnded: staleIterationEnded, gate: secondIterationGate),
+      replay: 0, bufferingPolicy: .unbounded)
+    do {
+      var first = shared.makeAsyncIterator()
+      #expect(await first.next() == 101)
+    }  // the last subscriber left: iteration 1 is stopped, but waits for `lateElement`
+    var second = shared.makeAsyncIterator()
+    #expect(await second.next() == 201)  // iteration 2
+    await secondIterationGate.entered()
+    lateElement.fire()  // iteration 1 produces 102...
+    await staleIterationEnded.wait()  // ...which the share refuses: the iteration ends there
+    secondIterationGate.release()
+    #expect(await second.next() == nil)
+  }
+}
+
+/// An upstream whose iteration n produces n01, then: iteration 1 waits for `lateElement` ignoring
+/// cancellation and produces 102; iteration 2 waits at `gate` and finishes.
+private struct ScriptedUpstream: AsyncSequence, Sendable {
+  let lateElement: Signal
+  let staleIterationEnded: Signal
+  let gate: Gate
+  private let iterations = LockedState(0)
+
+  init(lateElement: Signal, staleIterationEnded: Signal, gate: Gate) {
+    self.lateElement = lateElement
+    self.staleIterationEnded = staleIterationEnded
+    self.gate = gate
+  }
+
+  /// Fires its signal when the iteration that holds it is released.
+  final class EndToken: Sendable {
+    let signal: Signal?
+    init(_ signal: Signal?) { self.signal = signal }
+    deinit { signal?.fire() }
+  }
+
+  struct AsyncIterator: AsyncIteratorProtocol {
+    let iteration: Int
+    let upstream: ScriptedUpstream
+    let token: EndToken
+    var produced = 0
+
+    mutating func next() async -> Int? {
+      produced += 1
+      switch (iteration, produced) {
+      case (_, 1):
+        return iteration * 100 + 1
+      case (1, 2):
+        await upstream.lateElement.wait()
+        return 102
+      case (2, 2):
+        await upstream.gate.wait()
+        return nil
+      default:
+        return nil
+      }
+    }
+  }
+
+  func makeAsyncIterator() -> AsyncIterator {
+    let iteration = iterations.withLock { iterations in
+      iterations += 1
+      return iterations
+    }
+    return AsyncIterator(
+      iteration: iteration, upstream: self, token: EndToken(iteration == 1 ? staleIterationEnded : nil))
   }
 }

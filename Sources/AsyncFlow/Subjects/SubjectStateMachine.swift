@@ -1,8 +1,29 @@
-/// The pure logic of a hot source: every subscriber has its own buffer, filled by `send` under its
-/// buffering policy and taken by the subscriber a whole batch at a time.
+/// The pure logic of a hot source: a subject (`PassthroughFlow`, `CurrentValueFlow`) or a shared
+/// upstream (`shareFlow`). Every subscriber has its own buffer, filled under the buffering policy
+/// and taken by the subscriber a batch at a time.
+///
+/// For `shareFlow` the upstream's phase lives in the same `State` as the subscribers, under the
+/// same lock: deciding to stop the upstream and registering a newcomer, or sending an element and
+/// stopping, are each one step, so a subscriber arriving as the last one leaves keeps the upstream
+/// and a stopped iteration cannot send a late element.
 @usableFromInline
 struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   @usableFromInline typealias Continuation = UnsafeContinuation<Void, Never>
+
+  @usableFromInline
+  enum State {
+    /// A subject: elements come from `send`, the end from `end(failure:)`.
+    case subject
+    /// `shareFlow`'s upstream is not running: never started, or stopped when the last subscriber
+    /// left. The next subscriber's `next()` starts it.
+    case idle
+    /// The task of the upstream's iteration `generation` is being created.
+    case starting(generation: Int)
+    case running(generation: Int, task: Task<Void, Never>)
+    /// The source ended: every subscriber drains its buffer, then sees the end; a later one ends
+    /// at once. A share does not start again.
+    case ended(failure: Failure?)
+  }
 
   @usableFromInline
   struct Subscriber {
@@ -18,37 +39,63 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     }
   }
 
+  @usableFromInline var state: State
   @usableFromInline let policy: FlowBufferingPolicy
   @usableFromInline let replayLimit: Int
   /// Subscribers, with `indexByID` for O(1) removal (the last one moves into the gap).
   @usableFromInline var subscribers: [Subscriber] = []
   private var indexByID: [Int: Int] = [:]
   private var nextID = 0
+  /// Tells the current upstream iteration from one still winding down after it was stopped.
+  private var nextGeneration = 0
   /// The last `replayLimit` elements, given to each new subscriber first.
   @usableFromInline var replay: [Element] = []
-  @usableFromInline var ended = false
-  private var failure: Failure?
 
+  /// A subject's machine.
   init(policy: FlowBufferingPolicy, replay: [Element] = [], replayLimit: Int) {
+    self.state = .subject
     self.policy = policy
     self.replayLimit = replayLimit
     self.replay = replay
   }
 
+  /// A `shareFlow` machine: its upstream starts at the first demand.
+  init(sharingWith policy: FlowBufferingPolicy, replayLimit: Int) {
+    self.state = .idle
+    self.policy = policy
+    self.replayLimit = replayLimit
+  }
+
   var subscriberCount: Int { subscribers.count }
+
+  @usableFromInline var isEnded: Bool {
+    if case .ended = state { return true }
+    return false
+  }
+
+  // MARK: Subscriber events
 
   /// Registers a subscriber; after the end it is registered with nothing to receive but the end.
   mutating func subscribe() -> Int {
     let id = nextID
     nextID += 1
     indexByID[id] = subscribers.count
-    subscribers.append(Subscriber(id: id, buffer: ended ? [] : replay, consumer: nil))
+    subscribers.append(Subscriber(id: id, buffer: isEnded ? [] : replay, consumer: nil))
     return id
   }
 
-  /// Removes a subscriber and frees its buffer; returns its waiting continuation, if any.
-  mutating func unsubscribe(_ id: Int) -> Continuation? {
-    guard let index = indexByID.removeValue(forKey: id) else { return nil }
+  struct UnsubscribeAction {
+    /// The leaving subscriber's waiting continuation.
+    var resumeConsumer: Continuation?
+    /// The upstream's task, when the last subscriber left.
+    var cancelUpstream: Task<Void, Never>?
+  }
+
+  /// Removes a subscriber and frees its buffer. When it was the last, a share stops its upstream
+  /// in the same step: a newcomer either came before (and the upstream stays) or comes after (and
+  /// starts it again).
+  mutating func unsubscribe(_ id: Int) -> UnsubscribeAction {
+    guard let index = indexByID.removeValue(forKey: id) else { return UnsubscribeAction() }
     let removed = subscribers[index]
     let last = subscribers.count - 1
     if index != last {
@@ -56,13 +103,132 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
       indexByID[subscribers[index].id] = index
     }
     subscribers.removeLast()
-    return removed.consumer
+    var action = UnsubscribeAction(resumeConsumer: removed.consumer)
+    guard subscribers.isEmpty else { return action }
+    switch state {
+    case .subject, .idle, .ended:
+      break
+    case .starting:
+      // The task being created finds a newer state when it reports, and is cancelled then.
+      state = .idle
+    case .running(_, let task):
+      state = .idle
+      action.cancelUpstream = task
+    }
+    return action
   }
+
+  @usableFromInline
+  enum NextAction {
+    case deliver
+    case suspend
+    /// Start the share's upstream iteration `generation`, then ask again.
+    case startUpstream(generation: Int)
+    case end(Failure?)
+  }
+
+  /// The subscriber has used up `batch`; refills it with everything buffered for it.
+  mutating func next(_ id: Int, swapping batch: inout [Element]) -> NextAction {
+    batch.removeAll(keepingCapacity: true)
+    guard let index = indexByID[id] else { return .end(nil) }
+    if case .idle = state {
+      let generation = nextGeneration
+      nextGeneration += 1
+      state = .starting(generation: generation)
+      return .startUpstream(generation: generation)
+    }
+    if !subscribers[index].buffer.isEmpty {
+      swap(&batch, &subscribers[index].buffer)
+      return .deliver
+    }
+    if case .ended(let failure) = state {
+      _ = unsubscribe(id)
+      return .end(failure)
+    }
+    return .suspend
+  }
+
+  /// Registers the waiting subscriber, or returns its continuation to be resumed at once.
+  mutating func suspend(_ id: Int, _ continuation: Continuation) -> Continuation? {
+    guard let index = indexByID[id], subscribers[index].buffer.isEmpty, !isEnded else { return continuation }
+    subscribers[index].consumer = continuation
+    return nil
+  }
+
+  // MARK: Subject events
 
   /// Buffers `element` for every subscriber; returns the ones to wake (no allocation if none waits).
   @inlinable
   mutating func send(_ element: Element) -> [Continuation] {
-    guard !ended else { return [] }
+    switch state {
+    case .subject:
+      return deliver(element)
+    case .ended:
+      return []
+    case .idle, .starting, .running:
+      preconditionFailure("Internal inconsistency: state \(state), event send")
+    }
+  }
+
+  /// Ends the subject: every subscriber drains its buffer, then sees the end.
+  mutating func end(failure: Failure?) -> [Continuation] {
+    switch state {
+    case .subject:
+      return end(with: failure)
+    case .ended:
+      return []
+    case .idle, .starting, .running:
+      preconditionFailure("Internal inconsistency: state \(state), event end")
+    }
+  }
+
+  // MARK: Upstream events (shareFlow)
+
+  /// The task of iteration `generation` exists; returns it if it must be cancelled at once (it was
+  /// stopped, or superseded, while it was being created).
+  mutating func upstreamStarted(_ task: Task<Void, Never>, generation: Int) -> Task<Void, Never>? {
+    switch state {
+    case .starting(generation):
+      state = .running(generation: generation, task: task)
+      return nil
+    case .running(generation, _):
+      preconditionFailure("Internal inconsistency: state \(state), event upstreamStarted(\(generation))")
+    case .idle, .starting, .running, .ended:
+      return task
+    case .subject:
+      preconditionFailure("Internal inconsistency: state subject, event upstreamStarted")
+    }
+  }
+
+  /// Iteration `generation` produced `element`; returns the subscribers to wake, or `nil` if the
+  /// iteration was stopped and must not deliver anything any more.
+  mutating func upstreamElement(_ element: Element, generation: Int) -> [Continuation]? {
+    switch state {
+    case .starting(generation), .running(generation, _):
+      return deliver(element)
+    case .idle, .starting, .running, .ended:
+      return nil
+    case .subject:
+      preconditionFailure("Internal inconsistency: state subject, event upstreamElement")
+    }
+  }
+
+  /// Iteration `generation` finished or failed; ends the share unless that iteration was stopped.
+  mutating func upstreamEnded(failure: Failure?, generation: Int) -> [Continuation] {
+    switch state {
+    case .starting(generation), .running(generation, _):
+      return end(with: failure)
+    case .idle, .starting, .running, .ended:
+      return []
+    case .subject:
+      preconditionFailure("Internal inconsistency: state subject, event upstreamEnded")
+    }
+  }
+
+  // MARK: Helpers
+
+  @inlinable
+  mutating func deliver(_ element: Element) -> [Continuation] {
     if replayLimit > 0 {
       if replay.count >= replayLimit { replay.removeFirst(replay.count - replayLimit + 1) }
       replay.append(element)
@@ -75,44 +241,12 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     return waking
   }
 
-  /// Ends the source: every subscriber drains its buffer, then sees the end.
-  mutating func end(failure: Failure?) -> [Continuation] {
-    guard !ended else { return [] }
-    ended = true
-    self.failure = failure
+  private mutating func end(with failure: Failure?) -> [Continuation] {
+    state = .ended(failure: failure)
     var waking: [Continuation] = []
     for index in subscribers.indices {
       if let consumer = subscribers[index].consumer.take() { waking.append(consumer) }
     }
     return waking
-  }
-
-  @usableFromInline
-  enum NextAction {
-    case deliver
-    case suspend
-    case end(Failure?)
-  }
-
-  /// The subscriber has used up `batch`; refills it with everything buffered for it.
-  mutating func next(_ id: Int, swapping batch: inout [Element]) -> NextAction {
-    batch.removeAll(keepingCapacity: true)
-    guard let index = indexByID[id] else { return .end(nil) }
-    if !subscribers[index].buffer.isEmpty {
-      swap(&batch, &subscribers[index].buffer)
-      return .deliver
-    }
-    if ended {
-      _ = unsubscribe(id)
-      return .end(failure)
-    }
-    return .suspend
-  }
-
-  /// Registers the waiting subscriber, or returns its continuation to be resumed at once.
-  mutating func suspend(_ id: Int, _ continuation: Continuation) -> Continuation? {
-    guard let index = indexByID[id], subscribers[index].buffer.isEmpty, !ended else { return continuation }
-    subscribers[index].consumer = continuation
-    return nil
   }
 }
