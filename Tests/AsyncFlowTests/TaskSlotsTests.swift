@@ -163,6 +163,43 @@ struct TaskSlotsTests {
     }
   }
 
+  /// Started inside `clock.task { }`, a slot's task runs on the clock's executor: after
+  /// `runCurrent()` it has run until its sleep, and `advance(by:)` wakes it, with no waiting loop.
+  @Test func aTaskStartedUnderATestClockFollowsItsSchedule() async {
+    let clock = TestClock()
+    let slots = TaskSlots<String>()
+    let log = EventLog<String>()
+    clock.task {
+      slots.run("tick") {
+        let preferred = FlowScheduling.executor.map { $0.asUnownedTaskExecutor() }
+        let running = withUnsafeCurrentTask { $0?.unownedTaskExecutor }
+        log.append(preferred != nil && running == preferred ? "on the clock's executor" : "elsewhere")
+        try? await clock.sleep(for: .seconds(1))
+        log.append("woke")
+      }
+    }
+    await clock.runCurrent()
+    #expect(log.all == ["on the clock's executor"])
+    #expect(clock.pendingSleepers == 1)
+    await clock.advance(by: .seconds(1))
+    #expect(log.all == ["on the clock's executor", "woke"])
+  }
+
+  /// Started on the clock's executor, a `@MainActor` operation still runs on the main actor.
+  @Test func aMainActorOperationRunsOnTheMainActorUnderATestClock() async {
+    let clock = TestClock()
+    let slots = TaskSlots<String>()
+    let model = await MainActor.run { MainActorCounter() }
+    let task = await clock.task {
+      slots.run("count") { @MainActor in
+        MainActor.assertIsolated()
+        model.count += 1
+      }
+    }.value
+    await task?.value
+    #expect(await model.count == 1)
+  }
+
   @Test func generationTokensGoStaleWhenItAdvances() {
     var generation = Generation()
     let loadMore = generation.current
@@ -172,4 +209,9 @@ struct TaskSlotsTests {
     #expect(generation.isCurrent(refresh))
     #expect(generation.current == refresh)
   }
+}
+
+@MainActor
+private final class MainActorCounter {
+  var count = 0
 }

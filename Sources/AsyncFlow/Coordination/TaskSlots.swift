@@ -112,7 +112,8 @@ final class TaskSlotsRegistry<ID: Hashable & Sendable>: Sendable {
     // Cancelled outside the lock (cancellation handlers run synchronously and may call back in),
     // and before the new task exists.
     for task in superseded { task.cancel() }
-    let task = Task(priority: priority) {
+    // Through FlowScheduling, so that a task started under a `TestClock` follows its schedule.
+    let task = FlowScheduling.startTask(priority: priority, inheritingContext: true) {
       for predecessor in predecessors { await predecessor.wait() }
       if !Task.isCancelled { await operation() }
       self.state.withLock { $0.finished(id: id, token: token) }?.fire()
