@@ -154,16 +154,16 @@ struct HotSourcesTests {
     let shared = upstream.shareFlow(replay: 1)
     var first = shared.makeAsyncIterator()
     #expect(iterations.withLock { $0 } == 0)  // started by the first next(), not by subscribing
-    #expect(try! await first.next() == 1)
-    #expect(try! await first.next() == 2)
+    #expect(await first.next() == 1)
+    #expect(await first.next() == 2)
     await gate.entered()
     var late = shared.makeAsyncIterator()  // replays 2, then live
     gate.release()
-    #expect(try! await late.next() == 2)
-    #expect(try! await late.next() == 3)
-    #expect(try! await late.next() == nil)
-    #expect(try! await first.next() == 3)
-    #expect(try! await first.next() == nil)
+    #expect(await late.next() == 2)
+    #expect(await late.next() == 3)
+    #expect(await late.next() == nil)
+    #expect(await first.next() == 3)
+    #expect(await first.next() == nil)
     #expect(iterations.withLock { $0 } == 1)
   }
 
@@ -180,7 +180,7 @@ struct HotSourcesTests {
     let shared = upstream.shareFlow()
     do {
       var iterator = shared.makeAsyncIterator()
-      _ = try! await iterator.next()
+      _ = await iterator.next()
     }
     await ended.wait()
   }
@@ -200,6 +200,17 @@ struct HotSourcesTests {
     gate.release()
     #expect(await a.value == TestError(id: 8))
     #expect(await b.value == TestError(id: 8))
+  }
+
+  @Test func shareFlowIsAConcreteSequenceWhoseIteratorThrowsTheUpstreamsFailure() async {
+    let shared: AsyncShareFlowSequence<Int, TestError> = Flow<Int, TestError>.fail(TestError(id: 9)).shareFlow()
+    var iterator = shared.makeAsyncIterator()
+    do throws(TestError) {
+      _ = try await iterator.next()
+      Issue.record("expected the upstream's failure")
+    } catch {
+      #expect(error == TestError(id: 9))
+    }
   }
 
   // MARK: sink
@@ -260,8 +271,8 @@ struct ShareFlowRaceTests {
         await emitter.emit(value)
       }
     }
-    let shared = ShareSequence(base: upstream, replay: 0, bufferingPolicy: .unbounded)
-    var first: ShareSequence<Int, Never>.Iterator? = shared.makeAsyncIterator()
+    let shared = AsyncShareFlowSequence(base: upstream, replay: 0, bufferingPolicy: .unbounded)
+    var first: AsyncShareFlowSequence<Int, Never>.Iterator? = shared.makeAsyncIterator()
     #expect(await first?.next() != nil)  // starts the upstream
     var second = shared.makeAsyncIterator()  // the newcomer registers...
     first = nil  // ...and the last one before it leaves
@@ -276,7 +287,7 @@ struct ShareFlowRaceTests {
     let lateElement = Signal()
     let staleIterationEnded = Signal()
     let secondIterationGate = Gate()
-    let shared = ShareSequence(
+    let shared = AsyncShareFlowSequence(
       base: ScriptedUpstream(
         lateElement: lateElement, staleIterationEnded: staleIterationEnded, gate: secondIterationGate),
       replay: 0, bufferingPolicy: .unbounded)

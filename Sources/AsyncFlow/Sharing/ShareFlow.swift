@@ -14,15 +14,22 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```
   public func shareFlow(
     replay: Int = 0, bufferingPolicy: FlowBufferingPolicy = .unbounded
-  ) -> some AsyncSequence<Element, Failure> & Sendable {
+  ) -> AsyncShareFlowSequence<Element, Failure> {
     precondition(replay >= 0, "shareFlow(replay:bufferingPolicy:): replay must be 0 or greater, got \(replay)")
-    return ShareSequence(base: self, replay: replay, bufferingPolicy: bufferingPolicy)
+    return AsyncShareFlowSequence(base: self, replay: replay, bufferingPolicy: bufferingPolicy)
   }
 }
 
-/// The sequence `shareFlow` returns: each iterator is one subscriber of the shared storage.
-struct ShareSequence<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
-  let storage: SubjectStorage<Element, Failure>
+/// The sequence ``_Concurrency/AsyncSequence/shareFlow(replay:bufferingPolicy:)`` returns: one
+/// iteration of its upstream, shared by every iterator made from it (each iterator is one
+/// subscriber). Copies share the same upstream.
+///
+/// ```swift
+/// let prices: AsyncShareFlowSequence<Price, APIError> = api.priceUpdates().shareFlow(replay: 1)
+/// for try await price in prices { chart.append(price) }
+/// ```
+public struct AsyncShareFlowSequence<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
+  @usableFromInline let storage: SubjectStorage<Element, Failure>
 
   init<Base: AsyncSequence & Sendable>(base: Base, replay: Int, bufferingPolicy: FlowBufferingPolicy)
   where Base.Element == Element, Base.Failure == Failure {
@@ -32,19 +39,52 @@ struct ShareSequence<Element: Sendable, Failure: Error>: AsyncSequence, Sendable
     }
   }
 
-  func makeAsyncIterator() -> Iterator {
+  /// Subscribes: the last `replay` elements first, then everything the upstream produces from
+  /// now on. The upstream starts at the first `next()` of any subscriber.
+  ///
+  /// ```swift
+  /// var iterator = prices.makeAsyncIterator()
+  /// let latest = try await iterator.next()
+  /// ```
+  public func makeAsyncIterator() -> Iterator {
     Iterator(subscriber: SubjectSubscriber(storage))
   }
 
-  struct Iterator: AsyncIteratorProtocol {
-    let subscriber: SubjectSubscriber<Element, Failure>
+  /// One subscriber of a shared upstream; releasing it, or cancelling its task, unsubscribes it,
+  /// and the last one to leave stops the upstream.
+  ///
+  /// ```swift
+  /// for try await price in prices { print(price) }
+  /// ```
+  public struct Iterator: AsyncIteratorProtocol {
+    @usableFromInline let subscriber: SubjectSubscriber<Element, Failure>
 
-    mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+    @usableFromInline init(subscriber: SubjectSubscriber<Element, Failure>) {
+      self.subscriber = subscriber
+    }
+
+    /// Returns the next element the upstream produced for this subscriber, waiting for it if
+    /// needed; `nil` after the upstream finished or when the task is cancelled; throws the
+    /// upstream's failure.
+    ///
+    /// ```swift
+    /// let price = try await iterator.next(isolation: #isolation)
+    /// ```
+    @inlinable
+    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
       try await subscriber.next(isolation: actor)
     }
 
-    mutating func next() async throws(Failure) -> Element? {
+    /// Returns the next element; see ``next(isolation:)``.
+    ///
+    /// ```swift
+    /// let price = try await iterator.next()
+    /// ```
+    public mutating func next() async throws(Failure) -> Element? {
       try await subscriber.next(isolation: nil)
     }
   }
 }
+
+@available(*, unavailable)
+extension AsyncShareFlowSequence.Iterator: Sendable {}
