@@ -104,8 +104,8 @@ struct HotSourcesTests {
           return bySender
         }
       }
-      // Every subscriber is registered before the first value is sent (a condition, not a guess).
-      while subject.subscriberCount < 4 { await Task.yield() }
+      // Every subscriber is registered before the first value is sent (a barrier, not a guess).
+      await subject.subscribers(count: 4)
       await withTaskGroup(of: Void.self) { senders in
         for sender in 0..<8 {
           senders.addTask {
@@ -118,6 +118,36 @@ struct HotSourcesTests {
     #expect(received.count == 4)
     for bySender in received {
       #expect(bySender.allSatisfy { $0 == Array(0..<perSender) })
+    }
+  }
+
+  @Test func subscribersCountIsABarrierThatReturnsOnCancellation() async {
+    let subject = PassthroughFlow<Int, Never>()
+    let current = CurrentValueFlow(0)
+    let shared = subject.shareFlow()
+    await subject.subscribers(count: 0)  // reached at once
+    let waiting = Task {
+      await subject.subscribers(count: 2)
+      await current.subscribers(count: 1)
+      await shared.subscribers(count: 1)
+    }
+    let first = subject.makeAsyncIterator()
+    let second = subject.makeAsyncIterator()
+    let third = current.makeAsyncIterator()
+    let fourth = shared.makeAsyncIterator()
+    await waiting.value
+    _ = (first, second, third, fourth)
+    #expect(shared.subscriberCount == 1)
+    // A cancelled waiter returns although the count is never reached.
+    let cancelled = Task { await subject.subscribers(count: 10) }
+    cancelled.cancel()
+    await cancelled.value
+    await inCancelledTask { await current.subscribers(count: 10) }
+  }
+
+  @Test func negativeSubscriberCountIsAProgrammerError() async {
+    await #expect(processExitsWith: .failure) {
+      await PassthroughFlow<Int, Never>().subscribers(count: -1)
     }
   }
 
@@ -223,12 +253,13 @@ struct HotSourcesTests {
       received.withLock { $0.append(value) }
       gotOne.fire()
     }
-    while subject.subscriberCount == 0 { await Task.yield() }
+    await subject.subscribers(count: 1)
     subject.send(1)
     await gotOne.wait()
     await MainActor.run { subscription.cancel() }
     subject.send(2)
-    while subject.subscriberCount != 0 { await Task.yield() }  // the sink's iteration has ended
+    await subscription.task.value  // the sink's iteration has ended
+    #expect(subject.subscriberCount == 0)
     #expect(received.withLock { $0 } == [1])
   }
 
@@ -248,10 +279,12 @@ struct HotSourcesTests {
 
     let subject = PassthroughFlow<Int, Never>()
     var released: FlowSubscription? = subject.sink { _ in }
-    while subject.subscriberCount == 0 { await Task.yield() }
+    await subject.subscribers(count: 1)
+    let sinkTask = released!.task
     released = nil
     _ = released
-    while subject.subscriberCount != 0 { await Task.yield() }
+    await sinkTask.value  // releasing cancelled it
+    #expect(subject.subscriberCount == 0)
   }
 }
 

@@ -32,14 +32,14 @@ struct SubjectStateMachineTests {
 
   private static func subject(replay: [Int] = [], replayLimit: Int = 0) -> (Machine, subscriber: Int) {
     var machine = Machine(policy: .unbounded, replay: replay, replayLimit: replayLimit)
-    let id = machine.subscribe()
+    let id = machine.subscribe().id
     return (machine, id)
   }
 
   /// A share with one subscriber that has not asked yet.
   private static func idle(replayLimit: Int = 0) -> (Machine, subscriber: Int) {
     var machine = Machine(sharingWith: .unbounded, replayLimit: replayLimit)
-    let id = machine.subscribe()
+    let id = machine.subscribe().id
     return (machine, id)
   }
 
@@ -79,7 +79,7 @@ struct SubjectStateMachineTests {
 
   @Test func testSubscribe_whenSubject_getsTheReplay() {
     var (machine, _) = Self.subject(replay: [7], replayLimit: 1)
-    let late = machine.subscribe()
+    let late = machine.subscribe().id
     var batch: [Int] = []
     guard case .deliver = machine.next(late, swapping: &batch) else {
       Issue.record("expected deliver")
@@ -93,7 +93,7 @@ struct SubjectStateMachineTests {
     var (machine, _, generation) = Self.running(replayLimit: 1)
     _ = machine.upstreamElement(1, generation: generation)
     _ = machine.upstreamElement(2, generation: generation)
-    let late = machine.subscribe()
+    let late = machine.subscribe().id
     var batch: [Int] = []
     guard case .deliver = machine.next(late, swapping: &batch) else {
       Issue.record("expected deliver")
@@ -105,7 +105,7 @@ struct SubjectStateMachineTests {
 
   @Test func testSubscribe_whenEnded_getsOnlyTheEnd() {
     var (machine, _) = Self.ended(failure: TestError(id: 1))
-    let late = machine.subscribe()
+    let late = machine.subscribe().id
     var batch: [Int] = []
     guard case .end(let failure) = machine.next(late, swapping: &batch) else {
       Issue.record("expected end")
@@ -113,6 +113,46 @@ struct SubjectStateMachineTests {
     }
     #expect(failure == TestError(id: 1))
     #expect(machine.subscriberCount == 1)  // the first one has not taken its end yet
+  }
+
+  // MARK: watchers (subscribers(count:))
+
+  @Test func testWatchSubscribers_whenTheCountIsReached_resumesAtOnce() async {
+    var (machine, _) = Self.subject()
+    await withContinuation { watcher in
+      let token = machine.makeWatcherToken()
+      #expect(same(machine.watchSubscribers(count: 1, token: token, watcher, isCancelled: false), watcher))
+    }
+  }
+
+  @Test func testWatchSubscribers_whenCancelled_resumesAtOnce() async {
+    var (machine, _) = Self.subject()
+    await withContinuation { watcher in
+      let token = machine.makeWatcherToken()
+      #expect(same(machine.watchSubscribers(count: 2, token: token, watcher, isCancelled: true), watcher))
+    }
+  }
+
+  @Test func testSubscribe_whenAWatcherWaits_resumesItOnceTheCountIsReached() async {
+    var (machine, _, _) = Self.running()
+    await withContinuation { watcher in
+      let token = machine.makeWatcherToken()
+      #expect(machine.watchSubscribers(count: 3, token: token, watcher, isCancelled: false) == nil)
+      #expect(machine.subscribe().resumeWatchers.isEmpty)  // 2 of 3
+      let resumed = machine.subscribe().resumeWatchers
+      #expect(resumed.count == 1 && same(resumed.first, watcher))
+      #expect(machine.watcherCancelled(token) == nil)  // already gone
+    }
+  }
+
+  @Test func testWatcherCancelled_whenWaiting_returnsItsContinuation() async {
+    var (machine, _) = Self.idle()
+    await withContinuation { watcher in
+      let token = machine.makeWatcherToken()
+      #expect(machine.watchSubscribers(count: 2, token: token, watcher, isCancelled: false) == nil)
+      #expect(same(machine.watcherCancelled(token), watcher))
+      #expect(machine.subscribe().resumeWatchers.isEmpty)
+    }
   }
 
   // MARK: next
@@ -135,7 +175,7 @@ struct SubjectStateMachineTests {
 
   @Test func testNext_whenIdle_startsTheUpstreamOnce() {
     var (machine, id) = Self.idle()
-    let other = machine.subscribe()
+    let other = machine.subscribe().id
     var batch: [Int] = []
     guard case .startUpstream(let generation) = machine.next(id, swapping: &batch) else {
       Issue.record("expected startUpstream")
@@ -262,7 +302,7 @@ struct SubjectStateMachineTests {
     var (machine, id, generation) = Self.running()
     #expect(machine.unsubscribe(id).cancelUpstream == upstreamTask)
     #expect(Self.isIdle(machine))
-    let newcomer = machine.subscribe()
+    let newcomer = machine.subscribe().id
     var batch: [Int] = []
     guard case .startUpstream(let next) = machine.next(newcomer, swapping: &batch) else {
       Issue.record("expected startUpstream")
@@ -275,7 +315,7 @@ struct SubjectStateMachineTests {
   /// events of one machine, so whichever comes first, the newcomer is served.
   @Test func testUnsubscribe_whenRunningAndANewcomerSubscribedFirst_keepsTheUpstream() {
     var (machine, id, generation) = Self.running()
-    let newcomer = machine.subscribe()
+    let newcomer = machine.subscribe().id
     #expect(machine.unsubscribe(id).cancelUpstream == nil)
     #expect(Self.isRunning(machine, generation: generation, task: upstreamTask))
     _ = machine.upstreamElement(1, generation: generation)
@@ -297,7 +337,7 @@ struct SubjectStateMachineTests {
 
   @Test func testSend_whenEnded_isIgnored() {
     var machine = Machine(policy: .unbounded, replayLimit: 0)
-    let id = machine.subscribe()
+    let id = machine.subscribe().id
     _ = machine.end(failure: nil)
     #expect(machine.send(1).isEmpty)
     var batch: [Int] = []
@@ -325,7 +365,7 @@ struct SubjectStateMachineTests {
   @Test func testSend_whenRunning_isAnInternalInconsistency() async {
     await #expect(processExitsWith: .failure) {
       var machine = SubjectStateMachine<Int, Never>(sharingWith: .unbounded, replayLimit: 0)
-      let id = machine.subscribe()
+      let id = machine.subscribe().id
       var batch: [Int] = []
       _ = machine.next(id, swapping: &batch)  // starting
       _ = machine.send(1)
@@ -350,7 +390,7 @@ struct SubjectStateMachineTests {
   @Test func testUpstreamStarted_whenRunningAnotherGeneration_cancelsTheStaleTask() {
     var (machine, id, stale) = Self.starting()
     _ = machine.unsubscribe(id)  // stopped before the task reported
-    let newcomer = machine.subscribe()
+    let newcomer = machine.subscribe().id
     var batch: [Int] = []
     guard case .startUpstream(let current) = machine.next(newcomer, swapping: &batch) else {
       Issue.record("expected startUpstream")
@@ -372,7 +412,7 @@ struct SubjectStateMachineTests {
   @Test func testUpstreamStarted_whenRunningTheSameGeneration_isAnInternalInconsistency() async {
     await #expect(processExitsWith: .failure) {
       var machine = SubjectStateMachine<Int, Never>(sharingWith: .unbounded, replayLimit: 0)
-      let id = machine.subscribe()
+      let id = machine.subscribe().id
       var batch: [Int] = []
       guard case .startUpstream(let generation) = machine.next(id, swapping: &batch) else { return }
       let task = Task<Void, Never> {}
@@ -411,7 +451,7 @@ struct SubjectStateMachineTests {
   @Test func testUpstreamElement_whenRunningAnotherGeneration_isRefused() {
     var (machine, id, stale) = Self.running()
     _ = machine.unsubscribe(id)
-    let newcomer = machine.subscribe()
+    let newcomer = machine.subscribe().id
     var batch: [Int] = []
     guard case .startUpstream(let current) = machine.next(newcomer, swapping: &batch) else {
       Issue.record("expected startUpstream")

@@ -110,16 +110,25 @@ struct TaskSlotsTests {
     let slots = TaskSlots<String>()
     let messages = PassthroughFlow<String, Never>()
     let received = LockedState<[String: Int]>([:])
+    let gotOne = Signal()
+    var listeners: [Task<Void, Never>] = []
     for _ in 0..<7 {  // an onAppear that fires seven times
-      slots.run("listener") {
-        for await message in messages { received.withLock { $0[message, default: 0] += 1 } }
-      }
+      listeners.append(
+        slots.run("listener") {
+          for await message in messages {
+            received.withLock { $0[message, default: 0] += 1 }
+            gotOne.fire()
+          }
+        }!)
     }
-    while messages.subscriberCount != 1 { await Task.yield() }  // the six superseded listeners left
+    for superseded in listeners.dropLast() { await superseded.value }  // the six superseded ones ended
+    await messages.subscribers(count: 1)  // the seventh listens
+    #expect(messages.subscriberCount == 1)
     messages.send("hello")
-    while received.withLock({ $0["hello"] }) == nil { await Task.yield() }
+    await gotOne.wait()
     messages.finish()
-    while slots.runningCount != 0 { await Task.yield() }
+    await listeners.last!.value
+    #expect(slots.runningCount == 0)
     #expect(received.withLock { $0 } == ["hello": 1])
   }
 

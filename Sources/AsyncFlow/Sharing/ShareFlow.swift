@@ -39,6 +39,27 @@ public struct AsyncShareFlowSequence<Element: Sendable, Failure: Error>: AsyncSe
     }
   }
 
+  /// The number of subscribers right now: iterators made and not yet released, cancelled or ended.
+  ///
+  /// ```swift
+  /// #expect(prices.subscriberCount == 0)   // the upstream is stopped
+  /// ```
+  public var subscriberCount: Int {
+    storage.subscriberCount
+  }
+
+  /// Suspends until at least `count` subscribers are registered, or the calling task is
+  /// cancelled: a barrier for tests, in place of polling ``subscriberCount``.
+  ///
+  /// ```swift
+  /// let chart = Task { for try await price in prices { plot(price) } }
+  /// await prices.subscribers(count: 1)
+  /// ```
+  public func subscribers(count: Int) async {
+    precondition(count >= 0, "AsyncShareFlowSequence.subscribers(count:): count must be 0 or greater, got \(count)")
+    await storage.subscribers(count: count)
+  }
+
   /// Subscribes: the last `replay` elements first, then everything the upstream produces from
   /// now on. The upstream starts at the first `next()` of any subscriber.
   ///

@@ -50,6 +50,9 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   private var nextGeneration = 0
   /// The last `replayLimit` elements, given to each new subscriber first.
   @usableFromInline var replay: [Element] = []
+  /// Tasks waiting until at least `count` subscribers are registered (`subscribers(count:)`).
+  private var watchers: [(token: Int, count: Int, continuation: Continuation)] = []
+  private var nextWatcherToken = 0
 
   /// A subject's machine.
   init(policy: FlowBufferingPolicy, replay: [Element] = [], replayLimit: Int) {
@@ -76,12 +79,45 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   // MARK: Subscriber events
 
   /// Registers a subscriber; after the end it is registered with nothing to receive but the end.
-  mutating func subscribe() -> Int {
+  /// Returns its id, and the watchers that the new count satisfies, to be resumed.
+  mutating func subscribe() -> (id: Int, resumeWatchers: [Continuation]) {
     let id = nextID
     nextID += 1
     indexByID[id] = subscribers.count
     subscribers.append(Subscriber(id: id, buffer: isEnded ? [] : replay, consumer: nil))
-    return id
+    guard !watchers.isEmpty else { return (id, []) }
+    var satisfied: [Continuation] = []
+    let count = subscribers.count
+    watchers.removeAll { watcher in
+      guard count >= watcher.count else { return false }
+      satisfied.append(watcher.continuation)
+      return true
+    }
+    return (id, satisfied)
+  }
+
+  // MARK: Watcher events (subscribers(count:))
+
+  /// A token for a task about to wait for subscribers, so that its cancellation resumes that one.
+  mutating func makeWatcherToken() -> Int {
+    defer { nextWatcherToken += 1 }
+    return nextWatcherToken
+  }
+
+  /// Registers a task waiting until at least `count` subscribers are registered; returns the
+  /// continuation if it must resume at once (the count is reached, or the task was cancelled).
+  mutating func watchSubscribers(
+    count: Int, token: Int, _ continuation: Continuation, isCancelled: Bool
+  ) -> Continuation? {
+    guard !isCancelled, subscribers.count < count else { return continuation }
+    watchers.append((token, count, continuation))
+    return nil
+  }
+
+  /// The task of the watcher `token` was cancelled; returns its continuation if it still waits.
+  mutating func watcherCancelled(_ token: Int) -> Continuation? {
+    guard let index = watchers.firstIndex(where: { $0.token == token }) else { return nil }
+    return watchers.remove(at: index).continuation
   }
 
   struct UnsubscribeAction {

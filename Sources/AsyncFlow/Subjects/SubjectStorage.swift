@@ -17,6 +17,20 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
 
   var subscriberCount: Int { state.withLock { $0.subscriberCount } }
 
+  /// Suspends until at least `count` subscribers are registered, or the task is cancelled.
+  func subscribers(count: Int) async {
+    let token = state.withLock { $0.makeWatcherToken() }
+    await withTaskCancellationHandler {
+      await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+        state.withLock {
+          $0.watchSubscribers(count: count, token: token, continuation, isCancelled: Task.isCancelled)
+        }?.resume()
+      }
+    } onCancel: {
+      state.withLock { $0.watcherCancelled(token) }?.resume()
+    }
+  }
+
   @inlinable
   func send(_ element: Element) {
     for consumer in state.withLock({ $0.send(element) }) { consumer.resume() }
@@ -86,7 +100,9 @@ final class SubjectSubscriber<Element: Sendable, Failure: Error> {
 
   init(_ storage: SubjectStorage<Element, Failure>) {
     self.storage = storage
-    self.id = storage.state.withLock { $0.subscribe() }
+    let (id, watchers) = storage.state.withLock { $0.subscribe() }
+    self.id = id
+    for watcher in watchers { watcher.resume() }
   }
 
   deinit {
