@@ -51,6 +51,31 @@ struct HotSourcesTests {
     #expect(FlowBufferingPolicy.bufferingNewest(2) != .bufferingOldest(2))
   }
 
+  /// The bound holds for what the subscriber receives: the elements it has not received yet are
+  /// inside the policy, not in a batch it took earlier.
+  @Test func boundedPoliciesHoldForWhatTheSubscriberReceives() async {
+    let newest = PassthroughFlow<Int, Never>(bufferingPolicy: .bufferingNewest(3))
+    let oldest = PassthroughFlow<Int, Never>(bufferingPolicy: .bufferingOldest(3))
+    var newestIterator = newest.makeAsyncIterator()
+    var oldestIterator = oldest.makeAsyncIterator()
+    for value in 1...3 {
+      newest.send(value)
+      oldest.send(value)
+    }
+    var newestValues = [await newestIterator.next()!]
+    var oldestValues = [await oldestIterator.next()!]
+    for value in 4...10 {
+      newest.send(value)
+      oldest.send(value)
+    }
+    newest.finish()
+    oldest.finish()
+    while let value = await newestIterator.next() { newestValues.append(value) }
+    while let value = await oldestIterator.next() { oldestValues.append(value) }
+    #expect(newestValues == [1, 8, 9, 10])
+    #expect(oldestValues == [1, 2, 3, 4])
+  }
+
   @Test func finishAndFailEndSubscribersAfterTheirBuffer() async throws {
     let subject = PassthroughFlow<Int, TestError>()
     var iterator = subject.makeAsyncIterator()

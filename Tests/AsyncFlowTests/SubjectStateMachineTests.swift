@@ -173,6 +173,20 @@ struct SubjectStateMachineTests {
     #expect(batch == [1, 2])
   }
 
+  @Test func testNext_whenSubjectIsBounded_takesOneElementAtATime() {
+    var machine = Machine(policy: .bufferingNewest(3), replayLimit: 0)
+    let id = machine.subscribe().id
+    for value in 1...3 { _ = machine.send(value) }
+    var batch: [Int] = []
+    guard case .deliver = machine.next(id, swapping: &batch) else {
+      Issue.record("expected deliver")
+      return
+    }
+    #expect(batch == [1])
+    for value in 4...10 { _ = machine.send(value) }  // 2 and 3 are still inside the bound: dropped
+    #expect(machine.subscribers[0].buffer == [8, 9, 10])
+  }
+
   @Test func testNext_whenIdle_startsTheUpstreamOnce() {
     var (machine, id) = Self.idle()
     let other = machine.subscribe().id

@@ -1,6 +1,7 @@
 /// The pure logic of a hot source: a subject (`PassthroughFlow`, `CurrentValueFlow`) or a shared
 /// upstream (`shareFlow`). Every subscriber has its own buffer, filled under the buffering policy
-/// and taken by the subscriber a batch at a time.
+/// and taken by the subscriber a whole batch at a time when unbounded, one element at a time when
+/// bounded (so that the bound holds for what it receives).
 ///
 /// For `shareFlow` the upstream's phase lives in the same `State` as the subscribers, under the
 /// same lock: deciding to stop the upstream and registering a newcomer, or sending an element and
@@ -174,7 +175,14 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
       return .startUpstream(generation: generation)
     }
     if !subscribers[index].buffer.isEmpty {
-      swap(&batch, &subscribers[index].buffer)
+      if policy.isBounded {
+        // One at a time: what the subscriber has not received stays in the buffer, where the
+        // policy counts it. A whole batch would sit outside the bound, and the subscriber would
+        // receive up to 2n - 1 elements, older ones among them, after falling behind.
+        batch.append(subscribers[index].buffer.removeFirst())
+      } else {
+        swap(&batch, &subscribers[index].buffer)
+      }
       return .deliver
     }
     if case .ended(let failure) = state {
