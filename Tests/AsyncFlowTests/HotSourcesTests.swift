@@ -257,6 +257,44 @@ struct HotSourcesTests {
     #expect(await b.value == TestError(id: 8))
   }
 
+  /// Run n of the upstream produces n01, then waits. Each subscriber below takes one element and
+  /// leaves, which stops the upstream; the next one starts it again.
+  private func restartingUpstream() -> Flow<Int, Never> {
+    let runs = LockedState(0)
+    let gate = Gate()
+    return Flow<Int, Never>(bufferSize: 0) { emitter in
+      let run = runs.withLock { runs in
+        runs += 1
+        return runs
+      }
+      await emitter.emit(run * 100 + 1)
+      await gate.wait()  // until cancelled
+    }
+  }
+
+  @Test func shareReplaysOnlyTheRunningIterationByDefault() async {
+    let shared = restartingUpstream().shareFlow(replay: 1)
+    do {
+      var first = shared.makeAsyncIterator()
+      #expect(await first.next() == 101)
+    }  // the upstream stops: its replay goes with it
+    var second = shared.makeAsyncIterator()
+    #expect(await second.next() == 201)
+  }
+
+  @Test func shareReplaysThePreviousRunAcrossRestartsWhenAsked() async {
+    let shared = restartingUpstream().shareFlow(replay: 1, replayScope: .acrossRestarts)
+    do {
+      var first = shared.makeAsyncIterator()
+      #expect(await first.next() == 101)
+    }
+    var second = shared.makeAsyncIterator()
+    #expect(await second.next() == 101)  // the last known value first...
+    #expect(await second.next() == 201)  // ...then the new run's
+    #expect(FlowReplayScope.whileRunning != .acrossRestarts)
+    #expect("\(FlowReplayScope.acrossRestarts)" == ".acrossRestarts")
+  }
+
   @Test func shareFlowIsAConcreteSequenceWhoseIteratorThrowsTheUpstreamsFailure() async {
     let shared: AsyncShareFlowSequence<Int, TestError> = Flow<Int, TestError>.fail(TestError(id: 9)).shareFlow()
     var iterator = shared.makeAsyncIterator()

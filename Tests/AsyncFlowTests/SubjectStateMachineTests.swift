@@ -325,6 +325,36 @@ struct SubjectStateMachineTests {
     #expect(next != generation)
   }
 
+  @Test func testUnsubscribe_whenRunningAndLast_emptiesTheReplayWhileRunningScoped() {
+    var (machine, id, generation) = Self.running(replayLimit: 1)
+    _ = machine.upstreamElement(1, generation: generation)
+    _ = machine.unsubscribe(id)
+    #expect(machine.replay.isEmpty)
+  }
+
+  @Test func testUnsubscribe_whenRunningAndLast_keepsTheReplayAcrossRestarts() {
+    var machine = Machine(sharingWith: .unbounded, replayLimit: 1, keepsReplayWhenStopped: true)
+    let id = machine.subscribe().id
+    var batch: [Int] = []
+    guard case .startUpstream(let generation) = machine.next(id, swapping: &batch) else {
+      Issue.record("expected startUpstream")
+      return
+    }
+    _ = machine.upstreamElement(1, generation: generation)
+    _ = machine.unsubscribe(id)
+    #expect(machine.replay == [1])
+    let newcomer = machine.subscribe().id
+    guard case .startUpstream = machine.next(newcomer, swapping: &batch) else {
+      Issue.record("expected startUpstream")
+      return
+    }
+    guard case .deliver = machine.next(newcomer, swapping: &batch) else {
+      Issue.record("expected deliver")
+      return
+    }
+    #expect(batch == [1])
+  }
+
   /// The last subscriber leaves while a newcomer arrives: registering and deciding to stop are
   /// events of one machine, so whichever comes first, the newcomer is served.
   @Test func testUnsubscribe_whenRunningAndANewcomerSubscribedFirst_keepsTheUpstream() {

@@ -4,8 +4,10 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// The upstream is iterated once, started by the first subscriber's first `next()`, and
   /// cancelled when the last subscriber leaves (a later subscriber starts it again). Every
   /// subscriber gets the elements sent after it subscribed, each buffered by `bufferingPolicy`; a
-  /// late subscriber first gets the last `replay` elements. The upstream's finish or failure
-  /// reaches every subscriber; a subscriber that comes after it ends at once.
+  /// late subscriber first gets the last `replay` elements. Once the upstream stopped and started
+  /// again, `replayScope` says whether those include the previous run's: by default
+  /// (`.whileRunning`) they do not. The upstream's finish or failure reaches every subscriber; a
+  /// subscriber that comes after it ends at once.
   ///
   /// ```swift
   /// let prices = api.priceUpdates().shareFlow(replay: 1)
@@ -13,14 +15,16 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// for await price in prices { label.text = "\(price)" } // and in another, one connection
   /// ```
   public func shareFlow(
-    replay: Int = 0, bufferingPolicy: FlowBufferingPolicy = .unbounded
+    replay: Int = 0, replayScope: FlowReplayScope = .whileRunning, bufferingPolicy: FlowBufferingPolicy = .unbounded
   ) -> AsyncShareFlowSequence<Element, Failure> {
-    precondition(replay >= 0, "shareFlow(replay:bufferingPolicy:): replay must be 0 or greater, got \(replay)")
-    return AsyncShareFlowSequence(base: self, replay: replay, bufferingPolicy: bufferingPolicy)
+    precondition(
+      replay >= 0, "shareFlow(replay:replayScope:bufferingPolicy:): replay must be 0 or greater, got \(replay)")
+    return AsyncShareFlowSequence(
+      base: self, replay: replay, replayScope: replayScope, bufferingPolicy: bufferingPolicy)
   }
 }
 
-/// The sequence ``_Concurrency/AsyncSequence/shareFlow(replay:bufferingPolicy:)`` returns: one
+/// The sequence `shareFlow(replay:replayScope:bufferingPolicy:)` returns: one
 /// iteration of its upstream, shared by every iterator made from it (each iterator is one
 /// subscriber). Copies share the same upstream.
 ///
@@ -31,9 +35,12 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 public struct AsyncShareFlowSequence<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
   @usableFromInline let storage: SubjectStorage<Element, Failure>
 
-  init<Base: AsyncSequence & Sendable>(base: Base, replay: Int, bufferingPolicy: FlowBufferingPolicy)
-  where Base.Element == Element, Base.Failure == Failure {
-    storage = SubjectStorage(SubjectStateMachine(sharingWith: bufferingPolicy, replayLimit: replay)) {
+  init<Base: AsyncSequence & Sendable>(
+    base: Base, replay: Int, replayScope: FlowReplayScope = .whileRunning, bufferingPolicy: FlowBufferingPolicy
+  ) where Base.Element == Element, Base.Failure == Failure {
+    let machine = SubjectStateMachine<Element, Failure>(
+      sharingWith: bufferingPolicy, replayLimit: replay, keepsReplayWhenStopped: replayScope == .acrossRestarts)
+    storage = SubjectStorage(machine) {
       storage, generation in
       FlowScheduling.startTask { await storage.iterateUpstream(base, generation: generation) }
     }

@@ -43,6 +43,8 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   @usableFromInline var state: State
   @usableFromInline let policy: FlowBufferingPolicy
   @usableFromInline let replayLimit: Int
+  /// `FlowReplayScope.acrossRestarts`: a stopped share keeps its replay for the next run.
+  let keepsReplayWhenStopped: Bool
   /// Subscribers, with `indexByID` for O(1) removal (the last one moves into the gap).
   @usableFromInline var subscribers: [Subscriber] = []
   private var indexByID: [Int: Int] = [:]
@@ -61,13 +63,15 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     self.policy = policy
     self.replayLimit = replayLimit
     self.replay = replay
+    self.keepsReplayWhenStopped = true
   }
 
   /// A `shareFlow` machine: its upstream starts at the first demand.
-  init(sharingWith policy: FlowBufferingPolicy, replayLimit: Int) {
+  init(sharingWith policy: FlowBufferingPolicy, replayLimit: Int, keepsReplayWhenStopped: Bool = false) {
     self.state = .idle
     self.policy = policy
     self.replayLimit = replayLimit
+    self.keepsReplayWhenStopped = keepsReplayWhenStopped
   }
 
   var subscriberCount: Int { subscribers.count }
@@ -152,6 +156,8 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
       state = .idle
       action.cancelUpstream = task
     }
+    // Emptied here, not at the restart: a subscriber registering in between gets the replay.
+    if case .idle = state, !keepsReplayWhenStopped { replay.removeAll() }
     return action
   }
 
