@@ -209,6 +209,43 @@ struct TaskSlotsTests {
     #expect(await model.count == 1)
   }
 
+  /// A model owns its slots: releasing the model mid-run cancels the task it started.
+  @Test func aModelReleasedMidRunCancelsItsTask() async {
+    let gate = Gate()
+    var model: SlotsModel? = await MainActor.run { SlotsModel() }
+    let task = await model!.load(gate: gate)
+    await gate.entered()
+    #expect(!task.isCancelled)
+    model = nil  // the last reference: the model, then its TaskSlots, deinit
+    _ = model
+    await task.value  // returns: the gate lets a cancelled waiter go
+    #expect(task.isCancelled)
+  }
+
+  /// `latestWins` does not wait for the task it cancels: here the first task's cleanup waits for
+  /// the second task to start, which would never happen if it did. The second waits for the first
+  /// by awaiting its task, as `run`'s documentation says.
+  @Test func latestWinsDoesNotWaitForTheCancelledTaskUnlessTheNewOneAwaitsIt() async {
+    let slots = TaskSlots<String>()
+    let running = Gate()
+    let secondStarted = Signal()
+    let log = EventLog<String>()
+    let first = slots.run("load") {
+      await running.wait()  // returns once cancelled
+      await secondStarted.wait()  // cleanup that outlives the cancellation
+      log.append("first cleaned up")
+    }!
+    await running.entered()
+    let second = slots.run("load") {
+      log.append("second started")
+      secondStarted.fire()
+      await first.value
+      log.append("second saw the first end")
+    }!
+    await second.value
+    #expect(log.all == ["second started", "first cleaned up", "second saw the first end"])
+  }
+
   @Test func generationTokensGoStaleWhenItAdvances() {
     var generation = Generation()
     let loadMore = generation.current
@@ -223,4 +260,13 @@ struct TaskSlotsTests {
 @MainActor
 private final class MainActorCounter {
   var count = 0
+}
+
+@MainActor
+private final class SlotsModel {
+  private let slots = TaskSlots<String>()
+
+  func load(gate: Gate) -> Task<Void, Never> {
+    slots.run("load") { await gate.wait() }!
+  }
 }
