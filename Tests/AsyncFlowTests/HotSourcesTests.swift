@@ -51,6 +51,31 @@ struct HotSourcesTests {
     #expect(FlowBufferingPolicy.bufferingNewest(2) != .bufferingOldest(2))
   }
 
+  /// The bound holds for what the subscriber receives: the elements it has not received yet are
+  /// inside the policy, not in a batch it took earlier.
+  @Test func boundedPoliciesHoldForWhatTheSubscriberReceives() async {
+    let newest = PassthroughFlow<Int, Never>(bufferingPolicy: .bufferingNewest(3))
+    let oldest = PassthroughFlow<Int, Never>(bufferingPolicy: .bufferingOldest(3))
+    var newestIterator = newest.makeAsyncIterator()
+    var oldestIterator = oldest.makeAsyncIterator()
+    for value in 1...3 {
+      newest.send(value)
+      oldest.send(value)
+    }
+    var newestValues = [await newestIterator.next()!]
+    var oldestValues = [await oldestIterator.next()!]
+    for value in 4...10 {
+      newest.send(value)
+      oldest.send(value)
+    }
+    newest.finish()
+    oldest.finish()
+    while let value = await newestIterator.next() { newestValues.append(value) }
+    while let value = await oldestIterator.next() { oldestValues.append(value) }
+    #expect(newestValues == [1, 8, 9, 10])
+    #expect(oldestValues == [1, 2, 3, 4])
+  }
+
   @Test func finishAndFailEndSubscribersAfterTheirBuffer() async throws {
     let subject = PassthroughFlow<Int, TestError>()
     var iterator = subject.makeAsyncIterator()
@@ -104,8 +129,8 @@ struct HotSourcesTests {
           return bySender
         }
       }
-      // Every subscriber is registered before the first value is sent (a condition, not a guess).
-      while subject.subscriberCount < 4 { await Task.yield() }
+      // Every subscriber is registered before the first value is sent (a barrier, not a guess).
+      await subject.subscribers(count: 4)
       await withTaskGroup(of: Void.self) { senders in
         for sender in 0..<8 {
           senders.addTask {
@@ -118,6 +143,36 @@ struct HotSourcesTests {
     #expect(received.count == 4)
     for bySender in received {
       #expect(bySender.allSatisfy { $0 == Array(0..<perSender) })
+    }
+  }
+
+  @Test func subscribersCountIsABarrierThatReturnsOnCancellation() async {
+    let subject = PassthroughFlow<Int, Never>()
+    let current = CurrentValueFlow(0)
+    let shared = subject.shareFlow()
+    await subject.subscribers(count: 0)  // reached at once
+    let waiting = Task {
+      await subject.subscribers(count: 2)
+      await current.subscribers(count: 1)
+      await shared.subscribers(count: 1)
+    }
+    let first = subject.makeAsyncIterator()
+    let second = subject.makeAsyncIterator()
+    let third = current.makeAsyncIterator()
+    let fourth = shared.makeAsyncIterator()
+    await waiting.value
+    _ = (first, second, third, fourth)
+    #expect(shared.subscriberCount == 1)
+    // A cancelled waiter returns although the count is never reached.
+    let cancelled = Task { await subject.subscribers(count: 10) }
+    cancelled.cancel()
+    await cancelled.value
+    await inCancelledTask { await current.subscribers(count: 10) }
+  }
+
+  @Test func negativeSubscriberCountIsAProgrammerError() async {
+    await #expect(processExitsWith: .failure) {
+      await PassthroughFlow<Int, Never>().subscribers(count: -1)
     }
   }
 
@@ -154,16 +209,16 @@ struct HotSourcesTests {
     let shared = upstream.shareFlow(replay: 1)
     var first = shared.makeAsyncIterator()
     #expect(iterations.withLock { $0 } == 0)  // started by the first next(), not by subscribing
-    #expect(try! await first.next() == 1)
-    #expect(try! await first.next() == 2)
+    #expect(await first.next() == 1)
+    #expect(await first.next() == 2)
     await gate.entered()
     var late = shared.makeAsyncIterator()  // replays 2, then live
     gate.release()
-    #expect(try! await late.next() == 2)
-    #expect(try! await late.next() == 3)
-    #expect(try! await late.next() == nil)
-    #expect(try! await first.next() == 3)
-    #expect(try! await first.next() == nil)
+    #expect(await late.next() == 2)
+    #expect(await late.next() == 3)
+    #expect(await late.next() == nil)
+    #expect(await first.next() == 3)
+    #expect(await first.next() == nil)
     #expect(iterations.withLock { $0 } == 1)
   }
 
@@ -180,7 +235,7 @@ struct HotSourcesTests {
     let shared = upstream.shareFlow()
     do {
       var iterator = shared.makeAsyncIterator()
-      _ = try! await iterator.next()
+      _ = await iterator.next()
     }
     await ended.wait()
   }
@@ -202,6 +257,55 @@ struct HotSourcesTests {
     #expect(await b.value == TestError(id: 8))
   }
 
+  /// Run n of the upstream produces n01, then waits. Each subscriber below takes one element and
+  /// leaves, which stops the upstream; the next one starts it again.
+  private func restartingUpstream() -> Flow<Int, Never> {
+    let runs = LockedState(0)
+    let gate = Gate()
+    return Flow<Int, Never>(bufferSize: 0) { emitter in
+      let run = runs.withLock { runs in
+        runs += 1
+        return runs
+      }
+      await emitter.emit(run * 100 + 1)
+      await gate.wait()  // until cancelled
+    }
+  }
+
+  @Test func shareReplaysOnlyTheRunningIterationByDefault() async {
+    let shared = restartingUpstream().shareFlow(replay: 1)
+    do {
+      var first = shared.makeAsyncIterator()
+      #expect(await first.next() == 101)
+    }  // the upstream stops: its replay goes with it
+    var second = shared.makeAsyncIterator()
+    #expect(await second.next() == 201)
+  }
+
+  @Test func shareReplaysThePreviousRunAcrossRestartsWhenAsked() async {
+    let shared = restartingUpstream().shareFlow(replay: 1, replayScope: .acrossRestarts)
+    do {
+      var first = shared.makeAsyncIterator()
+      #expect(await first.next() == 101)
+    }
+    var second = shared.makeAsyncIterator()
+    #expect(await second.next() == 101)  // the last known value first...
+    #expect(await second.next() == 201)  // ...then the new run's
+    #expect(FlowReplayScope.whileRunning != .acrossRestarts)
+    #expect("\(FlowReplayScope.acrossRestarts)" == ".acrossRestarts")
+  }
+
+  @Test func shareFlowIsAConcreteSequenceWhoseIteratorThrowsTheUpstreamsFailure() async {
+    let shared: AsyncShareFlowSequence<Int, TestError> = Flow<Int, TestError>.fail(TestError(id: 9)).shareFlow()
+    var iterator = shared.makeAsyncIterator()
+    do throws(TestError) {
+      _ = try await iterator.next()
+      Issue.record("expected the upstream's failure")
+    } catch {
+      #expect(error == TestError(id: 9))
+    }
+  }
+
   // MARK: sink
 
   @Test func sinkStartsAtOnceAndStopsDeliveringOnCancel() async {
@@ -212,12 +316,13 @@ struct HotSourcesTests {
       received.withLock { $0.append(value) }
       gotOne.fire()
     }
-    while subject.subscriberCount == 0 { await Task.yield() }
+    await subject.subscribers(count: 1)
     subject.send(1)
     await gotOne.wait()
     await MainActor.run { subscription.cancel() }
     subject.send(2)
-    while subject.subscriberCount != 0 { await Task.yield() }  // the sink's iteration has ended
+    await subscription.task.value  // the sink's iteration has ended
+    #expect(subject.subscriberCount == 0)
     #expect(received.withLock { $0 } == [1])
   }
 
@@ -237,20 +342,24 @@ struct HotSourcesTests {
 
     let subject = PassthroughFlow<Int, Never>()
     var released: FlowSubscription? = subject.sink { _ in }
-    while subject.subscriberCount == 0 { await Task.yield() }
+    await subject.subscribers(count: 1)
+    let sinkTask = released!.task
     released = nil
     _ = released
-    while subject.subscriberCount != 0 { await Task.yield() }
+    await sinkTask.value  // releasing cancelled it
+    #expect(subject.subscriberCount == 0)
   }
 }
 
 @Suite("shareFlow races", .timeLimit(.minutes(1)))
 struct ShareFlowRaceTests {
-  /// The last subscriber leaves while a new one arrives: its departure was counted (no one left),
-  /// but before it stops the upstream, the newcomer subscribes and asks. The upstream must stay.
+  /// The last subscriber leaves while a new one arrives: the newcomer registered first, so the
+  /// departure must not stop the upstream under it.
   @Test func aSubscriberArrivingWhileTheLastLeavesKeepsTheUpstream() async {
     let stopped = Signal()
+    let iterations = LockedState(0)
     let upstream = Flow<Int, Never>(bufferSize: 0) { emitter in
+      iterations.withLock { $0 += 1 }
       defer { stopped.fire() }
       var value = 0
       while !Task.isCancelled {
@@ -258,22 +367,90 @@ struct ShareFlowRaceTests {
         await emitter.emit(value)
       }
     }
-    let shared = upstream.shareFlow() as! ShareSequence<Int, Never>
-    let storage = shared.storage
-    let share = storage.upstream as! ShareUpstream<Flow<Int, Never>>
-    // The first subscriber starts the upstream.
-    let first = SubjectSubscriber(storage)
-    #expect(await first.next(isolation: nil) != nil)
-    // It leaves: the first half of `unsubscribe`, which counts nobody left...
-    let firstID = 0
-    _ = storage.state.withLock { $0.unsubscribe(firstID) }
-    // ...then a newcomer subscribes and asks, while the upstream still runs...
-    let second = SubjectSubscriber(storage)
-    share.demanded()
-    // ...then the departure is reported, counted before the newcomer came.
-    share.subscribersLeft(remaining: 0)
-    // The newcomer is served: the upstream was not stopped under it.
-    #expect(await second.next(isolation: nil) != nil)
+    let shared = AsyncShareFlowSequence(base: upstream, replay: 0, bufferingPolicy: .unbounded)
+    var first: AsyncShareFlowSequence<Int, Never>.Iterator? = shared.makeAsyncIterator()
+    #expect(await first?.next() != nil)  // starts the upstream
+    var second = shared.makeAsyncIterator()  // the newcomer registers...
+    first = nil  // ...and the last one before it leaves
+    #expect(await second.next() != nil)
     #expect(!stopped.isFired)
+    #expect(iterations.withLock { $0 } == 1)
+  }
+
+  /// An iteration stopped when the last subscriber left, but which ignores cancellation, produces
+  /// one more element after a newcomer started a new iteration: that element is dropped.
+  @Test func aStoppedIterationCannotSendALateElement() async {
+    let lateElement = Signal()
+    let staleIterationEnded = Signal()
+    let secondIterationGate = Gate()
+    let shared = AsyncShareFlowSequence(
+      base: ScriptedUpstream(
+        lateElement: lateElement, staleIterationEnded: staleIterationEnded, gate: secondIterationGate),
+      replay: 0, bufferingPolicy: .unbounded)
+    do {
+      var first = shared.makeAsyncIterator()
+      #expect(await first.next() == 101)
+    }  // the last subscriber left: iteration 1 is stopped, but waits for `lateElement`
+    var second = shared.makeAsyncIterator()
+    #expect(await second.next() == 201)  // iteration 2
+    await secondIterationGate.entered()
+    lateElement.fire()  // iteration 1 produces 102...
+    await staleIterationEnded.wait()  // ...which the share refuses: the iteration ends there
+    secondIterationGate.release()
+    #expect(await second.next() == nil)
+  }
+}
+
+/// An upstream whose iteration n produces n01, then: iteration 1 waits for `lateElement` ignoring
+/// cancellation and produces 102; iteration 2 waits at `gate` and finishes.
+private struct ScriptedUpstream: AsyncSequence, Sendable {
+  let lateElement: Signal
+  let staleIterationEnded: Signal
+  let gate: Gate
+  private let iterations = LockedState(0)
+
+  init(lateElement: Signal, staleIterationEnded: Signal, gate: Gate) {
+    self.lateElement = lateElement
+    self.staleIterationEnded = staleIterationEnded
+    self.gate = gate
+  }
+
+  /// Fires its signal when the iteration that holds it is released.
+  final class EndToken: Sendable {
+    let signal: Signal?
+    init(_ signal: Signal?) { self.signal = signal }
+    deinit { signal?.fire() }
+  }
+
+  struct AsyncIterator: AsyncIteratorProtocol {
+    let iteration: Int
+    let upstream: ScriptedUpstream
+    let token: EndToken
+    var produced = 0
+
+    mutating func next() async -> Int? {
+      produced += 1
+      switch (iteration, produced) {
+      case (_, 1):
+        return iteration * 100 + 1
+      case (1, 2):
+        await upstream.lateElement.wait()
+        return 102
+      case (2, 2):
+        await upstream.gate.wait()
+        return nil
+      default:
+        return nil
+      }
+    }
+  }
+
+  func makeAsyncIterator() -> AsyncIterator {
+    let iteration = iterations.withLock { iterations in
+      iterations += 1
+      return iterations
+    }
+    return AsyncIterator(
+      iteration: iteration, upstream: self, token: EndToken(iteration == 1 ? staleIterationEnded : nil))
   }
 }

@@ -110,16 +110,25 @@ struct TaskSlotsTests {
     let slots = TaskSlots<String>()
     let messages = PassthroughFlow<String, Never>()
     let received = LockedState<[String: Int]>([:])
+    let gotOne = Signal()
+    var listeners: [Task<Void, Never>] = []
     for _ in 0..<7 {  // an onAppear that fires seven times
-      slots.run("listener") {
-        for await message in messages { received.withLock { $0[message, default: 0] += 1 } }
-      }
+      listeners.append(
+        slots.run("listener") {
+          for await message in messages {
+            received.withLock { $0[message, default: 0] += 1 }
+            gotOne.fire()
+          }
+        }!)
     }
-    while messages.subscriberCount != 1 { await Task.yield() }  // the six superseded listeners left
+    for superseded in listeners.dropLast() { await superseded.value }  // the six superseded ones ended
+    await messages.subscribers(count: 1)  // the seventh listens
+    #expect(messages.subscriberCount == 1)
     messages.send("hello")
-    while received.withLock({ $0["hello"] }) == nil { await Task.yield() }
+    await gotOne.wait()
     messages.finish()
-    while slots.runningCount != 0 { await Task.yield() }
+    await listeners.last!.value
+    #expect(slots.runningCount == 0)
     #expect(received.withLock { $0 } == ["hello": 1])
   }
 
@@ -163,6 +172,80 @@ struct TaskSlotsTests {
     }
   }
 
+  /// Started inside `clock.task { }`, a slot's task runs on the clock's executor: after
+  /// `runCurrent()` it has run until its sleep, and `advance(by:)` wakes it, with no waiting loop.
+  @Test func aTaskStartedUnderATestClockFollowsItsSchedule() async {
+    let clock = TestClock()
+    let slots = TaskSlots<String>()
+    let log = EventLog<String>()
+    clock.task {
+      slots.run("tick") {
+        let preferred = FlowScheduling.executor.map { $0.asUnownedTaskExecutor() }
+        let running = withUnsafeCurrentTask { $0?.unownedTaskExecutor }
+        log.append(preferred != nil && running == preferred ? "on the clock's executor" : "elsewhere")
+        try? await clock.sleep(for: .seconds(1))
+        log.append("woke")
+      }
+    }
+    await clock.runCurrent()
+    #expect(log.all == ["on the clock's executor"])
+    #expect(clock.pendingSleepers == 1)
+    await clock.advance(by: .seconds(1))
+    #expect(log.all == ["on the clock's executor", "woke"])
+  }
+
+  /// Started on the clock's executor, a `@MainActor` operation still runs on the main actor.
+  @Test func aMainActorOperationRunsOnTheMainActorUnderATestClock() async {
+    let clock = TestClock()
+    let slots = TaskSlots<String>()
+    let model = await MainActor.run { MainActorCounter() }
+    let task = await clock.task {
+      slots.run("count") { @MainActor in
+        MainActor.assertIsolated()
+        model.count += 1
+      }
+    }.value
+    await task?.value
+    #expect(await model.count == 1)
+  }
+
+  /// A model owns its slots: releasing the model mid-run cancels the task it started.
+  @Test func aModelReleasedMidRunCancelsItsTask() async {
+    let gate = Gate()
+    var model: SlotsModel? = await MainActor.run { SlotsModel() }
+    let task = await model!.load(gate: gate)
+    await gate.entered()
+    #expect(!task.isCancelled)
+    model = nil  // the last reference: the model, then its TaskSlots, deinit
+    _ = model
+    await task.value  // returns: the gate lets a cancelled waiter go
+    #expect(task.isCancelled)
+  }
+
+  /// `latestWins` does not wait for the task it cancels: here the first task's cleanup waits for
+  /// the second task to start, which would never happen if it did. The second waits for the first
+  /// by awaiting its task, as `run`'s documentation says.
+  @Test func latestWinsDoesNotWaitForTheCancelledTaskUnlessTheNewOneAwaitsIt() async {
+    let slots = TaskSlots<String>()
+    let running = Gate()
+    let secondStarted = Signal()
+    let log = EventLog<String>()
+    let first = slots.run("load") {
+      await running.wait()  // returns once cancelled
+      await secondStarted.wait()  // cleanup that outlives the cancellation
+      log.append("first cleaned up")
+    }!
+    await running.entered()
+    let second = slots.run("load") {
+      log.append("second started")
+      secondStarted.fire()
+      await first.value
+      log.append("second saw the first end")
+    }!
+    await second.value
+    #expect(log.all == ["second started", "first cleaned up", "second saw the first end"])
+  }
+
   @Test func generationTokensGoStaleWhenItAdvances() {
     var generation = Generation()
     let loadMore = generation.current
@@ -171,5 +254,19 @@ struct TaskSlotsTests {
     #expect(!generation.isCurrent(loadMore))
     #expect(generation.isCurrent(refresh))
     #expect(generation.current == refresh)
+  }
+}
+
+@MainActor
+private final class MainActorCounter {
+  var count = 0
+}
+
+@MainActor
+private final class SlotsModel {
+  private let slots = TaskSlots<String>()
+
+  func load(gate: Gate) -> Task<Void, Never> {
+    slots.run("load") { await gate.wait() }!
   }
 }

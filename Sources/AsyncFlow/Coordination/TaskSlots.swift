@@ -38,7 +38,21 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   /// - `latestWins` (the default): the task in flight is cancelled and leaves the slot in the same
   ///   step under the lock as the new one is registered, so there is never a moment with two live
   ///   registrations for one identity; the new task starts after the old one was cancelled, and the
-  ///   old task's completion never removes its successor.
+  ///   old task's completion never removes its successor. The old task is cancelled, not awaited:
+  ///   it may still run (until its next cancellation check, or through cleanup) while the new one
+  ///   starts. When its end matters, because it holds a resource or writes what the new one reads,
+  ///   await the task that `run` returned for it at the start of the new operation:
+  ///
+  ///   ```swift
+  ///   private var reload: Task<Void, Never>?
+  ///   func refresh() {
+  ///     let previous = reload
+  ///     reload = slots.run(.reload) { @MainActor in
+  ///       await previous?.value   // the cancelled reload has ended, its cleanup done
+  ///       await self.reloadFeed()
+  ///     }
+  ///   }
+  ///   ```
   /// - `firstWins`: while a task runs, nothing starts and `run` returns `nil`.
   /// - `queue`: the new task runs after the ones before it, in call order.
   /// - `concurrent`: no relation.
@@ -112,7 +126,8 @@ final class TaskSlotsRegistry<ID: Hashable & Sendable>: Sendable {
     // Cancelled outside the lock (cancellation handlers run synchronously and may call back in),
     // and before the new task exists.
     for task in superseded { task.cancel() }
-    let task = Task(priority: priority) {
+    // Through FlowScheduling, so that a task started under a `TestClock` follows its schedule.
+    let task = FlowScheduling.startTask(priority: priority, inheritingContext: true) {
       for predecessor in predecessors { await predecessor.wait() }
       if !Task.isCancelled { await operation() }
       self.state.withLock { $0.finished(id: id, token: token) }?.fire()

@@ -77,7 +77,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 /// ```
 public final class FlowSubscription: Sendable, Hashable {
   private let gate: SinkDeliveryGate
-  private let task: Task<Void, Never>
+  /// Internal, not private: tests wait for it to end.
+  let task: Task<Void, Never>
 
   init(gate: SinkDeliveryGate, task: Task<Void, Never>) {
     self.gate = gate

@@ -58,6 +58,18 @@ public final class CurrentValueFlow<Element: Sendable>: AsyncSequence, Sendable 
     storage.subscriberCount
   }
 
+  /// Suspends until at least `count` subscribers are registered, or the calling task is
+  /// cancelled: a barrier for tests, in place of polling ``subscriberCount``.
+  ///
+  /// ```swift
+  /// let view = Task { for await filter in model.filter { render(filter) } }
+  /// await model.filter.subscribers(count: 1)   // the view listens
+  /// ```
+  public func subscribers(count: Int) async {
+    precondition(count >= 0, "CurrentValueFlow.subscribers(count:): count must be 0 or greater, got \(count)")
+    await storage.subscribers(count: count)
+  }
+
   /// Subscribes: the current value first, then every later one.
   ///
   /// ```swift

@@ -21,7 +21,8 @@ public struct FlowBufferingPolicy: Sendable, Equatable, CustomStringConvertible 
   public static var unbounded: Self { Self(storage: .unbounded) }
 
   /// Keeps the newest `limit` elements, dropping older ones: for state, where only the latest
-  /// matters.
+  /// matters. The bound counts every element the subscriber has not received yet, so after
+  /// falling behind it receives nothing older than the newest `limit`.
   ///
   /// ```swift
   /// let progress = PassthroughFlow<Double, Never>(bufferingPolicy: .bufferingNewest(1))
@@ -31,7 +32,8 @@ public struct FlowBufferingPolicy: Sendable, Equatable, CustomStringConvertible 
     return Self(storage: .newest(limit))
   }
 
-  /// Keeps the oldest `limit` elements, dropping newer ones until the subscriber catches up.
+  /// Keeps the oldest `limit` elements, dropping newer ones until the subscriber catches up. The
+  /// bound counts every element the subscriber has not received yet.
   ///
   /// ```swift
   /// let commands = PassthroughFlow<Command, Never>(bufferingPolicy: .bufferingOldest(100))
@@ -52,6 +54,14 @@ public struct FlowBufferingPolicy: Sendable, Equatable, CustomStringConvertible 
     case .newest(let limit): ".bufferingNewest(\(limit))"
     case .oldest(let limit): ".bufferingOldest(\(limit))"
     }
+  }
+
+  /// Whether the policy bounds the buffer: then a subscriber takes one element at a time, so that
+  /// the bound counts every element it has not received yet.
+  @inlinable
+  var isBounded: Bool {
+    if case .unbounded = storage { return false }
+    return true
   }
 
   /// Adds `element` to `buffer` as this policy says.

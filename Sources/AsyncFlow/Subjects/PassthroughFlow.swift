@@ -61,6 +61,20 @@ public final class PassthroughFlow<Element: Sendable, Failure: Error>: AsyncSequ
     storage.subscriberCount
   }
 
+  /// Suspends until at least `count` subscribers are registered, or the calling task is
+  /// cancelled: a barrier for tests, in place of polling ``subscriberCount``.
+  ///
+  /// ```swift
+  /// let consumer = Task { await Array(subject.prefix(2)) }
+  /// await subject.subscribers(count: 1)   // the consumer listens: nothing sent now is lost
+  /// subject.send(1)
+  /// subject.send(2)
+  /// ```
+  public func subscribers(count: Int) async {
+    precondition(count >= 0, "PassthroughFlow.subscribers(count:): count must be 0 or greater, got \(count)")
+    await storage.subscribers(count: count)
+  }
+
   /// Subscribes: values sent from now on are buffered for this iterator.
   ///
   /// ```swift

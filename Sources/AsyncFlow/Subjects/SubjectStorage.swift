@@ -1,16 +1,35 @@
-/// Owns the lock around a ``SubjectStateMachine``; continuations are resumed after it is released.
+/// Owns the lock around a ``SubjectStateMachine`` and carries out its actions after the lock is
+/// released: continuations are resumed, and the share's upstream task started and cancelled,
+/// outside it.
 @usableFromInline
 final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
   @usableFromInline let state: LockedState<SubjectStateMachine<Element, Failure>>
-  /// Told about demand and departures, for sources that start an upstream (`shareFlow`).
-  let upstream: (any SubjectUpstream)?
+  /// For `shareFlow`: starts the upstream's iteration `generation`, feeding this storage.
+  let startUpstreamTask: (@Sendable (SubjectStorage, _ generation: Int) -> Task<Void, Never>)?
 
-  init(_ machine: SubjectStateMachine<Element, Failure>, upstream: (any SubjectUpstream)? = nil) {
+  init(
+    _ machine: SubjectStateMachine<Element, Failure>,
+    startUpstreamTask: (@Sendable (SubjectStorage, _ generation: Int) -> Task<Void, Never>)? = nil
+  ) {
     self.state = LockedState(machine)
-    self.upstream = upstream
+    self.startUpstreamTask = startUpstreamTask
   }
 
   var subscriberCount: Int { state.withLock { $0.subscriberCount } }
+
+  /// Suspends until at least `count` subscribers are registered, or the task is cancelled.
+  func subscribers(count: Int) async {
+    let token = state.withLock { $0.makeWatcherToken() }
+    await withTaskCancellationHandler {
+      await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+        state.withLock {
+          $0.watchSubscribers(count: count, token: token, continuation, isCancelled: Task.isCancelled)
+        }?.resume()
+      }
+    } onCancel: {
+      state.withLock { $0.watcherCancelled(token) }?.resume()
+    }
+  }
 
   @inlinable
   func send(_ element: Element) {
@@ -25,11 +44,6 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
   // whose frame a parked subscriber holds, small and specialized.
 
   @usableFromInline
-  func demanded() {
-    upstream?.demanded()
-  }
-
-  @usableFromInline
   func take(_ id: Int, swapping batch: inout [Element]) -> SubjectStateMachine<Element, Failure>.NextAction {
     state.withLock { $0.next(id, swapping: &batch) }
   }
@@ -41,16 +55,37 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
 
   @usableFromInline
   func unsubscribe(_ id: Int) {
-    let (consumer, remaining) = state.withLock { state in (state.unsubscribe(id), state.subscriberCount) }
-    consumer?.resume()
-    upstream?.subscribersLeft(remaining: remaining)
+    let action = state.withLock { $0.unsubscribe(id) }
+    action.resumeConsumer?.resume()
+    action.cancelUpstream?.cancel()
   }
-}
 
-/// An upstream that a subject starts on demand and stops when nobody listens.
-protocol SubjectUpstream: Sendable {
-  func demanded()
-  func subscribersLeft(remaining: Int)
+  // MARK: shareFlow's upstream
+
+  @usableFromInline
+  func startUpstream(generation: Int) {
+    guard let startUpstreamTask else {
+      preconditionFailure("Internal inconsistency: a subject was asked to start an upstream")
+    }
+    let task = startUpstreamTask(self, generation)
+    state.withLock { $0.upstreamStarted(task, generation: generation) }?.cancel()
+  }
+
+  /// The body of the upstream task: sends each element unless this iteration was stopped, then
+  /// reports the end.
+  func iterateUpstream<Base: AsyncSequence>(_ base: Base, generation: Int) async
+  where Base.Element == Element, Base.Failure == Failure {
+    var iterator = base.makeAsyncIterator()
+    do throws(Failure) {
+      while let element = try await iterator.next(isolation: nil) {
+        guard let waking = state.withLock({ $0.upstreamElement(element, generation: generation) }) else { return }
+        for consumer in waking { consumer.resume() }
+      }
+      for consumer in state.withLock({ $0.upstreamEnded(failure: nil, generation: generation) }) { consumer.resume() }
+    } catch {
+      for consumer in state.withLock({ $0.upstreamEnded(failure: error, generation: generation) }) { consumer.resume() }
+    }
+  }
 }
 
 /// One subscriber's end of a hot source: it is registered when made, serves its batch without
@@ -65,7 +100,9 @@ final class SubjectSubscriber<Element: Sendable, Failure: Error> {
 
   init(_ storage: SubjectStorage<Element, Failure>) {
     self.storage = storage
-    self.id = storage.state.withLock { $0.subscribe() }
+    let (id, watchers) = storage.state.withLock { $0.subscribe() }
+    self.id = id
+    for watcher in watchers { watcher.resume() }
   }
 
   deinit {
@@ -86,7 +123,6 @@ final class SubjectSubscriber<Element: Sendable, Failure: Error> {
   func refill(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
     guard isSubscribed else { return nil }
     if Task.isCancelled { return leave() }
-    storage.demanded()
     while true {
       let storage = self.storage
       let id = self.id
@@ -94,6 +130,8 @@ final class SubjectSubscriber<Element: Sendable, Failure: Error> {
       case .deliver:
         position = 1
         return batch[0]
+      case .startUpstream(let generation):
+        storage.startUpstream(generation: generation)
       case .suspend:
         await withTaskCancellationHandler {
           await withUnsafeContinuation(isolation: actor) { (continuation: UnsafeContinuation<Void, Never>) in

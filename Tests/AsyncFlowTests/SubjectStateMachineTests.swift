@@ -1,0 +1,572 @@
+import Testing
+
+@testable import AsyncFlow
+
+/// Runs `body` with a real continuation that it can hand to the state machine; the continuation
+/// is resumed after `body` returns, so the machine must not resume it itself.
+private func withContinuation(_ body: (UnsafeContinuation<Void, Never>) -> Void) async {
+  await withUnsafeContinuation { continuation in
+    body(continuation)
+    continuation.resume()
+  }
+}
+
+/// Whether two continuations are the same one (continuations have identity but are not Equatable).
+private func same(_ lhs: UnsafeContinuation<Void, Never>?, _ rhs: UnsafeContinuation<Void, Never>) -> Bool {
+  guard let lhs else { return false }
+  return unsafeBitCast(lhs, to: UnsafeRawPointer.self) == unsafeBitCast(rhs, to: UnsafeRawPointer.self)
+}
+
+/// A task to hand to the machine as the upstream's: the machine only stores and returns it.
+private let upstreamTask = Task<Void, Never> {}
+private let otherUpstreamTask = Task<Void, Never> {}
+
+/// The state × event grid of ``SubjectStateMachine``. States: `subject`, and for a share `idle`,
+/// `starting`, `running`, `ended`. Each test drives the machine into one state with events only
+/// (no storage, no lock), then sends one event and checks the action and the next state.
+@Suite("SubjectStateMachine", .timeLimit(.minutes(1)))
+struct SubjectStateMachineTests {
+  typealias Machine = SubjectStateMachine<Int, TestError>
+
+  // MARK: Building states
+
+  private static func subject(replay: [Int] = [], replayLimit: Int = 0) -> (Machine, subscriber: Int) {
+    var machine = Machine(policy: .unbounded, replay: replay, replayLimit: replayLimit)
+    let id = machine.subscribe().id
+    return (machine, id)
+  }
+
+  /// A share with one subscriber that has not asked yet.
+  private static func idle(replayLimit: Int = 0) -> (Machine, subscriber: Int) {
+    var machine = Machine(sharingWith: .unbounded, replayLimit: replayLimit)
+    let id = machine.subscribe().id
+    return (machine, id)
+  }
+
+  /// A share whose subscriber asked: the task of generation `generation` is being created.
+  private static func starting(replayLimit: Int = 0) -> (Machine, subscriber: Int, generation: Int) {
+    var (machine, id) = idle(replayLimit: replayLimit)
+    var batch: [Int] = []
+    guard case .startUpstream(let generation) = machine.next(id, swapping: &batch) else {
+      preconditionFailure("expected startUpstream")
+    }
+    return (machine, id, generation)
+  }
+
+  private static func running(replayLimit: Int = 0) -> (Machine, subscriber: Int, generation: Int) {
+    var (machine, id, generation) = starting(replayLimit: replayLimit)
+    precondition(machine.upstreamStarted(upstreamTask, generation: generation) == nil)
+    return (machine, id, generation)
+  }
+
+  private static func ended(failure: TestError?) -> (Machine, subscriber: Int) {
+    var (machine, id, generation) = running()
+    _ = machine.upstreamEnded(failure: failure, generation: generation)
+    return (machine, id)
+  }
+
+  private static func isIdle(_ machine: Machine) -> Bool {
+    if case .idle = machine.state { return true }
+    return false
+  }
+
+  private static func isRunning(_ machine: Machine, generation: Int, task: Task<Void, Never>) -> Bool {
+    if case .running(generation, let running) = machine.state { return running == task }
+    return false
+  }
+
+  // MARK: subscribe
+
+  @Test func testSubscribe_whenSubject_getsTheReplay() {
+    var (machine, _) = Self.subject(replay: [7], replayLimit: 1)
+    let late = machine.subscribe().id
+    var batch: [Int] = []
+    guard case .deliver = machine.next(late, swapping: &batch) else {
+      Issue.record("expected deliver")
+      return
+    }
+    #expect(batch == [7])
+    #expect(machine.subscriberCount == 2)
+  }
+
+  @Test func testSubscribe_whenRunning_getsTheReplayAndKeepsTheUpstream() {
+    var (machine, _, generation) = Self.running(replayLimit: 1)
+    _ = machine.upstreamElement(1, generation: generation)
+    _ = machine.upstreamElement(2, generation: generation)
+    let late = machine.subscribe().id
+    var batch: [Int] = []
+    guard case .deliver = machine.next(late, swapping: &batch) else {
+      Issue.record("expected deliver")
+      return
+    }
+    #expect(batch == [2])
+    #expect(Self.isRunning(machine, generation: generation, task: upstreamTask))
+  }
+
+  @Test func testSubscribe_whenEnded_getsOnlyTheEnd() {
+    var (machine, _) = Self.ended(failure: TestError(id: 1))
+    let late = machine.subscribe().id
+    var batch: [Int] = []
+    guard case .end(let failure) = machine.next(late, swapping: &batch) else {
+      Issue.record("expected end")
+      return
+    }
+    #expect(failure == TestError(id: 1))
+    #expect(machine.subscriberCount == 1)  // the first one has not taken its end yet
+  }
+
+  // MARK: watchers (subscribers(count:))
+
+  @Test func testWatchSubscribers_whenTheCountIsReached_resumesAtOnce() async {
+    var (machine, _) = Self.subject()
+    await withContinuation { watcher in
+      let token = machine.makeWatcherToken()
+      #expect(same(machine.watchSubscribers(count: 1, token: token, watcher, isCancelled: false), watcher))
+    }
+  }
+
+  @Test func testWatchSubscribers_whenCancelled_resumesAtOnce() async {
+    var (machine, _) = Self.subject()
+    await withContinuation { watcher in
+      let token = machine.makeWatcherToken()
+      #expect(same(machine.watchSubscribers(count: 2, token: token, watcher, isCancelled: true), watcher))
+    }
+  }
+
+  @Test func testSubscribe_whenAWatcherWaits_resumesItOnceTheCountIsReached() async {
+    var (machine, _, _) = Self.running()
+    await withContinuation { watcher in
+      let token = machine.makeWatcherToken()
+      #expect(machine.watchSubscribers(count: 3, token: token, watcher, isCancelled: false) == nil)
+      #expect(machine.subscribe().resumeWatchers.isEmpty)  // 2 of 3
+      let resumed = machine.subscribe().resumeWatchers
+      #expect(resumed.count == 1 && same(resumed.first, watcher))
+      #expect(machine.watcherCancelled(token) == nil)  // already gone
+    }
+  }
+
+  @Test func testWatcherCancelled_whenWaiting_returnsItsContinuation() async {
+    var (machine, _) = Self.idle()
+    await withContinuation { watcher in
+      let token = machine.makeWatcherToken()
+      #expect(machine.watchSubscribers(count: 2, token: token, watcher, isCancelled: false) == nil)
+      #expect(same(machine.watcherCancelled(token), watcher))
+      #expect(machine.subscribe().resumeWatchers.isEmpty)
+    }
+  }
+
+  // MARK: next
+
+  @Test func testNext_whenSubject_suspendsOnAnEmptyBufferAndDeliversABatch() {
+    var (machine, id) = Self.subject()
+    var batch: [Int] = []
+    guard case .suspend = machine.next(id, swapping: &batch) else {
+      Issue.record("expected suspend")
+      return
+    }
+    _ = machine.send(1)
+    _ = machine.send(2)
+    guard case .deliver = machine.next(id, swapping: &batch) else {
+      Issue.record("expected deliver")
+      return
+    }
+    #expect(batch == [1, 2])
+  }
+
+  @Test func testNext_whenSubjectIsBounded_takesOneElementAtATime() {
+    var machine = Machine(policy: .bufferingNewest(3), replayLimit: 0)
+    let id = machine.subscribe().id
+    for value in 1...3 { _ = machine.send(value) }
+    var batch: [Int] = []
+    guard case .deliver = machine.next(id, swapping: &batch) else {
+      Issue.record("expected deliver")
+      return
+    }
+    #expect(batch == [1])
+    for value in 4...10 { _ = machine.send(value) }  // 2 and 3 are still inside the bound: dropped
+    #expect(machine.subscribers[0].buffer == [8, 9, 10])
+  }
+
+  @Test func testNext_whenIdle_startsTheUpstreamOnce() {
+    var (machine, id) = Self.idle()
+    let other = machine.subscribe().id
+    var batch: [Int] = []
+    guard case .startUpstream(let generation) = machine.next(id, swapping: &batch) else {
+      Issue.record("expected startUpstream")
+      return
+    }
+    guard case .starting(generation) = machine.state else {
+      Issue.record("expected starting(\(generation)), got \(machine.state)")
+      return
+    }
+    // A second subscriber asking while the task is being created does not start another.
+    guard case .suspend = machine.next(other, swapping: &batch) else {
+      Issue.record("expected suspend")
+      return
+    }
+  }
+
+  @Test func testNext_whenStarting_suspends() {
+    var (machine, id, _) = Self.starting()
+    var batch: [Int] = []
+    guard case .suspend = machine.next(id, swapping: &batch) else {
+      Issue.record("expected suspend")
+      return
+    }
+  }
+
+  @Test func testNext_whenRunning_deliversWhatTheUpstreamSent() {
+    var (machine, id, generation) = Self.running()
+    _ = machine.upstreamElement(1, generation: generation)
+    var batch: [Int] = []
+    guard case .deliver = machine.next(id, swapping: &batch) else {
+      Issue.record("expected deliver")
+      return
+    }
+    #expect(batch == [1])
+  }
+
+  @Test func testNext_whenEnded_drainsThenEndsAndUnsubscribes() {
+    var (machine, id, generation) = Self.running()
+    _ = machine.upstreamElement(1, generation: generation)
+    _ = machine.upstreamEnded(failure: TestError(id: 2), generation: generation)
+    var batch: [Int] = []
+    guard case .deliver = machine.next(id, swapping: &batch) else {
+      Issue.record("expected deliver")
+      return
+    }
+    #expect(batch == [1])
+    guard case .end(let failure) = machine.next(id, swapping: &batch) else {
+      Issue.record("expected end")
+      return
+    }
+    #expect(failure == TestError(id: 2))
+    #expect(machine.subscriberCount == 0)
+  }
+
+  @Test func testNext_whenUnsubscribed_ends() {
+    var (machine, id) = Self.subject()
+    _ = machine.unsubscribe(id)
+    var batch: [Int] = []
+    guard case .end(nil) = machine.next(id, swapping: &batch) else {
+      Issue.record("expected end(nil)")
+      return
+    }
+  }
+
+  // MARK: suspend
+
+  @Test func testSuspend_whenSubject_registersAndSendWakesIt() async {
+    var (machine, id) = Self.subject()
+    await withContinuation { consumer in
+      #expect(machine.suspend(id, consumer) == nil)
+      let waking = machine.send(1)
+      #expect(waking.count == 1 && same(waking.first, consumer))
+    }
+  }
+
+  @Test func testSuspend_whenRunning_registersAndAnUpstreamElementWakesIt() async {
+    var (machine, id, generation) = Self.running()
+    await withContinuation { consumer in
+      #expect(machine.suspend(id, consumer) == nil)
+      let waking = machine.upstreamElement(1, generation: generation)
+      #expect(waking?.count == 1 && same(waking?.first, consumer))
+    }
+  }
+
+  @Test func testSuspend_whenEnded_resumesAtOnce() async {
+    var (machine, id) = Self.ended(failure: nil)
+    await withContinuation { consumer in
+      #expect(same(machine.suspend(id, consumer), consumer))
+    }
+  }
+
+  // MARK: unsubscribe
+
+  @Test func testUnsubscribe_whenSubject_returnsTheWaitingConsumerAndStopsNothing() async {
+    var (machine, id) = Self.subject()
+    await withContinuation { consumer in
+      _ = machine.suspend(id, consumer)
+      let action = machine.unsubscribe(id)
+      #expect(same(action.resumeConsumer, consumer))
+      #expect(action.cancelUpstream == nil)
+    }
+    guard case .subject = machine.state else {
+      Issue.record("expected subject, got \(machine.state)")
+      return
+    }
+  }
+
+  @Test func testUnsubscribe_whenIdle_changesNothing() {
+    var (machine, id) = Self.idle()
+    let action = machine.unsubscribe(id)
+    #expect(action.cancelUpstream == nil)
+    #expect(Self.isIdle(machine))
+  }
+
+  @Test func testUnsubscribe_whenStartingAndLast_stopsAndTheTaskIsCancelledWhenItReports() {
+    var (machine, id, generation) = Self.starting()
+    #expect(machine.unsubscribe(id).cancelUpstream == nil)
+    #expect(Self.isIdle(machine))
+    #expect(machine.upstreamStarted(upstreamTask, generation: generation) == upstreamTask)
+    #expect(Self.isIdle(machine))
+  }
+
+  @Test func testUnsubscribe_whenRunningAndLast_cancelsTheUpstreamAndANewcomerStartsANewGeneration() {
+    var (machine, id, generation) = Self.running()
+    #expect(machine.unsubscribe(id).cancelUpstream == upstreamTask)
+    #expect(Self.isIdle(machine))
+    let newcomer = machine.subscribe().id
+    var batch: [Int] = []
+    guard case .startUpstream(let next) = machine.next(newcomer, swapping: &batch) else {
+      Issue.record("expected startUpstream")
+      return
+    }
+    #expect(next != generation)
+  }
+
+  @Test func testUnsubscribe_whenRunningAndLast_emptiesTheReplayWhileRunningScoped() {
+    var (machine, id, generation) = Self.running(replayLimit: 1)
+    _ = machine.upstreamElement(1, generation: generation)
+    _ = machine.unsubscribe(id)
+    #expect(machine.replay.isEmpty)
+  }
+
+  @Test func testUnsubscribe_whenRunningAndLast_keepsTheReplayAcrossRestarts() {
+    var machine = Machine(sharingWith: .unbounded, replayLimit: 1, keepsReplayWhenStopped: true)
+    let id = machine.subscribe().id
+    var batch: [Int] = []
+    guard case .startUpstream(let generation) = machine.next(id, swapping: &batch) else {
+      Issue.record("expected startUpstream")
+      return
+    }
+    _ = machine.upstreamElement(1, generation: generation)
+    _ = machine.unsubscribe(id)
+    #expect(machine.replay == [1])
+    let newcomer = machine.subscribe().id
+    guard case .startUpstream = machine.next(newcomer, swapping: &batch) else {
+      Issue.record("expected startUpstream")
+      return
+    }
+    guard case .deliver = machine.next(newcomer, swapping: &batch) else {
+      Issue.record("expected deliver")
+      return
+    }
+    #expect(batch == [1])
+  }
+
+  /// The last subscriber leaves while a newcomer arrives: registering and deciding to stop are
+  /// events of one machine, so whichever comes first, the newcomer is served.
+  @Test func testUnsubscribe_whenRunningAndANewcomerSubscribedFirst_keepsTheUpstream() {
+    var (machine, id, generation) = Self.running()
+    let newcomer = machine.subscribe().id
+    #expect(machine.unsubscribe(id).cancelUpstream == nil)
+    #expect(Self.isRunning(machine, generation: generation, task: upstreamTask))
+    _ = machine.upstreamElement(1, generation: generation)
+    var batch: [Int] = []
+    guard case .deliver = machine.next(newcomer, swapping: &batch) else {
+      Issue.record("expected deliver")
+      return
+    }
+    #expect(batch == [1])
+  }
+
+  @Test func testUnsubscribe_whenEnded_changesNothing() {
+    var (machine, id) = Self.ended(failure: nil)
+    #expect(machine.unsubscribe(id).cancelUpstream == nil)
+    #expect(machine.isEnded)
+  }
+
+  // MARK: send and end (subjects)
+
+  @Test func testSend_whenEnded_isIgnored() {
+    var machine = Machine(policy: .unbounded, replayLimit: 0)
+    let id = machine.subscribe().id
+    _ = machine.end(failure: nil)
+    #expect(machine.send(1).isEmpty)
+    var batch: [Int] = []
+    guard case .end(nil) = machine.next(id, swapping: &batch) else {
+      Issue.record("expected end")
+      return
+    }
+  }
+
+  @Test func testEnd_whenSubject_endsOnceWithTheFirstFailure() async {
+    var (machine, id) = Self.subject()
+    await withContinuation { consumer in
+      _ = machine.suspend(id, consumer)
+      let waking = machine.end(failure: TestError(id: 5))
+      #expect(waking.count == 1 && same(waking.first, consumer))
+    }
+    #expect(machine.end(failure: TestError(id: 6)).isEmpty)
+    guard case .ended(let failure) = machine.state else {
+      Issue.record("expected ended")
+      return
+    }
+    #expect(failure == TestError(id: 5))
+  }
+
+  @Test func testSend_whenRunning_isAnInternalInconsistency() async {
+    await #expect(processExitsWith: .failure) {
+      var machine = SubjectStateMachine<Int, Never>(sharingWith: .unbounded, replayLimit: 0)
+      let id = machine.subscribe().id
+      var batch: [Int] = []
+      _ = machine.next(id, swapping: &batch)  // starting
+      _ = machine.send(1)
+    }
+  }
+
+  @Test func testEnd_whenIdle_isAnInternalInconsistency() async {
+    await #expect(processExitsWith: .failure) {
+      var machine = SubjectStateMachine<Int, Never>(sharingWith: .unbounded, replayLimit: 0)
+      _ = machine.end(failure: nil)
+    }
+  }
+
+  // MARK: upstreamStarted
+
+  @Test func testUpstreamStarted_whenStarting_runs() {
+    var (machine, _, generation) = Self.starting()
+    #expect(machine.upstreamStarted(upstreamTask, generation: generation) == nil)
+    #expect(Self.isRunning(machine, generation: generation, task: upstreamTask))
+  }
+
+  @Test func testUpstreamStarted_whenRunningAnotherGeneration_cancelsTheStaleTask() {
+    var (machine, id, stale) = Self.starting()
+    _ = machine.unsubscribe(id)  // stopped before the task reported
+    let newcomer = machine.subscribe().id
+    var batch: [Int] = []
+    guard case .startUpstream(let current) = machine.next(newcomer, swapping: &batch) else {
+      Issue.record("expected startUpstream")
+      return
+    }
+    #expect(machine.upstreamStarted(otherUpstreamTask, generation: current) == nil)
+    #expect(machine.upstreamStarted(upstreamTask, generation: stale) == upstreamTask)
+    #expect(Self.isRunning(machine, generation: current, task: otherUpstreamTask))
+  }
+
+  @Test func testUpstreamStarted_whenEnded_cancelsTheTask() {
+    // The upstream may end before its task's handle is reported.
+    var (machine, _, generation) = Self.starting()
+    _ = machine.upstreamEnded(failure: nil, generation: generation)
+    #expect(machine.upstreamStarted(upstreamTask, generation: generation) == upstreamTask)
+    #expect(machine.isEnded)
+  }
+
+  @Test func testUpstreamStarted_whenRunningTheSameGeneration_isAnInternalInconsistency() async {
+    await #expect(processExitsWith: .failure) {
+      var machine = SubjectStateMachine<Int, Never>(sharingWith: .unbounded, replayLimit: 0)
+      let id = machine.subscribe().id
+      var batch: [Int] = []
+      guard case .startUpstream(let generation) = machine.next(id, swapping: &batch) else { return }
+      let task = Task<Void, Never> {}
+      _ = machine.upstreamStarted(task, generation: generation)
+      _ = machine.upstreamStarted(task, generation: generation)
+    }
+  }
+
+  @Test func testUpstreamStarted_whenSubject_isAnInternalInconsistency() async {
+    await #expect(processExitsWith: .failure) {
+      var machine = SubjectStateMachine<Int, Never>(policy: .unbounded, replayLimit: 0)
+      _ = machine.upstreamStarted(Task<Void, Never> {}, generation: 0)
+    }
+  }
+
+  // MARK: upstreamElement
+
+  @Test func testUpstreamElement_whenStarting_deliversBeforeTheTaskReports() {
+    var (machine, id, generation) = Self.starting()
+    #expect(machine.upstreamElement(1, generation: generation) != nil)
+    var batch: [Int] = []
+    guard case .deliver = machine.next(id, swapping: &batch) else {
+      Issue.record("expected deliver")
+      return
+    }
+    #expect(batch == [1])
+  }
+
+  @Test func testUpstreamElement_whenIdleAfterAStop_isRefused() {
+    var (machine, id, generation) = Self.running()
+    _ = machine.unsubscribe(id)
+    #expect(machine.upstreamElement(1, generation: generation) == nil)
+    #expect(machine.replay.isEmpty)
+  }
+
+  @Test func testUpstreamElement_whenRunningAnotherGeneration_isRefused() {
+    var (machine, id, stale) = Self.running()
+    _ = machine.unsubscribe(id)
+    let newcomer = machine.subscribe().id
+    var batch: [Int] = []
+    guard case .startUpstream(let current) = machine.next(newcomer, swapping: &batch) else {
+      Issue.record("expected startUpstream")
+      return
+    }
+    _ = machine.upstreamStarted(otherUpstreamTask, generation: current)
+    #expect(machine.upstreamElement(99, generation: stale) == nil)
+    #expect(machine.upstreamElement(1, generation: current) != nil)
+    guard case .deliver = machine.next(newcomer, swapping: &batch) else {
+      Issue.record("expected deliver")
+      return
+    }
+    #expect(batch == [1])
+  }
+
+  @Test func testUpstreamElement_whenEnded_isRefused() {
+    var (machine, _) = Self.ended(failure: nil)
+    #expect(machine.upstreamElement(1, generation: 0) == nil)
+  }
+
+  @Test func testUpstreamElement_whenSubject_isAnInternalInconsistency() async {
+    await #expect(processExitsWith: .failure) {
+      var machine = SubjectStateMachine<Int, Never>(policy: .unbounded, replayLimit: 0)
+      _ = machine.upstreamElement(1, generation: 0)
+    }
+  }
+
+  // MARK: upstreamEnded
+
+  @Test func testUpstreamEnded_whenRunning_endsEverySubscriber() async {
+    var (machine, id, generation) = Self.running()
+    await withContinuation { consumer in
+      _ = machine.suspend(id, consumer)
+      let waking = machine.upstreamEnded(failure: TestError(id: 3), generation: generation)
+      #expect(waking.count == 1 && same(waking.first, consumer))
+    }
+    guard case .ended(let failure) = machine.state else {
+      Issue.record("expected ended")
+      return
+    }
+    #expect(failure == TestError(id: 3))
+  }
+
+  @Test func testUpstreamEnded_whenStarting_ends() {
+    var (machine, _, generation) = Self.starting()
+    _ = machine.upstreamEnded(failure: nil, generation: generation)
+    #expect(machine.isEnded)
+  }
+
+  /// A stopped iteration that finishes (as a cancelled one often does) does not end the share.
+  @Test func testUpstreamEnded_whenIdleAfterAStop_isIgnored() {
+    var (machine, id, generation) = Self.running()
+    _ = machine.unsubscribe(id)
+    #expect(machine.upstreamEnded(failure: nil, generation: generation).isEmpty)
+    #expect(Self.isIdle(machine))
+  }
+
+  @Test func testUpstreamEnded_whenEnded_isIgnored() {
+    var (machine, _) = Self.ended(failure: TestError(id: 1))
+    #expect(machine.upstreamEnded(failure: TestError(id: 2), generation: 0).isEmpty)
+    guard case .ended(let failure) = machine.state else {
+      Issue.record("expected ended")
+      return
+    }
+    #expect(failure == TestError(id: 1))
+  }
+
+  @Test func testUpstreamEnded_whenSubject_isAnInternalInconsistency() async {
+    await #expect(processExitsWith: .failure) {
+      var machine = SubjectStateMachine<Int, Never>(policy: .unbounded, replayLimit: 0)
+      _ = machine.upstreamEnded(failure: nil, generation: 0)
+    }
+  }
+}
