@@ -145,6 +145,13 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
         return
       }
     }
+    // Told to stop (the consumer left, or an inner failed) while the outer may still run. Whoever
+    // ended the operator cancels this task only after releasing the lock, so it may not be
+    // cancelled yet: cancel it here, then ask the iterator once more, so that a cooperative one
+    // sees the cancellation and ends its own work first (a Flow waits for its body), as an
+    // inner's task does. Dropping the iterator alone could not wait for anything.
+    withUnsafeCurrentTask { $0?.cancel() }
+    _ = try? await iterator.next(isolation: nil)
   }
 
   @inlinable func outerMayPull() async -> Bool {
