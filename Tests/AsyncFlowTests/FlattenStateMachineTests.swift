@@ -5,8 +5,8 @@ import Testing
 /// The flattening machines tested directly as a grid of state × event, with plain tokens for
 /// channels (the inner's id), continuations (`Int`) and tasks (`String`): no task, no continuation.
 ///
-/// Shared machine: 5 states (idle, running, ending, finished, modifying) × 13 events = 65 cells,
-/// 29 of them impossible (checked with exit tests in `impossibleTransitionsStop`).
+/// Shared machine: 5 states (idle, running, ending, finished, modifying) × 14 events = 70 cells,
+/// 31 of them impossible (checked with exit tests in `impossibleTransitionsStop`).
 /// Inner machine: 3 states (open, closed, dropped) × 5 events = 15 cells, 3 impossible.
 typealias GridMachine = FlattenStateMachine<String, Int, Int, Int, String, TestError>
 typealias GridInner = FlattenInnerStateMachine<String, Int>
@@ -153,16 +153,6 @@ struct FlattenStateMachineTests {
     guard case .end(nil, "outer") = machine.next() else { return #expect(Bool(false)) }
   }
 
-  @Test func testTaken_whenRunningAndAFailedInnerRetires_endsWithItsFailure() {
-    var machine = GridMachine.running(.merge(maxConcurrent: 1))
-    let id = machine.startInner("a")!
-    _ = machine.listReady(id, channel: id)
-    _ = machine.innerEnded(id, GridInner.EndAction.retireWhenDrained(needsListing: false), failure: TestError(id: 3))
-    guard case .take = machine.next() else { return #expect(Bool(false)) }
-    #expect(!machine.taken(id, channel: id, taken(isDrained: true, retires: true)).mayTakeMore)
-    guard case .end(TestError(id: 3), _) = machine.next() else { return #expect(Bool(false)) }
-  }
-
   @Test func testTaken_whenRunningAndTheBusyInnerKeepsItsPlace_keepsTheReadyQueueBounded() {
     var machine = GridMachine.running(.latest)
     let id = machine.startInner("a")!
@@ -211,7 +201,11 @@ struct FlattenStateMachineTests {
   @Test func testCancel_whenRunning_dropsEveryInnerCancelsEveryTaskAndResumesEveryWaiter() {
     var machine = GridMachine.running(.merge(maxConcurrent: 1))
     let id = machine.startInner("a")!
-    #expect(machine.outerMayPull(8) == nil)
+    #expect(machine.outerElement("b", key: 0, channel: { $0 }).isEmpty)  // held: no slot
+    let result1 = machine.pumpStep(channel: { $0 })
+    #expect(result1 == .wait)
+    let result2 = machine.pumpWait(8)
+    #expect(result2)
     #expect(machine.suspendConsumer(9) == nil)
     let effects = machine.cancel()
     #expect(effects.drop == [id])
@@ -227,6 +221,15 @@ struct FlattenStateMachineTests {
     #expect(ending.cancel().isEmpty)
     var finished = GridMachine.finished()
     #expect(finished.cancel().isEmpty)
+  }
+
+  @Test func testCancel_whenEndingWithAFailureAndElementsToDrain_finishesWithoutEither() {
+    var machine = GridMachine.running(.merge(maxConcurrent: 2))
+    let id = machine.startInner("a")!
+    _ = machine.innerEnded(id, GridInner.EndAction.retireWhenDrained(needsListing: false), failure: TestError(id: 1))
+    // A cancelled consumer finishes (it does not throw) and takes no element afterwards.
+    #expect(machine.cancel().drop == [id])
+    guard case .end(nil, _) = machine.next() else { return #expect(Bool(false)) }
   }
 
   // MARK: outerStarted
@@ -246,28 +249,61 @@ struct FlattenStateMachineTests {
     guard case .end(nil, "outer") = machine.next() else { return #expect(Bool(false)) }
   }
 
-  // MARK: outerMayPull
+  // MARK: pumpStep and pumpWait
 
-  @Test func testOuterMayPull_whenRunningWithAFreeSlot_isTrue() {
-    var machine = GridMachine.running(.merge(maxConcurrent: 2))
+  @Test func testPumpStep_whenRunningWithNothingHeld_pulls() {
+    var machine = GridMachine.running(.merge(maxConcurrent: 1))
     machine.startInner("a")
-    #expect(machine.outerMayPull(nil) == true)
+    // Every slot is busy, yet the outer is pulled once more: its failure or end is seen at once.
+    let step = machine.pumpStep(channel: { $0 })
+    #expect(step == .pull)
   }
 
-  @Test func testOuterMayPull_whenRunningWithEverySlotBusy_waitsForARetiringInner() {
+  @Test func testPumpStep_whenRunningWithAnElementHeldAndEverySlotBusy_waitsForARetiringInner() {
     var machine = GridMachine.running(.merge(maxConcurrent: 1))
     let id = machine.startInner("a")!
-    #expect(machine.outerMayPull(nil) == nil)
-    #expect(machine.outerMayPull(4) == nil)
+    #expect(machine.outerElement("b", key: 0, channel: { $0 }).isEmpty)
+    let result3 = machine.pumpStep(channel: { $0 })
+    #expect(result3 == .wait)
+    let result4 = machine.pumpWait(4)
+    #expect(result4)
     let effects = machine.innerEnded(id, GridInner.EndAction.retire, failure: nil)
     #expect(effects.resume.map { $0.0 } == [4] && effects.resume.map { $0.1 } == [true])
+    let result5 = machine.pumpStep(channel: { $0 })
+    #expect(result5 == .startInner(1))
+    #expect(machine.claim(1)?.element == "b")
   }
 
-  @Test func testOuterMayPull_whenEndingOrFinished_isFalse() {
+  @Test func testPumpWait_whenRunningAndASlotFreedMeanwhile_asksAgainAtOnce() {
+    var machine = GridMachine.running(.merge(maxConcurrent: 1))
+    let id = machine.startInner("a")!
+    _ = machine.outerElement("b", key: 0, channel: { $0 })
+    _ = machine.innerEnded(id, GridInner.EndAction.retire, failure: nil)
+    let result6 = machine.pumpWait(4)
+    #expect(!result6)
+  }
+
+  @Test func testPumpStep_whenRunningAndTheOuterEnded_stopsOnceNothingIsHeld() {
+    var machine = GridMachine.running(.merge(maxConcurrent: 1))
+    let id = machine.startInner("a")!
+    _ = machine.outerElement("b", key: 0, channel: { $0 })
+    #expect(machine.outerEnded(nil).isEmpty)  // "b" is still to run
+    _ = machine.innerEnded(id, GridInner.EndAction.retire, failure: nil)
+    let result7 = machine.pumpStep(channel: { $0 })
+    #expect(result7 == .startInner(1))
+    let result8 = machine.pumpStep(channel: { $0 })
+    #expect(result8 == .stop)
+  }
+
+  @Test func testPumpStepAndPumpWait_whenEndingOrFinished_stop() {
     var ending = GridMachine.ending()
-    #expect(ending.outerMayPull(1) == false)
+    let endingStep = ending.pumpStep(channel: { $0 })
+    let endingWaits = ending.pumpWait(1)
+    #expect(endingStep == .stop && !endingWaits)
     var finished = GridMachine.finished()
-    #expect(finished.outerMayPull(1) == false)
+    let finishedStep = finished.pumpStep(channel: { $0 })
+    let finishedWaits = finished.pumpWait(1)
+    #expect(finishedStep == .stop && !finishedWaits)
   }
 
   // MARK: outerElement
@@ -459,6 +495,20 @@ struct FlattenStateMachineTests {
     guard case .take(id, _, _) = machine.next() else { return #expect(Bool(false)) }
   }
 
+  @Test func testInnerEnded_whenRunningFailsWithElementsLeft_endsAtOnceDeliveringThoseFirst() {
+    var machine = GridMachine.running(.merge(maxConcurrent: 3))
+    let failing = machine.startInner("a")!
+    let other = machine.startInner("b")!
+    _ = machine.listReady(other, channel: other)
+    _ = machine.listReady(failing, channel: failing)
+    let effects = machine.innerEnded(
+      failing, GridInner.EndAction.retireWhenDrained(needsListing: false), failure: TestError(id: 3))
+    // The other inner stops and its waiting elements are discarded; the failing one's come first.
+    #expect(effects.drop == [other] && Set(effects.cancel) == ["task\(other)", "outer"])
+    guard case .drain(failing) = machine.next() else { return #expect(Bool(false)) }
+    guard case .end(TestError(id: 3), _) = machine.next() else { return #expect(Bool(false)) }
+  }
+
   @Test func testInnerEnded_whenEndingOrFinished_forgetsTheTask() {
     var machine = GridMachine.ending()
     #expect(machine.innerEnded(0, GridInner.EndAction.stale, failure: TestError()).isEmpty)
@@ -485,7 +535,8 @@ struct FlattenStateMachineTests {
 
   static let impossibleCells: [String] = {
     let events = [
-      "next", "taken", "suspendConsumer", "cancel", "outerStarted", "outerMayPull", "outerElement", "outerEnded",
+      "next", "taken", "suspendConsumer", "cancel", "outerStarted", "pumpStep", "pumpWait", "outerElement",
+      "outerEnded",
       "innerStarted", "claim", "listReady", "innerEnded", "remainingInnerTasks",
     ]
     var cells = events.map { "modifying.\($0)" }
@@ -498,7 +549,7 @@ struct FlattenStateMachineTests {
   }()
 
   @Test func theGridCountsEveryImpossibleCell() {
-    #expect(Self.impossibleCells.count == 29 + 3)
+    #expect(Self.impossibleCells.count == 31 + 3)
   }
 
   @Test(arguments: impossibleCells)
@@ -522,7 +573,8 @@ struct FlattenStateMachineTests {
       case "suspendConsumer": _ = machine.suspendConsumer(1)
       case "cancel": _ = machine.cancel()
       case "outerStarted": _ = machine.outerStarted("o")
-      case "outerMayPull": _ = machine.outerMayPull(nil)
+      case "pumpStep": _ = machine.pumpStep(channel: { $0 })
+      case "pumpWait": _ = machine.pumpWait(1)
       case "outerElement": _ = machine.outerElement("x", key: 0, channel: { $0 })
       case "outerEnded": _ = machine.outerEnded(nil)
       case "innerStarted": _ = machine.innerStarted(0, task: "t")

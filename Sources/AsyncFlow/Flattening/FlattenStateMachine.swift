@@ -66,7 +66,11 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     @usableFromInline @exclusivity(unchecked) var nextID = 0
     @usableFromInline @exclusivity(unchecked) var outerHasEnded = false
     @usableFromInline @exclusivity(unchecked) var outerTask: Handle?
-    /// The outer pump, waiting for a slot (`true`: pull again, `false`: stop).
+    /// An outer element pulled while every slot of `mergeFlow` was busy: it starts when one frees.
+    /// The outer is pulled one element ahead, so that its failure or end is seen while the inners
+    /// run, and no further: at most one element waits here.
+    @usableFromInline @exclusivity(unchecked) var held: (element: OuterElement, key: Key)?
+    /// The outer pump, waiting for a slot while an element is held (resumed to ask again).
     @usableFromInline @exclusivity(unchecked) var outerWaiting: Waiter?
     @usableFromInline @exclusivity(unchecked) var consumer: Waiter?
 
@@ -103,9 +107,9 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     case running
     /// Superseded: its task may still run, but nothing it does counts any more.
     case superseded
-    /// Its sequence ended (with `failure`, if any) while elements wait; it has no task. It retires
-    /// when the consumer took the last one.
-    case draining(failure: Failure?)
+    /// Its sequence ended while elements wait; it has no task. It retires when the consumer took the
+    /// last one. (One that failed with elements waiting ends the operator at once instead.)
+    case draining
   }
 
   /// What is left to wait for once the operator is ending: the tasks that have not reported their end.
@@ -114,6 +118,9 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     @usableFromInline var outerTask: Handle?
     /// By inner id; `nil` until the outer task registers the handle.
     @usableFromInline var innerTasks: [Int: Handle?] = [:]
+    /// The inner whose failure ends the operator, if elements it offered before failing wait: they
+    /// precede its failure, so the consumer takes them first. Every other inner's are discarded.
+    @usableFromInline var drain: Channel?
 
     @inlinable init(outerTask: Handle? = nil) {
       self.outerTask = outerTask
@@ -196,6 +203,8 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     case start
     /// Take from this inner's channel (everything, if `all`), then report ``taken(_:_:)``.
     case take(id: Int, channel: Channel, all: Bool)
+    /// Take everything from this channel (the failing inner's last elements), then ask again.
+    case drain(Channel)
     /// Nothing is ready: suspend (``suspendConsumer(_:)``), then ask again.
     case suspend
     /// Await the outer task, then ``remainingInnerTasks()``, then end with the failure (or finish).
@@ -217,7 +226,12 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       running.readyStart = 0
       return .suspend
     case .ending:
-      guard case .ending(let failure, let stopping) = state else { preconditionFailure("unreachable") }
+      guard case .ending(let failure, var stopping) = state else { preconditionFailure("unreachable") }
+      if let drain = stopping.drain {
+        stopping.drain = nil
+        state = .ending(failure: failure, stopping)
+        return .drain(drain)
+      }
       state = .finished(stopping)
       return .end(failure: failure, outerTask: stopping.outerTask)
     case .finished:
@@ -259,11 +273,11 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       guard taken.retires else {
         return TakenAction(effects: effects, mayTakeMore: true)
       }
-      guard let inner = running.inners.removeValue(forKey: id), case .draining(let failure) = inner.stage else {
+      guard let inner = running.inners.removeValue(forKey: id), case .draining = inner.stage else {
         preconditionFailure(
           "Internal inconsistency: state running, event taken retiring inner \(id) that is not draining")
       }
-      effects.merge(retire(inner, failure: failure, from: running))
+      effects.merge(retire(inner, failure: nil, from: running))
       return TakenAction(effects: effects, mayTakeMore: isRunning)
     case .idle, .ending, .finished, .modifying:
       preconditionFailure("Internal inconsistency: state \(state), event taken")
@@ -294,7 +308,14 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       return Effects()
     case .running(let running):
       return end(nil, from: running)
-    case .ending, .finished:
+    case .ending:
+      // A cancelled consumer finishes without a failure, and takes no element afterwards.
+      guard case .ending(_, var stopping) = state else { preconditionFailure("unreachable") }
+      var effects = Effects()
+      if let drain = stopping.drain.take() { effects.drop.append(drain) }
+      state = .ending(failure: nil, stopping)
+      return effects
+    case .finished:
       return Effects()
     case .modifying:
       preconditionFailure("Internal inconsistency: state modifying, event cancel")
@@ -332,21 +353,60 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     }
   }
 
-  /// Whether the outer pump may pull; `nil` if it must wait, in which case `waiter` (if given) is
-  /// registered to be resumed with the answer.
-  @inlinable mutating func outerMayPull(_ waiter: Waiter?) -> Bool? {
+  @usableFromInline
+  enum PumpAction: Equatable {
+    /// Pull the outer once, and hand what it gives to ``outerElement(_:key:channel:)``.
+    case pull
+    /// Start a task for this inner: the held element got a slot.
+    case startInner(Int)
+    /// An element is held and every slot is busy: wait (``pumpWait(_:)``), then ask again.
+    case wait
+    /// The operator is ending or the outer has ended: stop pulling.
+    case stop
+  }
+
+  /// What the outer pump does next. It pulls only while no element is held, so the outer runs at
+  /// most one element ahead of the slots of `mergeFlow`, and its failure or end is seen then.
+  @inlinable mutating func pumpStep(channel: (Int) -> Channel) -> PumpAction {
     switch state {
     case .running(let running):
-      if outerWanted(running) { return true }
-      guard let waiter else { return nil }
-      precondition(running.outerWaiting == nil, "Internal inconsistency: state running, event outerMayPull twice")
+      if let held = running.held {
+        guard outerWanted(running) else { return .wait }
+        running.held = nil
+        return .startInner(makeInner(held.element, key: held.key, channel: channel, in: running))
+      }
+      return running.outerHasEnded ? .stop : .pull
+    case .ending, .finished:
+      return .stop
+    case .idle, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event pumpStep")
+    }
+  }
+
+  /// The pump is about to wait; registers it, or returns false if it must ask again at once.
+  @inlinable mutating func pumpWait(_ waiter: Waiter) -> Bool {
+    switch state {
+    case .running(let running):
+      guard running.held != nil, !outerWanted(running) else { return false }
+      precondition(running.outerWaiting == nil, "Internal inconsistency: state running, event pumpWait twice")
       running.outerWaiting = waiter
-      return nil
+      return true
     case .ending, .finished:
       return false
     case .idle, .modifying:
-      preconditionFailure("Internal inconsistency: state \(state), event outerMayPull")
+      preconditionFailure("Internal inconsistency: state \(state), event pumpWait")
     }
+  }
+
+  @inlinable func makeInner(
+    _ element: OuterElement, key: Key, channel: (Int) -> Channel, in running: Running
+  ) -> Int {
+    let id = running.nextID
+    running.nextID += 1
+    running.inners[id] = Inner(key: key, channel: channel(id), element: element)
+    running.activeCount += 1
+    if !isMerge { running.currentByKey[key] = id }
+    return id
   }
 
   @inlinable func outerWanted(_ running: Running) -> Bool {
@@ -376,12 +436,12 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
           break
         }
       }
-      let id = running.nextID
-      running.nextID += 1
-      running.inners[id] = Inner(key: key, channel: channel(id), element: element)
-      running.activeCount += 1
-      if !isMerge { running.currentByKey[key] = id }
-      effects.startInner = id
+      guard outerWanted(running) else {
+        precondition(running.held == nil, "Internal inconsistency: state running, event outerElement with one held")
+        running.held = (element, key)
+        return effects
+      }
+      effects.startInner = makeInner(element, key: key, channel: channel, in: running)
       return effects
     case .ending, .finished:
       return Effects()
@@ -496,8 +556,14 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
         running.inners.removeValue(forKey: id)
         return retire(inner, failure: failure, from: running)
       case (.running, .retireWhenDrained(let needsListing)):
+        if let failure {
+          // Its failure ends the operator now; the elements it offered before failing are still
+          // delivered, before the failure. Its task is ending: it is not awaited.
+          running.inners.removeValue(forKey: id)
+          return self.end(failure, from: running, drain: inner.channel)
+        }
         running.inners[id]?.task = nil
-        running.inners[id]?.stage = .draining(failure: failure)
+        running.inners[id]?.stage = .draining
         var effects = Effects()
         if needsListing {
           running.ready.append((id, inner.channel))
@@ -544,7 +610,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     if !isMerge { running.currentByKey.removeValue(forKey: inner.key) }
     if let failure { return end(failure, from: running) }
     var effects = Effects()
-    if let outer = running.outerWaiting.take() { effects.resume.append((outer, outerWanted(running))) }
+    if let outer = running.outerWaiting.take() { effects.resume.append((outer, true)) }
     effects.merge(finishIfDone(running))
     return effects
   }
@@ -564,7 +630,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   }
 
   @inlinable mutating func finishIfDone(_ running: Running) -> Effects {
-    guard running.outerHasEnded, running.activeCount == 0 else {
+    guard running.outerHasEnded, running.activeCount == 0, running.held == nil else {
       return Effects()
     }
     return end(nil, from: running)
@@ -572,9 +638,10 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
 
   /// Ends the operator: every inner is dropped and every task cancelled; the consumer ends with
   /// `failure` once they have all ended.
-  @inlinable mutating func end(_ failure: Failure?, from running: Running) -> Effects {
+  @inlinable mutating func end(_ failure: Failure?, from running: Running, drain: Channel? = nil) -> Effects {
     var effects = Effects()
     var stopping = Stopping(outerTask: running.outerTask)
+    stopping.drain = drain
     for (id, inner) in running.inners {
       if case .draining = inner.stage {
         effects.drop.append(inner.channel)

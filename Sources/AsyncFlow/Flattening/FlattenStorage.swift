@@ -72,6 +72,10 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
         var effects = Machine.Effects()
         while true {
           let action = machine.next()
+          if case .drain(let channel) = action {
+            _ = channel.state.withLock { $0.take(all: true, into: &elements) }
+            return (elements.isEmpty ? .again : .deliver(elements), effects)
+          }
           guard case .take(let id, let channel, let all) = action else {
             // `.suspend` with elements taken: deliver them instead.
             return (elements.isEmpty ? .next(action) : .deliver(elements), effects)
@@ -95,7 +99,7 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
         continue
       case .next(.start):
         startOuter()
-      case .next(.take):
+      case .next(.take), .next(.drain):
         preconditionFailure("Internal inconsistency: a take left untaken")
       case .next(.suspend):
         await withTaskCancellationHandler {
@@ -129,22 +133,34 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
 
   @inlinable func pumpOuter() async {
     var iterator = operation.outer.makeAsyncIterator()
-    while await outerMayPull() {
-      do throws(Outer.Failure) {
-        guard let element = try await iterator.next(isolation: nil) else {
-          perform(withMachine { $0.outerEnded(nil) })
-          return
+    var iteratorEnded = false
+    pumping: while true {
+      switch await pumpStep() {
+      case .pull:
+        do throws(Outer.Failure) {
+          guard let element = try await iterator.next(isolation: nil) else {
+            iteratorEnded = true
+            perform(withMachine { $0.outerEnded(nil) })
+            continue
+          }
+          let key = operation.key(element)
+          let effects = withMachine { $0.outerElement(element, key: key, channel: { Channel(id: $0) }) }
+          perform(effects)
+          if let id = effects.startInner { startInner(id) }
+        } catch {
+          iteratorEnded = true
+          let failure = operation.outerFailure(error)
+          perform(withMachine { $0.outerEnded(failure) })
         }
-        let key = operation.key(element)
-        let effects = withMachine { $0.outerElement(element, key: key, channel: { Channel(id: $0) }) }
-        perform(effects)
-        if let id = effects.startInner { startInner(id) }
-      } catch {
-        let failure = operation.outerFailure(error)
-        perform(withMachine { $0.outerEnded(failure) })
-        return
+      case .startInner(let id):
+        startInner(id)
+      case .wait:
+        preconditionFailure("Internal inconsistency: pumpStep returned wait")
+      case .stop:
+        break pumping
       }
     }
+    guard !iteratorEnded else { return }
     // Told to stop (the consumer left, or an inner failed) while the outer may still run. Whoever
     // ended the operator cancels this task only after releasing the lock, so it may not be
     // cancelled yet: cancel it here, then ask the iterator once more, so that a cooperative one
@@ -154,13 +170,16 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
     _ = try? await iterator.next(isolation: nil)
   }
 
-  @inlinable func outerMayPull() async -> Bool {
-    if Task.isCancelled { return false }
-    // Most of the time the answer is known at once: suspending only to resume at once would cost
-    // a trip through the executor per outer element.
-    if let answer = state.withLock({ $0.outerMayPull(nil) }) { return answer }
-    return await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
-      if let answer = state.withLock({ $0.outerMayPull(continuation) }) { continuation.resume(returning: answer) }
+  /// The pump's next step; waits while an element is held and every slot is busy.
+  @inlinable func pumpStep() async -> Machine.PumpAction {
+    while true {
+      // Most of the time the answer is known at once: suspending only to resume at once would
+      // cost a trip through the executor per outer element.
+      let action = state.withLock { $0.pumpStep(channel: { Channel(id: $0) }) }
+      guard case .wait = action else { return action }
+      _ = await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
+        if !state.withLock({ $0.pumpWait(continuation) }) { continuation.resume(returning: true) }
+      }
     }
   }
 
