@@ -314,6 +314,26 @@ struct FlattenStateMachineTests {
     #expect(machine.outerElement("b", key: 0, channel: { $0 }).startInner == 1)
   }
 
+  @Test func testOuterElement_whenRunningMergeAndTheLimitOfInnersHoldElements_holdsIt() {
+    var machine = GridMachine.running(.merge(maxConcurrent: .max))
+    for index in 0..<GridMachine.mergeReadyLimit {
+      let id = machine.startInner("e\(index)")!
+      _ = machine.listReady(id, channel: id)
+    }
+    // A stalled consumer stops the outer: the element waits, and so does the pump.
+    #expect(machine.outerElement("late", key: 0, channel: { $0 }).isEmpty)
+    let step = machine.pumpStep(channel: { $0 })
+    #expect(step == .wait)
+    let waits = machine.pumpWait(7)
+    #expect(waits)
+    // The consumer takes from one inner: the pump may go on.
+    guard case .take(let id, _, _) = machine.next() else { return #expect(Bool(false)) }
+    let effects = machine.taken(id, channel: id, taken(isDrained: true)).effects
+    #expect(effects.resume.map { $0.0 } == [7])
+    let next = machine.pumpStep(channel: { $0 })
+    #expect(next == .startInner(GridMachine.mergeReadyLimit))
+  }
+
   @Test func testOuterElement_whenRunningLatestAndTheInnersTaskHasNotBegun_handsThatTaskTheNewElement() {
     var machine = GridMachine.running(.latest)
     let id = machine.outerElement("a", key: 0, channel: { $0 }).startInner!

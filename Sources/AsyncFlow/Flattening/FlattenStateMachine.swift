@@ -270,6 +270,10 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
         running.ready.removeFirst(running.readyStart)
         running.readyStart = 0
       }
+      // The consumer took one off the ready queue: the outer may go on (mergeFlow).
+      if running.outerWaiting != nil, !taken.retires, outerWanted(running), let outer = running.outerWaiting.take() {
+        effects.resume.append((outer, true))
+      }
       guard taken.retires else {
         return TakenAction(effects: effects, mayTakeMore: true)
       }
@@ -409,10 +413,17 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     return id
   }
 
+  /// `mergeFlow` starts an inner only while a slot is free and fewer than ``mergeReadyLimit``
+  /// inners hold elements the consumer has not taken: a stalled consumer stops the outer, so the
+  /// whole operator's buffers are bounded, not only each inner's.
   @inlinable func outerWanted(_ running: Running) -> Bool {
     guard case .merge(let maxConcurrent) = policy else { return true }
-    return running.activeCount < maxConcurrent
+    return running.activeCount < maxConcurrent && running.ready.count - running.readyStart < Self.mergeReadyLimit
   }
+
+  /// How many inners of `mergeFlow` may hold elements for the consumer before the outer stops:
+  /// with the inner buffer, 16 × 64 = 1,024 elements waiting.
+  @inlinable static var mergeReadyLimit: Int { 16 }
 
   /// The outer handed over `element`. Its inner starts (``Effects/startInner``), replaces the
   /// element of an inner whose task has not begun (`latest`), or the element is dropped (`exhaust`
