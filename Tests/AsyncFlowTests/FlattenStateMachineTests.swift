@@ -2,246 +2,762 @@ import Testing
 
 @testable import AsyncFlow
 
-/// Runs `body` with a real continuation to hand to the machine; resumed here if the machine did
-/// not resume it, so the test never hangs.
-private func withProducer(_ body: (UnsafeContinuation<Bool, Never>) -> Void) async {
-  _ = await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
-    body(continuation)
-    continuation.resume(returning: true)
+/// The flattening machines tested directly as a grid of state × event, with plain tokens for
+/// channels (the inner's id), continuations (`Int`) and tasks (`String`): no task, no continuation.
+///
+/// Shared machine: 5 states (idle, running, ending, finished, modifying) × 14 events = 70 cells,
+/// 31 of them impossible (checked with exit tests in `impossibleTransitionsStop`).
+/// Inner machine: 3 states (open, closed, dropped) × 5 events = 15 cells, 3 impossible.
+typealias GridMachine = FlattenStateMachine<String, Int, Int, Int, String, TestError>
+typealias GridInner = FlattenInnerStateMachine<String, Int>
+
+extension GridMachine {
+  static func running(_ policy: FlattenPolicy) -> GridMachine {
+    var machine = GridMachine(policy: policy)
+    guard case .start = machine.next() else { preconditionFailure("a new machine starts") }
+    #expect(machine.outerStarted("outer") == nil)
+    return machine
   }
+
+  /// An outer element arrives, its task starts (registered as `"task<id>"`) and claims it.
+  @discardableResult
+  mutating func startInner(_ element: String, key: Int = 0) -> Int? {
+    guard let id = outerElement(element, key: key, channel: { $0 }).startInner else { return nil }
+    #expect(innerStarted(id, task: "task\(id)") == nil)
+    #expect(claim(id)?.element == element)
+    return id
+  }
+
+  static func ending(_ policy: FlattenPolicy = .merge(maxConcurrent: 2)) -> GridMachine {
+    var machine = running(policy)
+    machine.startInner("a")
+    _ = machine.cancel()
+    return machine
+  }
+
+  static func finished() -> GridMachine {
+    var machine = ending()
+    _ = machine.next()
+    return machine
+  }
+
+  var stateName: String {
+    switch state {
+    case .idle: "idle"
+    case .running: "running"
+    case .ending: "ending"
+    case .finished: "finished"
+    case .modifying: "modifying"
+    }
+  }
+}
+
+private func taken(producer: Int? = nil, isDrained: Bool, retires: Bool = false) -> GridInner.Taken {
+  GridInner.Taken(producer: producer, isDrained: isDrained, retires: retires)
 }
 
 @Suite("FlattenStateMachine", .timeLimit(.minutes(1)))
 struct FlattenStateMachineTests {
-  typealias Machine = FlattenStateMachine<String, Int, String, TestError>
+  // MARK: next
 
-  private func running(_ policy: FlattenPolicy) -> Machine {
-    var machine = Machine(policy: policy)
-    guard case .start = machine.next() else { preconditionFailure("a new machine starts") }
-    return machine
-  }
-
-  /// An outer element arrives and the inner's task begins at once: its channel, if one starts.
-  private func start(_ element: String, in machine: inout Machine) -> Machine.Channel? {
-    guard let id = machine.outerElement(element, key: 0).startInner else { return nil }
-    return machine.claim(id)?.channel
-  }
-
-  /// Offers `element` on `channel` as the inner's task does: listing the channel when it asks.
-  private func offer(_ element: String, on channel: Machine.Channel, to machine: inout Machine) -> Bool {
-    guard case .accepted(let needsListing) = channel.offer(element) else { return false }
-    if needsListing { _ = machine.listReady(channel) }
-    return true
-  }
-
-  /// Ends `channel` as the inner's task does.
-  private func end(_ channel: Machine.Channel, failure: TestError?, in machine: inout Machine) -> Machine.Effects {
-    machine.innerEnded(channel, failure: failure)
-  }
-
-  @Test func testOuterElement_whenLatest_dropsThePendingElementsOfTheSupersededInner() async {
-    var machine = running(.latest)
-    guard let channel = start("a", in: &machine) else {
-      Issue.record("expected an inner to start")
+  @Test func testNext_whenIdle_starts() {
+    var machine = GridMachine(policy: .latest)
+    guard case .start = machine.next() else {
+      Issue.record("expected start")
       return
     }
-    #expect(offer("a1", on: channel, to: &machine))
-    #expect(start("b", in: &machine)?.id == 1)
-    // "a1" was offered before "b" arrived, but is never delivered after it.
+    #expect(machine.stateName == "running")
+  }
+
+  @Test func testNext_whenRunningAndNothingReady_suspends() {
+    var machine = GridMachine.running(.latest)
+    machine.startInner("a")
     guard case .suspend = machine.next() else {
-      Issue.record("expected nothing to deliver")
-      return
-    }
-    guard case .dropped = channel.offer("a2") else {
-      Issue.record("expected the superseded inner to be told to stop")
+      Issue.record("expected suspend")
       return
     }
   }
 
-  @Test func testOuterElement_whenLatestAndTheInnersTaskHasNotBegun_handsThatTaskTheNewElement() {
-    var machine = running(.latest)
-    guard let id = machine.outerElement("a", key: 0).startInner else {
-      Issue.record("expected an inner to start")
-      return
-    }
-    let superseding = machine.outerElement("b", key: 0)
-    // Nothing to cancel and nothing new to start: the waiting task begins with "b", and "a" is
-    // never transformed.
-    #expect(superseding.startInner == nil && superseding.cancel.isEmpty)
-    #expect(machine.claim(id)?.element == "b")
-  }
-
-  @Test func testNext_whenMerge_takesEverythingReadyInOneBatch() async {
-    var machine = running(.merge(maxConcurrent: 2))
-    guard let first = start("a", in: &machine), let second = start("b", in: &machine) else {
-      Issue.record("expected two inners to start")
-      return
-    }
-    #expect(offer("a1", on: first, to: &machine))
-    #expect(offer("b1", on: second, to: &machine))
-    #expect(offer("a2", on: first, to: &machine))
-    guard case .deliver(let elements, _) = machine.next() else {
-      Issue.record("expected a batch")
-      return
-    }
-    #expect(elements == ["a1", "a2", "b1"])
-  }
-
-  @Test func testNext_whenLatest_takesOneElementAtATime() async {
-    var machine = running(.latest)
-    guard let channel = start("a", in: &machine) else {
-      Issue.record("expected an inner to start")
-      return
-    }
-    #expect(offer("a1", on: channel, to: &machine))
-    #expect(offer("a2", on: channel, to: &machine))
-    guard case .deliver(let elements, _) = machine.next() else {
-      Issue.record("expected an element")
-      return
-    }
-    #expect(elements == ["a1"])
-  }
-
-  @Test func testOuterElement_whenLatestAndTheInnerWaitsForRoom_resumesItToStop() async {
-    var machine = running(.latest)
-    guard let channel = start("a", in: &machine) else {
-      Issue.record("expected an inner to start")
-      return
-    }
-    for index in 0..<Machine.Channel.bufferLimit {
-      guard offer("a\(index)", on: channel, to: &machine) else {
-        Issue.record("expected room for \(index)")
+  @Test func testNext_whenRunningAndAnInnerIsReady_takesFromItsChannel() {
+    for (policy, all) in [(FlattenPolicy.latest, false), (.merge(maxConcurrent: 2), true), (.exhaust, true)] {
+      var machine = GridMachine.running(policy)
+      let id = machine.startInner("a")!
+      #expect(machine.listReady(id, channel: id) == nil)
+      guard case .take(id, id, all) = machine.next() else {
+        Issue.record("expected a take from \(id), all: \(all)")
         return
       }
     }
-    guard case .full = channel.offer("more") else {
-      Issue.record("expected the inner to be full")
-      return
-    }
-    await withProducer { producer in
-      #expect(channel.waitForRoom(producer) == nil)
-      let effects = machine.outerElement("b", key: 0)
-      #expect(effects.resume.count == 1 && effects.resume.first?.1 == false)
-      #expect(effects.cancel.isEmpty)  // the task was never attached in this test
-    }
   }
 
-  @Test func testInnerEnded_whenSuperseded_discardsItsFailure() {
-    var machine = running(.latest)
-    guard let channel = start("a", in: &machine) else {
-      Issue.record("expected an inner to start")
-      return
-    }
-    _ = start("b", in: &machine)
-    let stale = end(channel, failure: TestError(id: 1), in: &machine)
-    #expect(stale.cancel.isEmpty && stale.resumeConsumer == nil)
-    guard case .suspend = machine.next() else {
-      Issue.record("the stream must go on")
-      return
-    }
+  @Test func testNext_whenRunningAndTheReadyInnerWasSuperseded_takesFromItsDroppedChannel() {
+    var machine = GridMachine.running(.latest)
+    let first = machine.startInner("a")!
+    #expect(machine.listReady(first, channel: first) == nil)
+    let effects = machine.outerElement("b", key: 0, channel: { $0 })
+    // "a"'s element was listed before "b" arrived: its channel is dropped before the lock is
+    // released (the storage does it), so the take that follows takes nothing.
+    #expect(effects.drop == [first] && effects.cancel == ["task0"] && effects.startInner == 1)
+    guard case .take(first, first, false) = machine.next() else { return #expect(Bool(false)) }
+    #expect(machine.taken(first, channel: first, taken(isDrained: true)).effects.isEmpty)
+    guard case .suspend = machine.next() else { return #expect(Bool(false)) }
   }
 
-  @Test func testInnerEnded_whenCurrentFails_endsWithTheFailure() {
-    var machine = running(.latest)
-    guard let channel = start("a", in: &machine) else {
-      Issue.record("expected an inner to start")
-      return
-    }
-    _ = end(channel, failure: TestError(id: 2), in: &machine)
-    // Nothing was left to take: it retired at once, so a newer outer element cannot swallow it.
-    #expect(machine.outerElement("b", key: 0).startInner == nil)
-    guard case .end(let failure, _) = machine.next() else {
+  @Test func testNext_whenEnding_endsWithTheFailureAndTheOuterTask() {
+    var machine = GridMachine.running(.latest)
+    _ = machine.outerEnded(TestError(id: 1))
+    guard case .end(let failure, let outer) = machine.next() else {
       Issue.record("expected end")
       return
     }
-    #expect(failure == TestError(id: 2))
+    #expect(failure == TestError(id: 1) && outer == "outer")
+    #expect(machine.stateName == "finished")
   }
 
-  @Test func testInnerEnded_whenElementsWait_retiresAfterTheConsumerTookTheLast() {
-    var machine = running(.merge(maxConcurrent: 1))
-    guard let channel = start("a", in: &machine) else {
-      Issue.record("expected an inner to start")
+  @Test func testNext_whenFinished_endsWithNothingToAwait() {
+    var machine = GridMachine.finished()
+    guard case .end(nil, nil) = machine.next() else {
+      Issue.record("expected a plain end")
       return
     }
-    #expect(offer("a1", on: channel, to: &machine))
-    _ = end(channel, failure: TestError(id: 3), in: &machine)
-    // "a1" comes first, in the same batch as the decision to end with the failure.
-    guard case .deliver(let elements, _) = machine.next() else {
-      Issue.record("expected a1")
-      return
-    }
-    #expect(elements == ["a1"])
-    guard case .end(let failure, _) = machine.next() else {
-      Issue.record("expected the end")
-      return
-    }
-    #expect(failure == TestError(id: 3))
   }
 
-  @Test func testNext_whenKeyedLatest_servesBusyKeysInTurn() {
-    var machine = running(.latest)
-    guard let first = machine.outerElement("a", key: 1).startInner.flatMap({ machine.claim($0)?.channel }),
-      let second = machine.outerElement("b", key: 2).startInner.flatMap({ machine.claim($0)?.channel })
-    else {
-      Issue.record("expected two inners to start")
-      return
-    }
-    for index in 0..<3 {
-      #expect(offer("a\(index)", on: first, to: &machine))
-      #expect(offer("b\(index)", on: second, to: &machine))
-    }
-    var delivered: [String] = []
-    for _ in 0..<4 {
-      guard case .deliver(let elements, _) = machine.next() else { break }
-      delivered += elements
-    }
+  // MARK: taken
+
+  @Test func testTaken_whenRunningAndElementsRemain_requeuesBehindTheOthers() {
+    var machine = GridMachine.running(.latest)
+    let first = machine.startInner("a", key: 1)!
+    let second = machine.startInner("b", key: 2)!
+    _ = machine.listReady(first, channel: first)
+    _ = machine.listReady(second, channel: second)
+    guard case .take(first, _, _) = machine.next() else { return #expect(Bool(false)) }
+    let result = machine.taken(first, channel: first, taken(producer: 7, isDrained: false))
+    #expect(result.mayTakeMore)
+    #expect(result.effects.resume.map { $0.0 } == [7] && result.effects.resume.map { $0.1 } == [true])
     // One key's backlog does not hold back the other's.
-    #expect(delivered == ["a0", "b0", "a1", "b1"])
+    guard case .take(second, _, _) = machine.next() else { return #expect(Bool(false)) }
+    _ = machine.taken(second, channel: second, taken(isDrained: true))
+    guard case .take(first, _, _) = machine.next() else { return #expect(Bool(false)) }
   }
 
-  @Test func testNext_whenLatestAndTheCurrentInnerIsAlwaysBusy_keepsTheReadyQueueBounded() {
-    var machine = running(.latest)
+  @Test func testTaken_whenRunningAndADrainingInnerRetires_finishesIfTheOuterEnded() {
+    var machine = GridMachine.running(.merge(maxConcurrent: 1))
+    let id = machine.startInner("a")!
+    _ = machine.listReady(id, channel: id)
+    _ = machine.outerEnded(nil)
+    #expect(machine.innerEnded(id, GridInner.EndAction.retireWhenDrained(needsListing: false), failure: nil).isEmpty)
+    guard case .take = machine.next() else { return #expect(Bool(false)) }
+    let result = machine.taken(id, channel: id, taken(isDrained: true, retires: true))
+    #expect(!result.mayTakeMore)
+    #expect(result.effects.cancel == ["outer"])
+    guard case .end(nil, "outer") = machine.next() else { return #expect(Bool(false)) }
+  }
+
+  @Test func testTaken_whenRunningAndTheBusyInnerKeepsItsPlace_keepsTheReadyQueueBounded() {
+    var machine = GridMachine.running(.latest)
+    let id = machine.startInner("a")!
+    _ = machine.listReady(id, channel: id)
     var longest = 0
-    for index in 0..<1_000 {
-      guard let channel = start("x\(index)", in: &machine) else {
-        Issue.record("expected an inner to start")
-        return
-      }
-      #expect(offer("first", on: channel, to: &machine) && offer("second", on: channel, to: &machine))
-      _ = machine.next()  // a slow consumer: one element per outer element
+    for _ in 0..<1_000 {
+      guard case .take = machine.next() else { return #expect(Bool(false)) }
+      _ = machine.taken(id, channel: id, taken(isDrained: false))
       longest = max(longest, machine.readyQueueLength)
     }
     #expect(longest <= 64)
   }
 
-  @Test func testOuterElement_whenExhaustAndRunning_dropsTheElement() {
-    var machine = running(.exhaust)
-    guard let channel = start("a", in: &machine) else {
-      Issue.record("expected an inner to start")
-      return
-    }
-    #expect(start("b", in: &machine) == nil)
-    // Nothing was left to take: the inner retires at once, without waiting for the consumer.
-    _ = end(channel, failure: nil, in: &machine)
-    #expect(start("c", in: &machine)?.id == 1)
+  // MARK: suspendConsumer
+
+  @Test func testSuspendConsumer_whenRunningAndNothingReady_registersIt() {
+    var machine = GridMachine.running(.latest)
+    let id = machine.startInner("a")!
+    #expect(machine.suspendConsumer(5) == nil)
+    // The next listing resumes it.
+    #expect(machine.listReady(id, channel: id) == 5)
   }
 
-  @Test func testOuterEnded_whenInnersRun_finishesOnlyAfterTheLastEnds() {
-    var machine = running(.merge(maxConcurrent: 2))
-    guard let first = start("a", in: &machine), let second = start("b", in: &machine) else {
-      Issue.record("expected two inners to start")
-      return
+  @Test func testSuspendConsumer_whenRunningAndSomethingWasListedMeanwhile_returnsItAtOnce() {
+    var machine = GridMachine.running(.latest)
+    let id = machine.startInner("a")!
+    _ = machine.listReady(id, channel: id)
+    #expect(machine.suspendConsumer(5) == 5)
+  }
+
+  @Test func testSuspendConsumer_whenEndingOrFinished_returnsItAtOnce() {
+    var ending = GridMachine.ending()
+    #expect(ending.suspendConsumer(5) == 5)
+    var finished = GridMachine.finished()
+    #expect(finished.suspendConsumer(6) == 6)
+  }
+
+  // MARK: cancel
+
+  @Test func testCancel_whenIdle_finishesWithNothingToDo() {
+    var machine = GridMachine(policy: .latest)
+    #expect(machine.cancel().isEmpty)
+    #expect(machine.stateName == "finished")
+  }
+
+  @Test func testCancel_whenRunning_dropsEveryInnerCancelsEveryTaskAndResumesEveryWaiter() {
+    var machine = GridMachine.running(.merge(maxConcurrent: 1))
+    let id = machine.startInner("a")!
+    #expect(machine.outerElement("b", key: 0, channel: { $0 }).isEmpty)  // held: no slot
+    let result1 = machine.pumpStep(channel: { $0 })
+    #expect(result1 == .wait)
+    let result2 = machine.pumpWait(8)
+    #expect(result2)
+    #expect(machine.suspendConsumer(9) == nil)
+    let effects = machine.cancel()
+    #expect(effects.drop == [id])
+    #expect(Set(effects.cancel) == ["task0", "outer"])
+    #expect(effects.resume.map { $0.0 } == [8] && effects.resume.map { $0.1 } == [false])
+    #expect(effects.resumeConsumer == 9)
+    guard case .end(nil, "outer") = machine.next() else { return #expect(Bool(false)) }
+    #expect(machine.remainingInnerTasks() == ["task0"])
+  }
+
+  @Test func testCancel_whenEndingOrFinished_doesNothing() {
+    var ending = GridMachine.ending()
+    #expect(ending.cancel().isEmpty)
+    var finished = GridMachine.finished()
+    #expect(finished.cancel().isEmpty)
+  }
+
+  @Test func testCancel_whenEndingWithAFailureAndElementsToDrain_finishesWithoutEither() {
+    var machine = GridMachine.running(.merge(maxConcurrent: 2))
+    let id = machine.startInner("a")!
+    _ = machine.innerEnded(id, GridInner.EndAction.retireWhenDrained(needsListing: false), failure: TestError(id: 1))
+    // A cancelled consumer finishes (it does not throw) and takes no element afterwards.
+    #expect(machine.cancel().drop == [id])
+    guard case .end(nil, _) = machine.next() else { return #expect(Bool(false)) }
+  }
+
+  // MARK: outerStarted
+
+  @Test func testOuterStarted_whenRunning_keepsIt() {
+    var machine = GridMachine(policy: .latest)
+    _ = machine.next()
+    #expect(machine.outerStarted("outer") == nil)
+    #expect(machine.cancel().cancel == ["outer"])
+  }
+
+  @Test func testOuterStarted_whenEnding_returnsItToCancelAndAwaitsIt() {
+    var machine = GridMachine(policy: .latest)
+    _ = machine.next()
+    _ = machine.cancel()
+    #expect(machine.outerStarted("outer") == "outer")
+    guard case .end(nil, "outer") = machine.next() else { return #expect(Bool(false)) }
+  }
+
+  // MARK: pumpStep and pumpWait
+
+  @Test func testPumpStep_whenRunningWithNothingHeld_pulls() {
+    var machine = GridMachine.running(.merge(maxConcurrent: 1))
+    machine.startInner("a")
+    // Every slot is busy, yet the outer is pulled once more: its failure or end is seen at once.
+    let step = machine.pumpStep(channel: { $0 })
+    #expect(step == .pull)
+  }
+
+  @Test func testPumpStep_whenRunningWithAnElementHeldAndEverySlotBusy_waitsForARetiringInner() {
+    var machine = GridMachine.running(.merge(maxConcurrent: 1))
+    let id = machine.startInner("a")!
+    #expect(machine.outerElement("b", key: 0, channel: { $0 }).isEmpty)
+    let result3 = machine.pumpStep(channel: { $0 })
+    #expect(result3 == .wait)
+    let result4 = machine.pumpWait(4)
+    #expect(result4)
+    let effects = machine.innerEnded(id, GridInner.EndAction.retire, failure: nil)
+    #expect(effects.resume.map { $0.0 } == [4] && effects.resume.map { $0.1 } == [true])
+    let result5 = machine.pumpStep(channel: { $0 })
+    #expect(result5 == .startInner(1))
+    #expect(machine.claim(1)?.element == "b")
+  }
+
+  @Test func testPumpWait_whenRunningAndASlotFreedMeanwhile_asksAgainAtOnce() {
+    var machine = GridMachine.running(.merge(maxConcurrent: 1))
+    let id = machine.startInner("a")!
+    _ = machine.outerElement("b", key: 0, channel: { $0 })
+    _ = machine.innerEnded(id, GridInner.EndAction.retire, failure: nil)
+    let result6 = machine.pumpWait(4)
+    #expect(!result6)
+  }
+
+  @Test func testPumpStep_whenRunningAndTheOuterEnded_stopsOnceNothingIsHeld() {
+    var machine = GridMachine.running(.merge(maxConcurrent: 1))
+    let id = machine.startInner("a")!
+    _ = machine.outerElement("b", key: 0, channel: { $0 })
+    #expect(machine.outerEnded(nil).isEmpty)  // "b" is still to run
+    _ = machine.innerEnded(id, GridInner.EndAction.retire, failure: nil)
+    let result7 = machine.pumpStep(channel: { $0 })
+    #expect(result7 == .startInner(1))
+    let result8 = machine.pumpStep(channel: { $0 })
+    #expect(result8 == .stop)
+  }
+
+  @Test func testPumpStepAndPumpWait_whenEndingOrFinished_stop() {
+    var ending = GridMachine.ending()
+    let endingStep = ending.pumpStep(channel: { $0 })
+    let endingWaits = ending.pumpWait(1)
+    #expect(endingStep == .stop && !endingWaits)
+    var finished = GridMachine.finished()
+    let finishedStep = finished.pumpStep(channel: { $0 })
+    let finishedWaits = finished.pumpWait(1)
+    #expect(finishedStep == .stop && !finishedWaits)
+  }
+
+  // MARK: outerElement
+
+  @Test func testOuterElement_whenRunningMerge_startsAnInnerPerElement() {
+    var machine = GridMachine.running(.merge(maxConcurrent: 2))
+    #expect(machine.outerElement("a", key: 0, channel: { $0 }).startInner == 0)
+    #expect(machine.outerElement("b", key: 0, channel: { $0 }).startInner == 1)
+  }
+
+  @Test func testOuterElement_whenRunningMergeAndTheLimitOfInnersHoldElements_holdsIt() {
+    var machine = GridMachine.running(.merge(maxConcurrent: .max))
+    for index in 0..<GridMachine.mergeReadyLimit {
+      let id = machine.startInner("e\(index)")!
+      _ = machine.listReady(id, channel: id)
     }
-    _ = machine.outerEnded(nil)
-    _ = end(first, failure: nil, in: &machine)
-    guard case .suspend = machine.next() else {
-      Issue.record("b still runs")
-      return
+    // A stalled consumer stops the outer: the element waits, and so does the pump.
+    #expect(machine.outerElement("late", key: 0, channel: { $0 }).isEmpty)
+    let step = machine.pumpStep(channel: { $0 })
+    #expect(step == .wait)
+    let waits = machine.pumpWait(7)
+    #expect(waits)
+    // The consumer takes from one inner: the pump may go on.
+    guard case .take(let id, _, _) = machine.next() else { return #expect(Bool(false)) }
+    let effects = machine.taken(id, channel: id, taken(isDrained: true)).effects
+    #expect(effects.resume.map { $0.0 } == [7])
+    let next = machine.pumpStep(channel: { $0 })
+    #expect(next == .startInner(GridMachine.mergeReadyLimit))
+  }
+
+  @Test func testOuterElement_whenRunningLatestAndTheInnersTaskHasNotBegun_handsThatTaskTheNewElement() {
+    var machine = GridMachine.running(.latest)
+    let id = machine.outerElement("a", key: 0, channel: { $0 }).startInner!
+    // Nothing to cancel and nothing new to start: the waiting task begins with "b", and "a" is
+    // never transformed.
+    #expect(machine.outerElement("b", key: 0, channel: { $0 }).isEmpty)
+    #expect(machine.claim(id)?.element == "b")
+  }
+
+  @Test func testOuterElement_whenRunningLatestAndTheCurrentInnerIsDraining_dropsItsElements() {
+    var machine = GridMachine.running(.latest)
+    let id = machine.startInner("a")!
+    _ = machine.listReady(id, channel: id)
+    _ = machine.innerEnded(id, GridInner.EndAction.retireWhenDrained(needsListing: false), failure: nil)
+    let effects = machine.outerElement("b", key: 0, channel: { $0 })
+    #expect(effects.drop == [id] && effects.cancel.isEmpty && effects.startInner == 1)
+  }
+
+  @Test func testOuterElement_whenRunningKeyedLatest_supersedesOnlyItsKey() {
+    var machine = GridMachine.running(.latest)
+    let first = machine.startInner("a", key: 1)!
+    machine.startInner("b", key: 2)
+    let effects = machine.outerElement("c", key: 1, channel: { $0 })
+    #expect(effects.drop == [first] && effects.cancel == ["task\(first)"])
+  }
+
+  @Test func testOuterElement_whenRunningExhaustAndAnInnerRuns_dropsTheElement() {
+    var machine = GridMachine.running(.exhaust)
+    let id = machine.startInner("a")!
+    #expect(machine.outerElement("b", key: 0, channel: { $0 }).isEmpty)
+    _ = machine.innerEnded(id, GridInner.EndAction.retire, failure: nil)
+    #expect(machine.startInner("c") == 1)
+  }
+
+  @Test func testOuterElement_whenEndingOrFinished_isDiscarded() {
+    var ending = GridMachine.ending()
+    #expect(ending.outerElement("x", key: 0, channel: { $0 }).isEmpty)
+    var finished = GridMachine.finished()
+    #expect(finished.outerElement("x", key: 0, channel: { $0 }).isEmpty)
+  }
+
+  // MARK: outerEnded
+
+  @Test func testOuterEnded_whenRunningWithoutInners_finishes() {
+    var machine = GridMachine.running(.latest)
+    #expect(machine.outerEnded(nil).cancel == ["outer"])
+    guard case .end(nil, "outer") = machine.next() else { return #expect(Bool(false)) }
+  }
+
+  @Test func testOuterEnded_whenRunningWithInners_finishesOnlyAfterTheLastEnds() {
+    var machine = GridMachine.running(.merge(maxConcurrent: 2))
+    let first = machine.startInner("a")!
+    let second = machine.startInner("b")!
+    #expect(machine.outerEnded(nil).isEmpty)
+    _ = machine.innerEnded(first, GridInner.EndAction.retire, failure: nil)
+    guard case .suspend = machine.next() else { return #expect(Bool(false)) }
+    _ = machine.innerEnded(second, GridInner.EndAction.retire, failure: nil)
+    guard case .end(nil, _) = machine.next() else { return #expect(Bool(false)) }
+  }
+
+  @Test func testOuterEnded_whenRunningWithAFailure_endsWithIt() {
+    var machine = GridMachine.running(.merge(maxConcurrent: 2))
+    let id = machine.startInner("a")!
+    let effects = machine.outerEnded(TestError(id: 4))
+    #expect(effects.drop == [id] && Set(effects.cancel) == ["task0", "outer"])
+    guard case .end(TestError(id: 4), _) = machine.next() else { return #expect(Bool(false)) }
+  }
+
+  @Test func testOuterEnded_whenEndingOrFinished_isIgnored() {
+    var ending = GridMachine.ending()
+    #expect(ending.outerEnded(TestError(id: 1)).isEmpty)
+    guard case .end(nil, _) = ending.next() else { return #expect(Bool(false)) }
+    var finished = GridMachine.finished()
+    #expect(finished.outerEnded(nil).isEmpty)
+  }
+
+  // MARK: innerStarted
+
+  @Test func testInnerStarted_whenRunning_keepsTheTask() {
+    var machine = GridMachine.running(.merge(maxConcurrent: 2))
+    let id = machine.outerElement("a", key: 0, channel: { $0 }).startInner!
+    #expect(machine.innerStarted(id, task: "t") == nil)
+    #expect(machine.cancel().cancel.contains("t"))
+  }
+
+  @Test func testInnerStarted_whenRunningAndSupersededMeanwhile_returnsItToCancel() {
+    var machine = GridMachine.running(.latest)
+    let id = machine.outerElement("a", key: 0, channel: { $0 }).startInner!
+    _ = machine.claim(id)
+    _ = machine.outerElement("b", key: 0, channel: { $0 })
+    #expect(machine.innerStarted(id, task: "t") == "t")
+  }
+
+  @Test func testInnerStarted_whenRunningAndTheTaskEndedAlready_isIgnored() {
+    var machine = GridMachine.running(.merge(maxConcurrent: 2))
+    let id = machine.outerElement("a", key: 0, channel: { $0 }).startInner!
+    _ = machine.claim(id)
+    _ = machine.innerEnded(id, GridInner.EndAction.retire, failure: nil)
+    #expect(machine.innerStarted(id, task: "t") == nil)
+  }
+
+  @Test func testInnerStarted_whenEndingOrFinished_returnsItToCancelAndAwaitsIt() {
+    var machine = GridMachine.running(.merge(maxConcurrent: 2))
+    let id = machine.outerElement("a", key: 0, channel: { $0 }).startInner!
+    _ = machine.cancel()
+    #expect(machine.innerStarted(id, task: "t") == "t")
+    _ = machine.next()
+    #expect(machine.remainingInnerTasks() == ["t"])
+    var finished = GridMachine.finished()
+    #expect(finished.innerStarted(99, task: "x") == nil)
+  }
+
+  // MARK: claim
+
+  @Test func testClaim_whenRunning_handsOverTheChannelAndTheElement() {
+    var machine = GridMachine.running(.merge(maxConcurrent: 2))
+    let id = machine.outerElement("a", key: 0, channel: { $0 }).startInner!
+    guard let claimed = machine.claim(id) else { return #expect(Bool(false)) }
+    #expect(claimed.channel == id && claimed.element == "a")
+  }
+
+  @Test func testClaim_whenEndingOrFinished_isNilAndTheTaskIsNotAwaited() {
+    var machine = GridMachine.running(.merge(maxConcurrent: 2))
+    let id = machine.outerElement("a", key: 0, channel: { $0 }).startInner!
+    _ = machine.cancel()
+    #expect(machine.claim(id) == nil)
+    _ = machine.next()
+    #expect(machine.remainingInnerTasks().isEmpty)
+    var finished = GridMachine.finished()
+    #expect(finished.claim(0) == nil)
+  }
+
+  // MARK: listReady
+
+  @Test func testListReady_whenRunning_listsItAndWakesTheConsumer() {
+    var machine = GridMachine.running(.merge(maxConcurrent: 2))
+    let first = machine.startInner("a")!
+    let second = machine.startInner("b")!
+    #expect(machine.suspendConsumer(3) == nil)
+    #expect(machine.listReady(second, channel: second) == 3)
+    #expect(machine.listReady(first, channel: first) == nil)
+    guard case .take(second, _, _) = machine.next() else { return #expect(Bool(false)) }
+    _ = machine.taken(second, channel: second, taken(isDrained: true))
+    guard case .take(first, _, _) = machine.next() else { return #expect(Bool(false)) }
+  }
+
+  @Test func testListReady_whenEndingOrFinished_isIgnored() {
+    var ending = GridMachine.ending()
+    #expect(ending.listReady(0, channel: 0) == nil)
+    var finished = GridMachine.finished()
+    #expect(finished.listReady(0, channel: 0) == nil)
+  }
+
+  // MARK: innerEnded
+
+  @Test func testInnerEnded_whenRunningAndSuperseded_discardsItsFailure() {
+    var machine = GridMachine.running(.latest)
+    let id = machine.startInner("a")!
+    machine.startInner("b")
+    #expect(machine.innerEnded(id, GridInner.EndAction.retire, failure: TestError(id: 1)).isEmpty)
+    guard case .suspend = machine.next() else { return #expect(Bool(false)) }
+  }
+
+  @Test func testInnerEnded_whenRunningWithNothingLeft_retiresAtOnceAndItsFailureEnds() {
+    var machine = GridMachine.running(.latest)
+    let id = machine.startInner("a")!
+    _ = machine.innerEnded(id, GridInner.EndAction.retire, failure: TestError(id: 2))
+    // It retired at once, so a newer outer element cannot swallow its failure.
+    #expect(machine.outerElement("b", key: 0, channel: { $0 }).startInner == nil)
+    guard case .end(TestError(id: 2), _) = machine.next() else { return #expect(Bool(false)) }
+  }
+
+  @Test func testInnerEnded_whenRunningWithElementsLeft_drainsFirstAndListsItIfNeeded() {
+    var machine = GridMachine.running(.merge(maxConcurrent: 1))
+    let id = machine.startInner("a")!
+    #expect(machine.suspendConsumer(3) == nil)
+    let effects = machine.innerEnded(id, GridInner.EndAction.retireWhenDrained(needsListing: true), failure: nil)
+    #expect(effects.resumeConsumer == 3)
+    guard case .take(id, _, _) = machine.next() else { return #expect(Bool(false)) }
+  }
+
+  @Test func testInnerEnded_whenRunningFailsWithElementsLeft_endsAtOnceDeliveringThoseFirst() {
+    var machine = GridMachine.running(.merge(maxConcurrent: 3))
+    let failing = machine.startInner("a")!
+    let other = machine.startInner("b")!
+    _ = machine.listReady(other, channel: other)
+    _ = machine.listReady(failing, channel: failing)
+    let effects = machine.innerEnded(
+      failing, GridInner.EndAction.retireWhenDrained(needsListing: false), failure: TestError(id: 3))
+    // The other inner stops and its waiting elements are discarded; the failing one's come first.
+    #expect(effects.drop == [other] && Set(effects.cancel) == ["task\(other)", "outer"])
+    guard case .drain(failing) = machine.next() else { return #expect(Bool(false)) }
+    guard case .end(TestError(id: 3), _) = machine.next() else { return #expect(Bool(false)) }
+  }
+
+  @Test func testInnerEnded_whenEndingOrFinished_forgetsTheTask() {
+    var machine = GridMachine.ending()
+    #expect(machine.innerEnded(0, GridInner.EndAction.stale, failure: TestError()).isEmpty)
+    _ = machine.next()
+    #expect(machine.remainingInnerTasks().isEmpty)
+    var finished = GridMachine.finished()
+    #expect(finished.innerEnded(0, GridInner.EndAction.stale, failure: nil).isEmpty)
+    #expect(finished.remainingInnerTasks().isEmpty)
+  }
+
+  // MARK: remainingInnerTasks
+
+  @Test func testRemainingInnerTasks_whenFinished_areTheTasksThatHaveNotReportedTheirEnd() {
+    var machine = GridMachine.running(.merge(maxConcurrent: 3))
+    machine.startInner("a")
+    let second = machine.startInner("b")!
+    _ = machine.cancel()
+    _ = machine.innerEnded(second, GridInner.EndAction.stale, failure: nil)
+    _ = machine.next()
+    #expect(machine.remainingInnerTasks() == ["task0"])
+  }
+
+  // MARK: Impossible transitions
+
+  static let impossibleCells: [String] = {
+    let events = [
+      "next", "taken", "suspendConsumer", "cancel", "outerStarted", "pumpStep", "pumpWait", "outerElement",
+      "outerEnded",
+      "innerStarted", "claim", "listReady", "innerEnded", "remainingInnerTasks",
+    ]
+    var cells = events.map { "modifying.\($0)" }
+    cells += events.filter { !["next", "cancel"].contains($0) }.map { "idle.\($0)" }
+    cells += ["running.remainingInnerTasks", "ending.taken", "ending.remainingInnerTasks"]
+    cells += ["finished.taken", "finished.outerStarted"]
+    // Within running: events that contradict what the machine knows of an inner.
+    cells += ["running.claimTwice", "running.innerEndedStaleWhileCurrent", "running.takenRetiringARunningInner"]
+    return cells
+  }()
+
+  @Test func theGridCountsEveryImpossibleCell() {
+    #expect(Self.impossibleCells.count == 31 + 3)
+  }
+
+  @Test(arguments: impossibleCells)
+  func impossibleTransitionsStop(cell: String) async {
+    await #expect(processExitsWith: .failure) { [cell] in
+      let parts = cell.split(separator: ".").map(String.init)
+      var machine: GridMachine
+      switch parts[0] {
+      case "idle": machine = GridMachine(policy: .latest)
+      case "running": machine = .running(.latest)
+      case "ending": machine = .ending()
+      case "finished": machine = .finished()
+      case "modifying":
+        machine = .running(.latest)
+        machine.state = .modifying
+      default: return  // exits with success: the expectation fails on a misspelt cell
+      }
+      switch parts[1] {
+      case "next": _ = machine.next()
+      case "taken": _ = machine.taken(0, channel: 0, taken(isDrained: true))
+      case "suspendConsumer": _ = machine.suspendConsumer(1)
+      case "cancel": _ = machine.cancel()
+      case "outerStarted": _ = machine.outerStarted("o")
+      case "pumpStep": _ = machine.pumpStep(channel: { $0 })
+      case "pumpWait": _ = machine.pumpWait(1)
+      case "outerElement": _ = machine.outerElement("x", key: 0, channel: { $0 })
+      case "outerEnded": _ = machine.outerEnded(nil)
+      case "innerStarted": _ = machine.innerStarted(0, task: "t")
+      case "claim": _ = machine.claim(0)
+      case "listReady": _ = machine.listReady(0, channel: 0)
+      case "innerEnded": _ = machine.innerEnded(0, GridInner.EndAction.retire, failure: nil)
+      case "remainingInnerTasks": _ = machine.remainingInnerTasks()
+      case "claimTwice":
+        let id = machine.startInner("a")!
+        _ = machine.claim(id)
+      case "innerEndedStaleWhileCurrent":
+        let id = machine.startInner("a")!
+        _ = machine.innerEnded(id, GridInner.EndAction.stale, failure: nil)
+      case "takenRetiringARunningInner":
+        let id = machine.startInner("a")!
+        _ = machine.listReady(id, channel: id)
+        _ = machine.next()
+        _ = machine.taken(id, channel: id, taken(isDrained: true, retires: true))
+      default: return  // exits with success: the expectation fails on a misspelt cell
+      }
     }
-    _ = end(second, failure: nil, in: &machine)
-    guard case .end(nil, _) = machine.next() else {
-      Issue.record("expected the finish")
-      return
+  }
+}
+
+@Suite("FlattenInnerStateMachine", .timeLimit(.minutes(1)))
+struct FlattenInnerStateMachineTests {
+  private func open(holding count: Int, limit: Int = 4) -> GridInner {
+    var machine = GridInner(bufferLimit: limit)
+    for index in 0..<count { _ = machine.offer("e\(index)") }
+    return machine
+  }
+
+  private func closed(holding count: Int) -> GridInner {
+    var machine = open(holding: count)
+    #expect(machine.end() == .retireWhenDrained(needsListing: false))
+    return machine
+  }
+
+  private func dropped() -> GridInner {
+    var machine = open(holding: 1)
+    _ = machine.drop()
+    return machine
+  }
+
+  // offer
+  @Test func testOffer_whenOpen_asksForAListingOnlyWhenItWasEmpty() {
+    var machine = open(holding: 0)
+    #expect(machine.offer("a") == .accepted(needsListing: true))
+    #expect(machine.offer("b") == .accepted(needsListing: false))
+  }
+
+  @Test func testOffer_whenOpenAndFull_isFull() {
+    var machine = open(holding: 4)
+    #expect(machine.offer("x") == .full)
+  }
+
+  @Test func testOffer_whenDropped_isDropped() {
+    var machine = dropped()
+    #expect(machine.offer("x") == .dropped)
+  }
+
+  // waitForRoom
+  @Test func testWaitForRoom_whenOpenAndFull_registersTheProducerUntilHalfIsTaken() {
+    var machine = open(holding: 4)
+    #expect(machine.waitForRoom(7) == nil)
+    var elements: [String] = []
+    #expect(machine.take(all: false, into: &elements).producer == nil)  // 3 left: above half
+    #expect(machine.take(all: false, into: &elements).producer == 7)  // 2 left: half free
+    #expect(elements == ["e0", "e1"])
+  }
+
+  @Test func testWaitForRoom_whenOpenWithRoomAgain_answersAtOnce() {
+    var machine = open(holding: 3)
+    #expect(machine.waitForRoom(7) == true)
+  }
+
+  @Test func testWaitForRoom_whenDropped_answersStop() {
+    var machine = dropped()
+    #expect(machine.waitForRoom(7) == false)
+  }
+
+  // end
+  @Test func testEnd_whenOpenAndEmpty_retiresAtOnce() {
+    var machine = open(holding: 0)
+    #expect(machine.end() == .retire)
+    #expect(machine.offer("x") == .dropped)
+  }
+
+  @Test func testEnd_whenOpenWithElements_retiresWhenDrained() {
+    var machine = open(holding: 2)
+    #expect(machine.end() == .retireWhenDrained(needsListing: false))
+  }
+
+  @Test func testEnd_whenDropped_isStale() {
+    var machine = dropped()
+    #expect(machine.end() == .stale)
+  }
+
+  // take
+  @Test func testTake_whenOpen_takesOneOrAll() {
+    var machine = open(holding: 3)
+    var elements: [String] = []
+    let one = machine.take(all: false, into: &elements)
+    #expect(elements == ["e0"] && !one.isDrained && !one.retires)
+    let all = machine.take(all: true, into: &elements)
+    #expect(elements == ["e0", "e1", "e2"] && all.isDrained && !all.retires)
+    // Drained: the next offer lists it again.
+    #expect(machine.offer("x") == .accepted(needsListing: true))
+  }
+
+  @Test func testTake_whenClosed_retiresWithTheLastElement() {
+    var machine = closed(holding: 2)
+    var elements: [String] = []
+    let first = machine.take(all: false, into: &elements)
+    #expect(!first.isDrained && !first.retires)
+    let last = machine.take(all: false, into: &elements)
+    #expect(last.isDrained && last.retires && elements == ["e0", "e1"])
+    #expect(machine.end() == .stale)
+  }
+
+  @Test func testTake_whenDropped_takesNothing() {
+    var machine = dropped()
+    var elements: [String] = []
+    let nothing = machine.take(all: true, into: &elements)
+    #expect(elements.isEmpty && nothing.isDrained && !nothing.retires && nothing.producer == nil)
+  }
+
+  // drop
+  @Test func testDrop_whenOpen_discardsTheElementsAndReturnsTheWaitingProducer() {
+    var machine = open(holding: 4)
+    _ = machine.waitForRoom(7)
+    #expect(machine.drop() == 7)
+    #expect(machine.offer("x") == .dropped)
+  }
+
+  @Test func testDrop_whenClosedOrDropped_hasNobodyToResume() {
+    var closed = closed(holding: 1)
+    #expect(closed.drop() == nil)
+    #expect(closed.drop() == nil)
+  }
+
+  static let impossibleCells = ["closed.offer", "closed.waitForRoom", "closed.end"]
+
+  @Test(arguments: impossibleCells)
+  func impossibleTransitionsStop(cell: String) async {
+    await #expect(processExitsWith: .failure) { [cell] in
+      let parts = cell.split(separator: ".").map(String.init)
+      var machine = GridInner(bufferLimit: 4)
+      _ = machine.offer("a")
+      switch parts[0] {
+      case "closed": _ = machine.end()
+      case "dropped": _ = machine.drop()
+      default: return  // exits with success: the expectation fails on a misspelt cell
+      }
+      var elements: [String] = []
+      switch parts[1] {
+      case "offer": _ = machine.offer("x")
+      case "waitForRoom": _ = machine.waitForRoom(1)
+      case "end": _ = machine.end()
+      case "take": _ = machine.take(all: true, into: &elements)
+      case "drop": _ = machine.drop()
+      default: return  // exits with success: the expectation fails on a misspelt cell
+      }
     }
   }
 }

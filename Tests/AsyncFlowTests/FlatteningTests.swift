@@ -233,6 +233,41 @@ struct FlatteningTests {
     #expect(await result.value.sorted() == [1, 2, 3, 4, 5])
   }
 
+  // The whole of mergeFlow is bounded, not only each inner: with a stalled consumer the outer stops
+  // once `mergeReadyLimit` inners hold elements (before, every outer element started an inner
+  // that buffered 64).
+  @Test func mergeStopsPullingTheOuterWhileTheConsumerIsStalled() async {
+    let clock = TestClock()
+    let outerPulled = LockedState(0)
+    let produced = LockedState(0)
+    let consumerGate = Gate()
+    let outer = Flow<Int, Never>(bufferSize: 0) { emitter in
+      for value in 0..<2_000 {
+        outerPulled.withLock { $0 += 1 }
+        await emitter.emit(value)
+      }
+    }
+    let merged = outer.mergeFlow { _ in
+      Flow.sequence(0..<1_000).map { value in
+        produced.withLock { $0 += 1 }
+        return value
+      }
+    }
+    let consumer = clock.task {
+      var iterator = merged.makeAsyncIterator()
+      _ = await iterator.next(isolation: nil)
+      await consumerGate.wait()  // stalled: holds the iterator, takes nothing more
+    }
+    await clock.runCurrent()
+    // 16 inners holding elements (the documented limit), plus the outer element held for a slot;
+    // each inner pulled its buffer of 64 and one in hand. (Before the bound: 2,000 and 130,064.)
+    #expect(FlattenStateMachine<Int, Int, Int, Int, Int, Never>.mergeReadyLimit == 16)
+    #expect(outerPulled.withLock { $0 } <= 16 + 2)
+    #expect(produced.withLock { $0 } <= (16 + 2) * (FlattenInnerChannel<Int, Never>.bufferLimit + 1))
+    consumerGate.release()
+    await consumer.value
+  }
+
   @Test func mergeMaxConcurrentBelowOneIsAProgrammerError() async {
     await #expect(processExitsWith: .failure) {
       _ = Flow.sequence([1]).mergeFlow(maxConcurrent: 0) { Flow.just($0) }

@@ -1,153 +1,192 @@
-/// One inner sequence's hand-off to the consumer of a flattening operator, behind a lock of its
-/// own: an inner offering an element contends only with the consumer taking it, never with the
-/// other inners, and touches the operator's shared state only when it goes from nothing to offer
-/// to something (to be listed as ready) and when it ends.
+/// One inner sequence's hand-off to the consumer of a flattening operator: a
+/// ``FlattenInnerStateMachine`` behind a lock of its own, so that an inner offering an element
+/// contends only with the consumer taking it, never with the other inners. The inner touches the
+/// operator's shared state only when it goes from nothing to offer to something (to be listed as
+/// ready) and when it ends.
 ///
-/// Lock order: the operator's shared lock may be held while this one is taken, never the reverse.
+/// Only ``FlattenStorage`` takes this lock. Lock order: the operator's shared lock may be held while
+/// this one is taken, never the reverse.
 @usableFromInline
 final class FlattenInnerChannel<Element: Sendable, Failure: Error>: Sendable {
   @usableFromInline
-  typealias Producer = UnsafeContinuation<Bool, Never>
-
-  @usableFromInline
-  struct State {
-    @usableFromInline var pending: [Element] = []
-    /// Listed in the operator's ready queue, so the consumer will look here: no need to list it again.
-    @usableFromInline var isQueued = false
-    /// Superseded, retired, or the operator is ending: nothing more is taken from it.
-    @usableFromInline var isDropped = false
-    /// The inner's task, waiting for room (`true`) or for being dropped (`false`).
-    @usableFromInline var producer: Producer?
-    /// The inner sequence ended (with `failure`, if any); it retires once its elements are taken.
-    @usableFromInline var hasEnded = false
-    @usableFromInline var failure: Failure?
-
-    @inlinable init() {}
-  }
+  typealias Machine = FlattenInnerStateMachine<Element, UnsafeContinuation<Bool, Never>>
 
   /// How many elements an inner may hold that the consumer has not taken yet.
   @inlinable static var bufferLimit: Int { 64 }
 
   @usableFromInline let id: Int
-  @usableFromInline let state = LockedState(State())
+  @usableFromInline let state: LockedState<Machine>
 
   @inlinable init(id: Int) {
     self.id = id
+    self.state = LockedState(Machine(bufferLimit: Self.bufferLimit))
+  }
+}
+
+/// The hand-off of one inner sequence: the elements its task offered that the consumer has not
+/// taken, and the task itself when it waits for room.
+///
+/// Generic over the waiting task's continuation (`Producer`) so that it can be tested with plain
+/// tokens. It never locks or resumes anything: ``FlattenStorage`` does, after it returns.
+///
+/// The buffer is a stored property beside the state rather than a payload of it: looking at an
+/// enum copies its payload, and a payload array copied on every offer was then copied again on
+/// append (measured on `mergeFlow`'s hand-off). It holds elements only while `open` or `closed`.
+@usableFromInline
+struct FlattenInnerStateMachine<Element, Producer> {
+  @usableFromInline
+  enum State {
+    /// The inner's task runs and offers elements. `isListed`: listed in the operator's ready
+    /// queue, so the consumer will look here (no need to list it again). `producer`: the inner's
+    /// task, waiting for room (`true`) or for being dropped (`false`).
+    case open(isListed: Bool, producer: Producer?)
+    /// The inner's sequence ended; its last elements wait for the consumer (listed as ready).
+    case closed
+    /// Superseded, retired, or the operator is ending: nothing more is taken from it, and the
+    /// buffer is empty.
+    case dropped
+  }
+
+  @usableFromInline let bufferLimit: Int
+  @usableFromInline var pending: [Element] = []
+  @usableFromInline var state = State.open(isListed: false, producer: nil)
+
+  @inlinable init(bufferLimit: Int) {
+    self.bufferLimit = bufferLimit
   }
 
   // MARK: The inner's task
 
   @usableFromInline
-  enum OfferResult {
-    /// Taken; if `needsListing`, the channel must be listed as ready (and the consumer woken).
+  enum OfferAction: Equatable {
+    /// Taken; if `needsListing`, the inner must be listed as ready (and the consumer woken).
     case accepted(needsListing: Bool)
-    /// The inner holds ``bufferLimit`` elements: wait for room, then offer again.
+    /// The inner holds `bufferLimit` elements: wait for room, then offer again.
     case full
     /// Superseded, or the operator is ending: stop.
     case dropped
   }
 
-  @inlinable func offer(_ element: Element) -> OfferResult {
-    state.withLock { state in
-      if state.isDropped { return .dropped }
-      guard state.pending.count < Self.bufferLimit else { return .full }
-      state.pending.append(element)
-      defer { state.isQueued = true }
-      return .accepted(needsListing: !state.isQueued)
+  @inlinable mutating func offer(_ element: Element) -> OfferAction {
+    switch state {
+    case .open(let isListed, let producer):
+      guard pending.count < bufferLimit else { return .full }
+      pending.append(element)
+      if !isListed { state = .open(isListed: true, producer: producer) }
+      return .accepted(needsListing: !isListed)
+    case .dropped:
+      return .dropped
+    case .closed:
+      preconditionFailure("Internal inconsistency: state \(state), event offer")
     }
   }
 
   /// A full inner waits for room; returns the answer at once (`true`: offer again, `false`: stop)
   /// if it need not wait.
-  @inlinable func waitForRoom(_ producer: Producer) -> Bool? {
-    state.withLock { state in
-      if state.isDropped { return false }
-      guard state.pending.count >= Self.bufferLimit else { return true }
-      state.producer = producer
+  @inlinable mutating func waitForRoom(_ producer: Producer) -> Bool? {
+    switch state {
+    case .open(let isListed, let waiting):
+      guard pending.count >= bufferLimit else { return true }
+      precondition(waiting == nil, "Internal inconsistency: state open with a producer waiting, event waitForRoom")
+      state = .open(isListed: isListed, producer: producer)
       return nil
+    case .dropped:
+      return false
+    case .closed:
+      preconditionFailure("Internal inconsistency: state \(state), event waitForRoom")
     }
   }
 
   @usableFromInline
-  enum EndResult {
+  enum EndAction: Equatable {
     /// Dropped already: the end, failure included, is stale.
     case stale
-    /// Nothing left to take: the inner retires now (the channel is dropped with it).
+    /// Nothing left to take: the inner retires now (and is dropped).
     case retire
     /// Elements are still waiting: the consumer retires the inner after the last one, and the
-    /// channel must be listed as ready if `needsListing`.
+    /// inner must be listed as ready if `needsListing`.
     case retireWhenDrained(needsListing: Bool)
   }
 
-  /// The inner sequence ended; called under the operator's shared lock.
-  @inlinable func end(failure: Failure?) -> EndResult {
-    state.withLock { state in
-      if state.isDropped { return .stale }
-      if state.pending.isEmpty {
-        state.isDropped = true
+  /// The inner sequence ended (its task reports it; it is not waiting for room, then).
+  @inlinable mutating func end() -> EndAction {
+    switch state {
+    case .open(let isListed, let producer):
+      precondition(producer == nil, "Internal inconsistency: state open with a producer waiting, event end")
+      if pending.isEmpty {
+        state = .dropped
         return .retire
       }
-      state.hasEnded = true
-      state.failure = failure
-      defer { state.isQueued = true }
-      return .retireWhenDrained(needsListing: !state.isQueued)
+      state = .closed
+      return .retireWhenDrained(needsListing: !isListed)
+    case .dropped:
+      return .stale
+    case .closed:
+      preconditionFailure("Internal inconsistency: state \(state), event end")
     }
   }
 
-  // MARK: The consumer (under the operator's shared lock)
+  // MARK: The consumer
 
   @usableFromInline
   struct Taken {
     /// The inner's task, to resume with `true`: half its room is free again.
     @usableFromInline var producer: Producer?
-    /// Nothing is left to take: the channel leaves the ready queue.
+    /// Nothing is left to take: the inner leaves the ready queue.
     @usableFromInline var isDrained: Bool
-    /// The inner had ended and its last element is taken: it retires, with its failure if any.
+    /// The inner had ended and its last element is taken: it retires (and is dropped).
     @usableFromInline var retires: Bool
-    @usableFromInline var failure: Failure?
 
-    @inlinable init(producer: Producer? = nil, isDrained: Bool, retires: Bool, failure: Failure? = nil) {
+    @inlinable init(producer: Producer? = nil, isDrained: Bool, retires: Bool = false) {
       self.producer = producer
       self.isDrained = isDrained
       self.retires = retires
-      self.failure = failure
     }
   }
 
   /// Appends the oldest pending element (or all of them, if `all`) to `elements`.
-  @inlinable func take(all: Bool, into elements: inout [Element]) -> Taken {
-    state.withLock { state in
-      if state.isDropped { return Taken(isDrained: true, retires: false) }
-      if all || state.pending.count == 1 {
-        elements.append(contentsOf: state.pending)
-        state.pending.removeAll(keepingCapacity: true)
-      } else if !state.pending.isEmpty {
-        elements.append(state.pending.removeFirst())
-      }
-      var taken = Taken(isDrained: state.pending.isEmpty, retires: false)
+  @inlinable mutating func take(all: Bool, into elements: inout [Element]) -> Taken {
+    switch state {
+    case .open(let isListed, var producer):
+      takePending(all: all, into: &elements)
+      var taken = Taken(isDrained: pending.isEmpty)
       // Waking a full inner only once half its room is free keeps a busy inner and consumer from
       // trading a suspension per element.
-      if state.pending.count <= Self.bufferLimit / 2 { taken.producer = state.producer.take() }
-      if taken.isDrained {
-        state.isQueued = false
-        if state.hasEnded {
-          state.isDropped = true
-          taken.retires = true
-          taken.failure = state.failure
-        }
-      }
+      if pending.count <= bufferLimit / 2 { taken.producer = producer.take() }
+      state = .open(isListed: isListed && !taken.isDrained, producer: producer)
       return taken
+    case .closed:
+      takePending(all: all, into: &elements)
+      guard pending.isEmpty else { return Taken(isDrained: false) }
+      state = .dropped
+      return Taken(isDrained: true, retires: true)
+    case .dropped:
+      // Superseded or retired while listed as ready: nothing to take.
+      return Taken(isDrained: true)
     }
   }
 
-  /// Superseded, or the operator is ending: what it holds is discarded and nothing more is taken.
-  /// Returns its task if that waits for room (to resume with `false`), and whether the inner had
-  /// ended already (so that no task will report its end).
-  @inlinable func drop() -> (producer: Producer?, hadEnded: Bool) {
-    state.withLock { state in
-      state.isDropped = true
-      state.pending = []
-      return (state.producer.take(), state.hasEnded)
+  @inlinable mutating func takePending(all: Bool, into elements: inout [Element]) {
+    if all || pending.count == 1 {
+      elements.append(contentsOf: pending)
+      pending.removeAll(keepingCapacity: true)
+    } else if !pending.isEmpty {
+      elements.append(pending.removeFirst())
+    }
+  }
+
+  /// Superseded, retired, or the operator is ending: what it holds is discarded and nothing more is
+  /// taken. Returns its task if that waits for room (to resume with `false`). Dropping twice is
+  /// harmless: an inner may retire on its own between the decision to drop it and the drop.
+  @inlinable mutating func drop() -> Producer? {
+    pending = []
+    switch state {
+    case .open(_, let producer):
+      state = .dropped
+      return producer
+    case .closed, .dropped:
+      state = .dropped
+      return nil
     }
   }
 }

@@ -17,350 +17,662 @@ enum FlattenPolicy: Sendable, Equatable {
 }
 
 /// The logic of every flattening operator: which inner sequences run, which are superseded,
-/// what the consumer may take and when the whole is over.
+/// which inner the consumer takes from next and when the whole is over.
 ///
-/// Each inner runs in a task of its own and pulls its sequence on demand into its
-/// ``FlattenInnerChannel``: it may hold up to ``FlattenInnerChannel/bufferLimit`` elements the
-/// consumer has not taken yet, then waits (or is superseded) before pulling more. So a slow
-/// consumer never makes anything buffer without bound, the hand-offs of a busy inner do not cost a
-/// suspension each, and a superseded inner's channel is dropped under the same lock that registers
-/// its successor: its elements can never reach the consumer afterwards. The machine runs under the
-/// operator's shared lock and takes the channels' locks inside it.
+/// Each inner runs in a task of its own and hands its elements over through a channel with a lock
+/// and a ``FlattenInnerStateMachine`` of its own (so that the inners do not contend with each other
+/// per element); this machine knows the inners by id and lists the ones with something for the
+/// consumer. It is pure: it never locks, resumes, cancels or starts anything. ``FlattenStorage``
+/// holds it under the operator's shared lock, takes a channel's lock (shared, then inner: never the
+/// reverse) when this machine asks it to take from that channel or when an inner ends, and carries
+/// out the returned ``Effects`` after releasing the locks.
+///
+/// Generic over the channel, continuation (`Waiter`) and task (`Handle`) types so that it can be
+/// tested with plain tokens.
 @usableFromInline
-struct FlattenStateMachine<OuterElement: Sendable, Key: Hashable & Sendable, Element: Sendable, Failure: Error> {
+struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle, Failure: Error> {
   @usableFromInline
-  typealias Channel = FlattenInnerChannel<Element, Failure>
+  enum State {
+    /// Nobody has asked for an element yet: nothing runs.
+    case idle
+    case running(Running)
+    /// Decided: the consumer ends with `failure` once every task has ended.
+    case ending(failure: Failure?, Stopping)
+    /// The consumer has seen the end (or left before the start).
+    case finished(Stopping)
+    /// Held only inside an event, so that the payload being mutated is uniquely referenced.
+    case modifying
+  }
+
+  /// The running payload is a class: Swift copies an enum's payload to look at it (a `switch`, even
+  /// an `if case`, over `state` copies it, measured in this machine's specialised code), and copying
+  /// a struct of collections costs a retain and a release of each, then a copy on write of the
+  /// collection mutated while the copy lives. Through a reference the payload is mutated in place,
+  /// as loose properties would be; only this machine ever holds it, so the machine still behaves
+  /// as a value. Its accesses are not checked for exclusivity at run time (a measured cost per
+  /// access): it is only touched under the storage's lock, one event at a time.
   @usableFromInline
-  typealias Resumption = UnsafeContinuation<Bool, Never>
+  final class Running {
+    @usableFromInline @exclusivity(unchecked) var inners: [Int: Inner] = [:]
+    /// The current inner of each key, for `latest` and `exhaust`.
+    @usableFromInline @exclusivity(unchecked) var currentByKey: [Key: Int] = [:]
+    /// Inners that are current: not superseded, not retired.
+    @usableFromInline @exclusivity(unchecked) var activeCount = 0
+    /// Inners with something for the consumer (elements, or their end), in the order they got it.
+    /// One may linger after its inner left: its channel is dropped then, and taking from it takes
+    /// nothing. (Channels rather than ids: no lookup per hand-off.)
+    @usableFromInline @exclusivity(unchecked) var ready: [(id: Int, channel: Channel)] = []
+    @usableFromInline @exclusivity(unchecked) var readyStart = 0
+    @usableFromInline @exclusivity(unchecked) var nextID = 0
+    @usableFromInline @exclusivity(unchecked) var outerHasEnded = false
+    @usableFromInline @exclusivity(unchecked) var outerTask: Handle?
+    /// An outer element pulled while every slot of `mergeFlow` was busy: it starts when one frees.
+    /// The outer is pulled one element ahead, so that its failure or end is seen while the inners
+    /// run, and no further: at most one element waits here.
+    @usableFromInline @exclusivity(unchecked) var held: (element: OuterElement, key: Key)?
+    /// The outer pump, waiting for a slot while an element is held (resumed to ask again).
+    @usableFromInline @exclusivity(unchecked) var outerWaiting: Waiter?
+    @usableFromInline @exclusivity(unchecked) var consumer: Waiter?
+
+    @inlinable init() {}
+  }
 
   @usableFromInline
   struct Inner {
-    @usableFromInline var key: Key
+    @usableFromInline let key: Key
     @usableFromInline let channel: Channel
-    /// False once superseded (or once the operator is ending).
-    @usableFromInline var isCurrent = true
-    @usableFromInline var task: Task<Void, Never>?
-    /// The outer element it was made for, until its task begins and claims it.
-    @usableFromInline var element: OuterElement?
+    /// Unknown until the outer task registers it just after starting it.
+    @usableFromInline var task: Handle?
+    @usableFromInline var stage: Stage
 
     @inlinable init(key: Key, channel: Channel, element: OuterElement) {
       self.key = key
       self.channel = channel
-      self.element = element
+      self.stage = .unclaimed(element)
+    }
+
+    /// Hands a task that has not begun a newer element; false if it has begun. Mutating, so that
+    /// it runs in place in the dictionary rather than on a copy of the inner.
+    @inlinable mutating func replaceUnclaimed(_ element: OuterElement) -> Bool {
+      guard case .unclaimed = stage else { return false }
+      stage = .unclaimed(element)
+      return true
     }
   }
 
   @usableFromInline
-  enum Phase {
-    case idle
+  enum Stage {
+    /// Its task has not begun: the outer element it begins with (`latest` may replace it).
+    case unclaimed(OuterElement)
     case running
-    /// Decided: the consumer ends with `failure` once every task has ended.
-    case ending(Failure?)
-    case finished
+    /// Superseded: its task may still run, but nothing it does counts any more.
+    case superseded
+    /// Its sequence ended while elements wait; it has no task. It retires when the consumer took the
+    /// last one. (One that failed with elements waiting ends the operator at once instead.)
+    case draining
+  }
+
+  /// What is left to wait for once the operator is ending: the tasks that have not reported their end.
+  @usableFromInline
+  struct Stopping {
+    @usableFromInline var outerTask: Handle?
+    /// By inner id; `nil` until the outer task registers the handle.
+    @usableFromInline var innerTasks: [Int: Handle?] = [:]
+    /// The inner whose failure ends the operator, if elements it offered before failing wait: they
+    /// precede its failure, so the consumer takes them first. Every other inner's are discarded.
+    @usableFromInline var drain: Channel?
+
+    @inlinable init(outerTask: Handle? = nil) {
+      self.outerTask = outerTask
+    }
   }
 
   @usableFromInline let policy: FlattenPolicy
-  @usableFromInline var phase = Phase.idle
-  @usableFromInline var inners: [Int: Inner] = [:]
-  /// The running inner of each key, for `latest` and `exhaust`.
-  @usableFromInline var currentByKey: [Key: Int] = [:]
-  /// Inners that are current: not superseded, not retired.
-  @usableFromInline var activeCount = 0
-  /// Channels with something for the consumer (elements, or their end), in the order they got it.
-  @usableFromInline var ready: [Channel] = []
-  @usableFromInline var readyStart = 0
-  @usableFromInline var nextID = 0
-  @usableFromInline var outerHasEnded = false
-  @usableFromInline var outerTask: Task<Void, Never>?
-  @usableFromInline var outerWaiting: Resumption?
-  @usableFromInline var consumer: UnsafeContinuation<Void, Never>?
+  @usableFromInline var state = State.idle
+
+  /// The state without its payload: events switch over this, and bind a payload only where they use it.
+  @usableFromInline
+  enum Phase {
+    case idle, running, ending, finished, modifying
+  }
+
+  @inlinable var phase: Phase {
+    switch state {
+    case .idle: .idle
+    case .running: .running
+    case .ending: .ending
+    case .finished: .finished
+    case .modifying: .modifying
+    }
+  }
 
   @inlinable init(policy: FlattenPolicy) {
     self.policy = policy
   }
 
-  /// What the storage must do after an event, outside the lock.
+  /// What the storage must do after an event, outside the locks.
   @usableFromInline
   struct Effects {
-    @usableFromInline var resume: [(Resumption, Bool)] = []
-    @usableFromInline var resumeConsumer: UnsafeContinuation<Void, Never>?
-    @usableFromInline var cancel: [Task<Void, Never>] = []
+    /// Inner tasks and the outer pump waiting on a continuation, with the answer to resume them with.
+    @usableFromInline var resume: [(Waiter, Bool)] = []
+    @usableFromInline var resumeConsumer: Waiter?
+    /// Channels to drop (under their own lock) BEFORE the shared lock is released: their elements
+    /// are discarded and a waiting task stops, and the consumer (which takes under the shared lock)
+    /// can never take from a superseded inner once its successor is registered.
+    @usableFromInline var drop: [Channel] = []
+    @usableFromInline var cancel: [Handle] = []
     /// Start a task for this inner; it begins by claiming its element (``claim(_:)``).
     @usableFromInline var startInner: Int?
 
     @inlinable init() {}
 
-    @inlinable var isEmpty: Bool { resume.isEmpty && resumeConsumer == nil && cancel.isEmpty }
+    @inlinable var isEmpty: Bool {
+      resume.isEmpty && resumeConsumer == nil && drop.isEmpty && cancel.isEmpty && startInner == nil
+    }
 
     @inlinable mutating func merge(_ other: Effects) {
+      // Most events have nothing to do: merging nothing must cost nothing (the consumer merges
+      // once per inner it takes from).
+      guard !other.isEmpty else { return }
       resume += other.resume
+      precondition(
+        resumeConsumer == nil || other.resumeConsumer == nil, "Internal inconsistency: the consumer resumed twice")
       resumeConsumer = resumeConsumer ?? other.resumeConsumer
+      drop += other.drop
       cancel += other.cancel
-    }
-
-    @inlinable func perform() {
-      for task in cancel { task.cancel() }
-      for (continuation, value) in resume { continuation.resume(returning: value) }
-      resumeConsumer?.resume()
+      precondition(startInner == nil || other.startInner == nil, "Internal inconsistency: two inners to start")
+      startInner = startInner ?? other.startInner
     }
   }
-
-  @inlinable var outerWanted: Bool {
-    guard case .merge(let maxConcurrent) = policy else { return true }
-    return activeCount < maxConcurrent
-  }
-
-  // MARK: Consumer
-
-  @usableFromInline
-  enum NextAction {
-    /// Perform `effects`, then deliver `elements` in order (if none, ask again).
-    case deliver([Element], Effects)
-    case start
-    case suspend
-    /// Await the outer task, then the inner tasks, then end with the failure (or finish).
-    case end(Failure?, outer: Task<Void, Never>?)
-  }
-
-  /// Whether the consumer may take everything ready at once. A superseding policy may not: an
-  /// element handed over early could be superseded before the consumer returns it, and a stale
-  /// element must never reach the consumer.
-  @inlinable var takesBatches: Bool { policy != .latest }
-
-  @inlinable mutating func next() -> NextAction {
-    switch phase {
-    case .idle:
-      phase = .running
-      return .start
-    case .running:
-      var elements: [Element] = []
-      var effects = Effects()
-      while readyStart < ready.count {
-        let channel = ready[readyStart]
-        readyStart += 1
-        let taken = channel.take(all: takesBatches, into: &elements)
-        if let producer = taken.producer { effects.resume.append((producer, true)) }
-        // One that still has elements goes to the back, behind the others: a busy inner cannot
-        // starve the other keys of a keyed `switchToLatestFlow`.
-        if !taken.isDrained { ready.append(channel) }
-        if taken.retires, let inner = inners.removeValue(forKey: channel.id) {
-          effects.merge(retire(inner, failure: taken.failure))
-          // A failure ends the operator: what was taken before it is still delivered.
-          guard case .running = phase else { break }
-        }
-        if !takesBatches && !elements.isEmpty { break }
-      }
-      if readyStart == ready.count {
-        ready.removeAll(keepingCapacity: true)
-        readyStart = 0
-      } else if readyStart >= 32 && readyStart * 2 >= ready.count {
-        // A queue that never empties (a busy current inner) is trimmed as it goes.
-        ready.removeFirst(readyStart)
-        readyStart = 0
-      }
-      guard elements.isEmpty, effects.isEmpty, case .running = phase else {
-        // Retiring may have ended the operator or let the outer go on: then there is something to
-        // do even without elements.
-        return .deliver(elements, effects)
-      }
-      return .suspend
-    case .ending(let failure):
-      phase = .finished
-      return .end(failure, outer: outerTask)
-    case .finished:
-      return .end(nil, outer: nil)
-    }
-  }
-
-  /// How many entries the ready queue holds, taken ones included (for tests: it must stay bounded).
-  var readyQueueLength: Int { ready.count }
-
-  /// Registers the waiting consumer, or returns it to be resumed at once.
-  @inlinable mutating func suspendConsumer(_ continuation: UnsafeContinuation<Void, Never>) -> UnsafeContinuation<
-    Void, Never
-  >? {
-    guard case .running = phase, readyStart == ready.count else { return continuation }
-    consumer = continuation
-    return nil
-  }
-
-  /// The inner tasks still running, once the outer task has ended (it starts no more of them).
-  @inlinable func remainingInnerTasks() -> [Task<Void, Never>] {
-    inners.values.compactMap { $0.task }
-  }
-
-  /// The consumer's task was cancelled or its iterator released.
-  @inlinable mutating func cancel() -> Effects {
-    switch phase {
-    case .idle:
-      phase = .finished
-      return Effects()
-    case .running:
-      return end(nil)
-    case .ending, .finished:
-      return Effects()
-    }
-  }
-
-  // MARK: Outer
-
-  @inlinable mutating func outerStarted(_ task: Task<Void, Never>) -> Task<Void, Never>? {
-    outerTask = task
-    if case .running = phase { return nil }
-    return task
-  }
-
-  /// Whether the outer pump may pull; `nil` if it must wait, in which case `continuation` (if
-  /// given) is registered to be resumed with the answer.
-  @inlinable mutating func outerMayPull(_ continuation: Resumption?) -> Bool? {
-    guard case .running = phase else { return false }
-    if outerWanted { return true }
-    if let continuation { outerWaiting = continuation }
-    return nil
-  }
-
-  @inlinable mutating func outerElement(_ element: OuterElement, key: Key) -> Effects {
-    guard case .running = phase else { return Effects() }
-    var effects = Effects()
-    if !isMerge, let running = currentByKey[key] {
-      switch policy {
-      case .exhaust:
-        return effects
-      case .latest:
-        // Its task has not begun: it begins with this element instead. The superseded element is
-        // never transformed, and a fast outer costs no task per element.
-        if let index = inners.index(forKey: running), inners.values[index].element != nil {
-          inners.values[index].element = element
-          return effects
-        }
-        supersede(running, into: &effects)
-      case .merge:
-        break
-      }
-    }
-    let id = nextID
-    nextID += 1
-    inners[id] = Inner(key: key, channel: Channel(id: id), element: element)
-    activeCount += 1
-    if !isMerge { currentByKey[key] = id }
-    effects.startInner = id
-    return effects
-  }
-
-  @inlinable mutating func outerEnded(_ failure: Failure?) -> Effects {
-    guard case .running = phase else { return Effects() }
-    if let failure { return end(failure) }
-    outerHasEnded = true
-    return finishIfDone()
-  }
-
-  // MARK: Inners
-
-  /// An inner's task begins: the element to transform and the channel to offer into, or `nil`
-  /// if the operator is ending (the task then ends at once).
-  @inlinable mutating func claim(_ id: Int) -> (channel: Channel, element: OuterElement)? {
-    guard let index = inners.index(forKey: id) else { return nil }
-    guard case .running = phase, inners.values[index].isCurrent, let element = inners.values[index].element.take()
-    else {
-      inners.remove(at: index)
-      return nil
-    }
-    return (inners.values[index].channel, element)
-  }
-
-  /// Returns the task if the inner is no longer wanted, so that it is cancelled.
-  @inlinable mutating func innerStarted(_ id: Int, task: Task<Void, Never>) -> Task<Void, Never>? {
-    guard let index = inners.index(forKey: id) else { return nil }
-    inners.values[index].task = task
-    return inners.values[index].isCurrent ? nil : task
-  }
-
-  /// A channel got its first element since the consumer last emptied it: list it as ready.
-  @inlinable mutating func listReady(_ channel: Channel) -> UnsafeContinuation<Void, Never>? {
-    guard case .running = phase else { return nil }
-    ready.append(channel)
-    return consumer.take()
-  }
-
-  /// An inner's task is ending, with `failure` if its sequence threw. A superseded inner's end,
-  /// failure included, is stale. One with nothing left to take retires at once (so its failure
-  /// ends the operator, and `exhaustFlow` and `mergeFlow` may start the next inner, whatever the
-  /// consumer is doing); otherwise the consumer retires it after taking its last element.
-  @inlinable mutating func innerEnded(_ channel: Channel, failure: Failure?) -> Effects {
-    guard let index = inners.index(forKey: channel.id) else { return Effects() }
-    guard case .running = phase, inners.values[index].isCurrent else {
-      inners.remove(at: index)
-      return Effects()
-    }
-    switch channel.end(failure: failure) {
-    case .stale:
-      inners.remove(at: index)
-      return Effects()
-    case .retire:
-      return retire(inners.remove(at: index).value, failure: failure)
-    case .retireWhenDrained(let needsListing):
-      // Its task is ending now.
-      inners.values[index].task = nil
-      var effects = Effects()
-      if needsListing { effects.resumeConsumer = listReady(channel) }
-      return effects
-    }
-  }
-
-  /// An ended inner whose elements have all been taken leaves: it ends the operator if it failed,
-  /// lets the outer pull again (merge), and may finish the operator.
-  @inlinable mutating func retire(_ inner: Inner, failure: Failure?) -> Effects {
-    activeCount -= 1
-    if !isMerge { currentByKey.removeValue(forKey: inner.key) }
-    if let failure { return end(failure) }
-    var effects = finishIfDone()
-    if let outer = outerWaiting.take() { effects.resume.append((outer, outerWanted)) }
-    return effects
-  }
-
-  // MARK: Helpers
 
   @inlinable var isMerge: Bool {
     if case .merge = policy { return true }
     return false
   }
 
-  @inlinable mutating func supersede(_ id: Int, into effects: inout Effects) {
-    guard let index = inners.index(forKey: id) else { return }
-    let key = inners.values[index].key
-    inners.values[index].isCurrent = false
-    let (producer, hadEnded) = inners.values[index].channel.drop()
-    if let producer { effects.resume.append((producer, false)) }
-    if let task = inners.values[index].task { effects.cancel.append(task) }
-    // An inner that already ended has no task left to report back: it leaves now.
-    if hadEnded { inners.remove(at: index) }
-    activeCount -= 1
-    currentByKey.removeValue(forKey: key)
+  /// Whether the consumer may take everything an inner holds at once. A superseding policy may
+  /// not: an element handed over early could be superseded before the consumer returns it, and a
+  /// stale element must never reach the consumer.
+  @inlinable var takesBatches: Bool { policy != .latest }
+
+  // MARK: Consumer
+
+  @usableFromInline
+  enum NextAction {
+    /// Start the outer task, then ask again.
+    case start
+    /// Take from this inner's channel (everything, if `all`), then report ``taken(_:_:)``.
+    case take(id: Int, channel: Channel, all: Bool)
+    /// Take everything from this channel (the failing inner's last elements), then ask again.
+    case drain(Channel)
+    /// Nothing is ready: suspend (``suspendConsumer(_:)``), then ask again.
+    case suspend
+    /// Await the outer task, then ``remainingInnerTasks()``, then end with the failure (or finish).
+    case end(failure: Failure?, outerTask: Handle?)
   }
 
-  @inlinable mutating func finishIfDone() -> Effects {
-    guard outerHasEnded, activeCount == 0 else { return Effects() }
-    return end(nil)
+  @inlinable mutating func next() -> NextAction {
+    switch state {
+    case .idle:
+      state = .running(Running())
+      return .start
+    case .running(let running):
+      if running.readyStart < running.ready.count {
+        let (id, channel) = running.ready[running.readyStart]
+        running.readyStart += 1
+        return .take(id: id, channel: channel, all: takesBatches)
+      }
+      running.ready.removeAll(keepingCapacity: true)
+      running.readyStart = 0
+      return .suspend
+    case .ending:
+      guard case .ending(let failure, var stopping) = state else { preconditionFailure("unreachable") }
+      if let drain = stopping.drain {
+        stopping.drain = nil
+        state = .ending(failure: failure, stopping)
+        return .drain(drain)
+      }
+      state = .finished(stopping)
+      return .end(failure: failure, outerTask: stopping.outerTask)
+    case .finished:
+      return .end(failure: nil, outerTask: nil)
+    case .modifying:
+      preconditionFailure("Internal inconsistency: state modifying, event next")
+    }
+  }
+
+  @usableFromInline
+  struct TakenAction {
+    @usableFromInline var effects: Effects
+    /// Whether the consumer may go on taking from other inners (``next()``): false once the
+    /// operator is ending, so that what was taken is delivered before the end.
+    @usableFromInline var mayTakeMore: Bool
+
+    @inlinable init(effects: Effects = Effects(), mayTakeMore: Bool) {
+      self.effects = effects
+      self.mayTakeMore = mayTakeMore
+    }
+  }
+
+  /// The storage took from inner `id`'s channel as ``next()`` asked, still under the shared lock.
+  @inlinable mutating func taken(
+    _ id: Int, channel: Channel, _ taken: FlattenInnerStateMachine<some Any, Waiter>.Taken
+  ) -> TakenAction {
+    switch state {
+    case .running(let running):
+      var effects = Effects()
+      if let producer = taken.producer { effects.resume.append((producer, true)) }
+      // One that still has elements goes to the back, behind the others: a busy inner cannot
+      // starve the other keys of a keyed `switchToLatestFlow`.
+      if !taken.isDrained { running.ready.append((id, channel)) }
+      if running.readyStart >= 32 && running.readyStart * 2 >= running.ready.count {
+        // A queue that never empties (a busy current inner) is trimmed as it goes.
+        running.ready.removeFirst(running.readyStart)
+        running.readyStart = 0
+      }
+      // The consumer took one off the ready queue: the outer may go on (mergeFlow).
+      if running.outerWaiting != nil, !taken.retires, outerWanted(running), let outer = running.outerWaiting.take() {
+        effects.resume.append((outer, true))
+      }
+      guard taken.retires else {
+        return TakenAction(effects: effects, mayTakeMore: true)
+      }
+      guard let inner = running.inners.removeValue(forKey: id), case .draining = inner.stage else {
+        preconditionFailure(
+          "Internal inconsistency: state running, event taken retiring inner \(id) that is not draining")
+      }
+      effects.merge(retire(inner, failure: nil, from: running))
+      return TakenAction(effects: effects, mayTakeMore: isRunning)
+    case .idle, .ending, .finished, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event taken")
+    }
+  }
+
+  /// Registers the waiting consumer, or returns it to be resumed at once.
+  @inlinable mutating func suspendConsumer(_ consumer: Waiter) -> Waiter? {
+    switch state {
+    case .running(let running):
+      // Something may have been listed between `next()` and this registration.
+      guard running.readyStart == running.ready.count else { return consumer }
+      precondition(running.consumer == nil, "Internal inconsistency: state running, event suspendConsumer twice")
+      running.consumer = consumer
+      return nil
+    case .ending, .finished:
+      return consumer
+    case .idle, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event suspendConsumer")
+    }
+  }
+
+  /// The consumer's task was cancelled or its iterator released.
+  @inlinable mutating func cancel() -> Effects {
+    switch state {
+    case .idle:
+      state = .finished(Stopping())
+      return Effects()
+    case .running(let running):
+      return end(nil, from: running)
+    case .ending:
+      // A cancelled consumer finishes without a failure, and takes no element afterwards.
+      guard case .ending(_, var stopping) = state else { preconditionFailure("unreachable") }
+      var effects = Effects()
+      if let drain = stopping.drain.take() { effects.drop.append(drain) }
+      state = .ending(failure: nil, stopping)
+      return effects
+    case .finished:
+      return Effects()
+    case .modifying:
+      preconditionFailure("Internal inconsistency: state modifying, event cancel")
+    }
+  }
+
+  /// The inner tasks still running, once the outer task has ended (it starts no more of them).
+  @inlinable func remainingInnerTasks() -> [Handle] {
+    switch phase {
+    case .finished:
+      guard case .finished(let stopping) = state else { preconditionFailure("unreachable") }
+      return stopping.innerTasks.values.compactMap { $0 }
+    case .idle, .running, .ending, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event remainingInnerTasks")
+    }
+  }
+
+  // MARK: Outer
+
+  /// The outer task exists; returns it if the operator is ending already, so that it is cancelled.
+  @inlinable mutating func outerStarted(_ task: Handle) -> Handle? {
+    switch state {
+    case .running(let running):
+      running.outerTask = task
+      return nil
+    case .ending:
+      guard case .ending(let failure, var stopping) = state else { preconditionFailure("unreachable") }
+      stopping.outerTask = task
+      state = .ending(failure: failure, stopping)
+      return task
+    case .idle, .finished, .modifying:
+      // The consumer starts the outer task right after `next()` returned `.start`: it cannot
+      // have seen the end in between.
+      preconditionFailure("Internal inconsistency: state \(state), event outerStarted")
+    }
+  }
+
+  @usableFromInline
+  enum PumpAction: Equatable {
+    /// Pull the outer once, and hand what it gives to ``outerElement(_:key:channel:)``.
+    case pull
+    /// Start a task for this inner: the held element got a slot.
+    case startInner(Int)
+    /// An element is held and every slot is busy: wait (``pumpWait(_:)``), then ask again.
+    case wait
+    /// The operator is ending or the outer has ended: stop pulling.
+    case stop
+  }
+
+  /// What the outer pump does next. It pulls only while no element is held, so the outer runs at
+  /// most one element ahead of the slots of `mergeFlow`, and its failure or end is seen then.
+  @inlinable mutating func pumpStep(channel: (Int) -> Channel) -> PumpAction {
+    switch state {
+    case .running(let running):
+      if let held = running.held {
+        guard outerWanted(running) else { return .wait }
+        running.held = nil
+        return .startInner(makeInner(held.element, key: held.key, channel: channel, in: running))
+      }
+      return running.outerHasEnded ? .stop : .pull
+    case .ending, .finished:
+      return .stop
+    case .idle, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event pumpStep")
+    }
+  }
+
+  /// The pump is about to wait; registers it, or returns false if it must ask again at once.
+  @inlinable mutating func pumpWait(_ waiter: Waiter) -> Bool {
+    switch state {
+    case .running(let running):
+      guard running.held != nil, !outerWanted(running) else { return false }
+      precondition(running.outerWaiting == nil, "Internal inconsistency: state running, event pumpWait twice")
+      running.outerWaiting = waiter
+      return true
+    case .ending, .finished:
+      return false
+    case .idle, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event pumpWait")
+    }
+  }
+
+  @inlinable func makeInner(
+    _ element: OuterElement, key: Key, channel: (Int) -> Channel, in running: Running
+  ) -> Int {
+    let id = running.nextID
+    running.nextID += 1
+    running.inners[id] = Inner(key: key, channel: channel(id), element: element)
+    running.activeCount += 1
+    if !isMerge { running.currentByKey[key] = id }
+    return id
+  }
+
+  /// `mergeFlow` starts an inner only while a slot is free and fewer than ``mergeReadyLimit``
+  /// inners hold elements the consumer has not taken: a stalled consumer stops the outer, so the
+  /// whole operator's buffers are bounded, not only each inner's.
+  @inlinable func outerWanted(_ running: Running) -> Bool {
+    guard case .merge(let maxConcurrent) = policy else { return true }
+    return running.activeCount < maxConcurrent && running.ready.count - running.readyStart < Self.mergeReadyLimit
+  }
+
+  /// How many inners of `mergeFlow` may hold elements for the consumer before the outer stops:
+  /// with the inner buffer, 16 × 64 = 1,024 elements waiting.
+  @inlinable static var mergeReadyLimit: Int { 16 }
+
+  /// The outer handed over `element`. Its inner starts (``Effects/startInner``), replaces the
+  /// element of an inner whose task has not begun (`latest`), or the element is dropped (`exhaust`
+  /// while an inner runs, or the operator is ending).
+  @inlinable mutating func outerElement(_ element: OuterElement, key: Key, channel: (Int) -> Channel) -> Effects {
+    switch state {
+    case .running(let running):
+      var effects = Effects()
+      if !isMerge, let current = running.currentByKey[key] {
+        switch policy {
+        case .exhaust:
+          return effects
+        case .latest:
+          // Its task has not begun: it begins with this element instead. The superseded element is
+          // never transformed, and a fast outer costs no task per element.
+          if let index = running.inners.index(forKey: current), running.inners.values[index].replaceUnclaimed(element) {
+            return effects
+          }
+          supersede(current, in: running, into: &effects)
+        case .merge:
+          break
+        }
+      }
+      guard outerWanted(running) else {
+        precondition(running.held == nil, "Internal inconsistency: state running, event outerElement with one held")
+        running.held = (element, key)
+        return effects
+      }
+      effects.startInner = makeInner(element, key: key, channel: channel, in: running)
+      return effects
+    case .ending, .finished:
+      return Effects()
+    case .idle, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event outerElement")
+    }
+  }
+
+  /// The outer finished (`failure == nil`) or threw.
+  @inlinable mutating func outerEnded(_ failure: Failure?) -> Effects {
+    switch state {
+    case .running(let running):
+      precondition(!running.outerHasEnded, "Internal inconsistency: state running, event outerEnded twice")
+      if let failure { return end(failure, from: running) }
+      running.outerHasEnded = true
+      return finishIfDone(running)
+    case .ending, .finished:
+      return Effects()
+    case .idle, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event outerEnded")
+    }
+  }
+
+  // MARK: Inners
+
+  /// The outer task registers the task it started for inner `id`; returns it if that inner is no
+  /// longer wanted, so that it is cancelled.
+  @inlinable mutating func innerStarted(_ id: Int, task: Handle) -> Handle? {
+    switch state {
+    case .running(let running):
+      // The task may have ended already (then its inner is gone).
+      guard let stage = running.inners[id]?.stage else { return nil }
+      running.inners[id]?.task = task
+      if case .superseded = stage { return task }
+      return nil
+    case .ending:
+      guard case .ending(let failure, var stopping) = state else { preconditionFailure("unreachable") }
+      guard stopping.innerTasks[id] != nil else { return nil }
+      stopping.innerTasks[id] = task
+      state = .ending(failure: failure, stopping)
+      return task
+    case .finished:
+      guard case .finished(var stopping) = state else { preconditionFailure("unreachable") }
+      guard stopping.innerTasks[id] != nil else { return nil }
+      stopping.innerTasks[id] = task
+      state = .finished(stopping)
+      return task
+    case .idle, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event innerStarted")
+    }
+  }
+
+  /// An inner's task begins: the element to transform and the channel to offer into, or `nil`
+  /// if the operator is ending (the task then ends at once, without reporting its end).
+  @inlinable mutating func claim(_ id: Int) -> (channel: Channel, element: OuterElement)? {
+    switch state {
+    case .running(let running):
+      // An inner is superseded or retired only once its task claimed its element.
+      guard let inner = running.inners[id], case .unclaimed(let element) = inner.stage else {
+        preconditionFailure("Internal inconsistency: state running, event claim of inner \(id) that is not unclaimed")
+      }
+      running.inners[id]?.stage = .running
+      return (inner.channel, element)
+    case .ending:
+      guard case .ending(let failure, var stopping) = state else { preconditionFailure("unreachable") }
+      stopping.innerTasks.removeValue(forKey: id)
+      state = .ending(failure: failure, stopping)
+      return nil
+    case .finished:
+      guard case .finished(var stopping) = state else { preconditionFailure("unreachable") }
+      stopping.innerTasks.removeValue(forKey: id)
+      state = .finished(stopping)
+      return nil
+    case .idle, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event claim")
+    }
+  }
+
+  /// Inner `id` got its first element since the consumer last emptied it: list it as ready, and
+  /// return the consumer to resume if it waits. A superseded inner may list itself (it offered
+  /// just before its channel was dropped): its channel is dropped, so nothing is taken from it.
+  @inlinable mutating func listReady(_ id: Int, channel: Channel) -> Waiter? {
+    switch state {
+    case .running(let running):
+      running.ready.append((id, channel))
+      return running.consumer.take()
+    case .ending, .finished:
+      return nil
+    case .idle, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event listReady")
+    }
+  }
+
+  /// Inner `id`'s task is ending, with `failure` if its sequence threw; `end` is what its channel
+  /// answered (the storage asks it under this lock). A superseded inner's end, failure included,
+  /// is stale. One with nothing left to take retires at once (so its failure ends the operator,
+  /// and `exhaustFlow` and `mergeFlow` may start the next inner, whatever the consumer is doing);
+  /// otherwise the consumer retires it after taking its last element.
+  @inlinable mutating func innerEnded(
+    _ id: Int, _ end: FlattenInnerStateMachine<some Any, Waiter>.EndAction, failure: Failure?
+  ) -> Effects {
+    switch state {
+    case .running(let running):
+      guard let inner = running.inners[id] else {
+        preconditionFailure("Internal inconsistency: state running, event innerEnded of unknown inner \(id)")
+      }
+      switch (inner.stage, end) {
+      case (.superseded, _):
+        running.inners.removeValue(forKey: id)
+        return Effects()
+      case (.running, .retire):
+        running.inners.removeValue(forKey: id)
+        return retire(inner, failure: failure, from: running)
+      case (.running, .retireWhenDrained(let needsListing)):
+        if let failure {
+          // Its failure ends the operator now; the elements it offered before failing are still
+          // delivered, before the failure. Its task is ending: it is not awaited.
+          running.inners.removeValue(forKey: id)
+          return self.end(failure, from: running, drain: inner.channel)
+        }
+        running.inners[id]?.task = nil
+        running.inners[id]?.stage = .draining
+        var effects = Effects()
+        if needsListing {
+          running.ready.append((id, inner.channel))
+          effects.resumeConsumer = running.consumer.take()
+        }
+        return effects
+      case (.running, .stale), (.unclaimed, _), (.draining, _):
+        preconditionFailure(
+          "Internal inconsistency: state running with inner \(id) \(inner.stage), event innerEnded \(end)")
+      }
+    case .ending:
+      guard case .ending(let failure, var stopping) = state else { preconditionFailure("unreachable") }
+      stopping.innerTasks.removeValue(forKey: id)
+      state = .ending(failure: failure, stopping)
+      return Effects()
+    case .finished:
+      guard case .finished(var stopping) = state else { preconditionFailure("unreachable") }
+      stopping.innerTasks.removeValue(forKey: id)
+      state = .finished(stopping)
+      return Effects()
+    case .idle, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event innerEnded")
+    }
+  }
+
+  // MARK: Helpers (called with the state set to `.modifying`; they set it again)
+
+  @inlinable @inline(__always) func runningPayload() -> Running {
+    guard case .running(let running) = state else {
+      preconditionFailure("Internal inconsistency: state \(state) is not running")
+    }
+    return running
+  }
+
+  @inlinable var isRunning: Bool {
+    if case .running = state { return true }
+    return false
+  }
+
+  /// An ended inner whose elements have all been taken leaves: it ends the operator if it failed,
+  /// lets the outer pull again (merge), and may finish the operator.
+  @inlinable mutating func retire(_ inner: Inner, failure: Failure?, from running: Running) -> Effects {
+    running.activeCount -= 1
+    if !isMerge { running.currentByKey.removeValue(forKey: inner.key) }
+    if let failure { return end(failure, from: running) }
+    var effects = Effects()
+    if let outer = running.outerWaiting.take() { effects.resume.append((outer, true)) }
+    effects.merge(finishIfDone(running))
+    return effects
+  }
+
+  @inlinable mutating func supersede(_ id: Int, in running: Running, into effects: inout Effects) {
+    guard let inner = running.inners[id] else { return }
+    effects.drop.append(inner.channel)
+    if case .draining = inner.stage {
+      // It has no task left to report back: it leaves now.
+      running.inners.removeValue(forKey: id)
+    } else {
+      running.inners[id]?.stage = .superseded
+      if let task = inner.task { effects.cancel.append(task) }
+    }
+    running.activeCount -= 1
+    running.currentByKey.removeValue(forKey: inner.key)
+  }
+
+  @inlinable mutating func finishIfDone(_ running: Running) -> Effects {
+    guard running.outerHasEnded, running.activeCount == 0, running.held == nil else {
+      return Effects()
+    }
+    return end(nil, from: running)
   }
 
   /// Ends the operator: every inner is dropped and every task cancelled; the consumer ends with
   /// `failure` once they have all ended.
-  @inlinable mutating func end(_ failure: Failure?) -> Effects {
-    phase = .ending(failure)
+  @inlinable mutating func end(_ failure: Failure?, from running: Running, drain: Channel? = nil) -> Effects {
     var effects = Effects()
-    for index in inners.indices {
-      inners.values[index].isCurrent = false
-      let (producer, _) = inners.values[index].channel.drop()
-      if let producer { effects.resume.append((producer, false)) }
-      if let task = inners.values[index].task { effects.cancel.append(task) }
+    var stopping = Stopping(outerTask: running.outerTask)
+    stopping.drain = drain
+    for (id, inner) in running.inners {
+      if case .draining = inner.stage {
+        effects.drop.append(inner.channel)
+        continue
+      }
+      // Unclaimed, running or superseded: its task will report back (claim or innerEnded).
+      if case .superseded = inner.stage {} else { effects.drop.append(inner.channel) }
+      stopping.innerTasks[id] = inner.task
+      if let task = inner.task { effects.cancel.append(task) }
     }
-    currentByKey.removeAll()
-    activeCount = 0
-    ready.removeAll()
-    readyStart = 0
-    if let outer = outerWaiting.take() { effects.resume.append((outer, false)) }
-    if let outerTask { effects.cancel.append(outerTask) }
-    effects.resumeConsumer = consumer.take()
+    if let outer = running.outerWaiting.take() { effects.resume.append((outer, false)) }
+    if let outerTask = running.outerTask { effects.cancel.append(outerTask) }
+    effects.resumeConsumer = running.consumer.take()
+    state = .ending(failure: failure, stopping)
     return effects
+  }
+
+  /// How many entries the ready queue holds, taken ones included (for tests: it must stay bounded).
+  var readyQueueLength: Int {
+    guard case .running(let running) = state else { return 0 }
+    return running.ready.count
   }
 }

@@ -1,6 +1,11 @@
 /// Runs a ``FlattenStateMachine``: one task pulls the outer sequence, one task per inner pulls that
-/// inner on demand, and the consumer takes what the inners offer. Continuations are resumed and
-/// tasks cancelled only after the lock is released.
+/// inner on demand into its ``FlattenInnerChannel``, and the consumer takes what the inners offer.
+///
+/// The storage is the only place that locks. Lock order: the shared lock (the machine's), then an
+/// inner channel's lock, never the reverse; the shared lock is held while a channel's lock is taken
+/// only to take from that channel (the consumer) and to end it (its task). An inner offering an
+/// element with room left takes only its own channel's lock. Continuations are resumed, channels
+/// dropped and tasks cancelled only after the shared lock is released.
 @usableFromInline
 final class FlattenStorage<
   Outer: AsyncSequence & Sendable, Inner: AsyncSequence & Sendable, Key: Hashable & Sendable, Failure: Error
@@ -8,7 +13,11 @@ final class FlattenStorage<
   Sendable
 where Outer.Element: Sendable, Inner.Element: Sendable {
   @usableFromInline
-  typealias Machine = FlattenStateMachine<Outer.Element, Key, Inner.Element, Failure>
+  typealias Channel = FlattenInnerChannel<Inner.Element, Failure>
+  @usableFromInline
+  typealias Machine = FlattenStateMachine<
+    Outer.Element, Key, Channel, UnsafeContinuation<Bool, Never>, Task<Void, Never>, Failure
+  >
 
   @usableFromInline let state: LockedState<Machine>
   /// The operator: its outer sequence, policy, key, transform and failure mappings.
@@ -19,26 +28,88 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
     self.operation = operation
   }
 
+  /// Runs `event` under the shared lock and drops the channels it names before releasing it.
+  @inlinable func withMachine(_ event: (inout Machine) -> Machine.Effects) -> Machine.Effects {
+    state.withLock { machine in
+      var effects = event(&machine)
+      dropChannels(&effects)
+      return effects
+    }
+  }
+
+  /// Called under the shared lock (then each channel's: the lock order).
+  @inlinable func dropChannels(_ effects: inout Machine.Effects) {
+    guard !effects.drop.isEmpty else { return }
+    for channel in effects.drop {
+      if let producer = channel.state.withLock({ $0.drop() }) { effects.resume.append((producer, false)) }
+    }
+    effects.drop = []
+  }
+
+  /// Carries out what an event decided, after the shared lock is released.
+  @inlinable func perform(_ effects: Machine.Effects) {
+    guard !effects.isEmpty else { return }
+    for task in effects.cancel { task.cancel() }
+    for (continuation, value) in effects.resume { continuation.resume(returning: value) }
+    effects.resumeConsumer?.resume(returning: true)
+  }
+
   // MARK: Consumer
+
+  @usableFromInline
+  enum ConsumerStep {
+    case deliver([Inner.Element])
+    /// Taking ended the operator: ask again, for the end.
+    case again
+    case next(Machine.NextAction)
+  }
 
   /// The next elements for the consumer, in order: at least one, or `nil` at the end.
   @inlinable func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> [Inner.Element]? {
     while true {
-      switch state.withLock({ $0.next() }) {
-      case .deliver(let elements, let effects):
-        effects.perform()
-        if !elements.isEmpty { return elements }
-      case .start:
+      let (step, effects) = state.withLock { machine -> (ConsumerStep, Machine.Effects) in
+        var elements: [Inner.Element] = []
+        var effects = Machine.Effects()
+        while true {
+          let action = machine.next()
+          if case .drain(let channel) = action {
+            _ = channel.state.withLock { $0.take(all: true, into: &elements) }
+            return (elements.isEmpty ? .again : .deliver(elements), effects)
+          }
+          guard case .take(let id, let channel, let all) = action else {
+            // `.suspend` with elements taken: deliver them instead.
+            return (elements.isEmpty ? .next(action) : .deliver(elements), effects)
+          }
+          let taken = channel.state.withLock { $0.take(all: all, into: &elements) }
+          let result = machine.taken(id, channel: channel, taken)
+          effects.merge(result.effects)
+          dropChannels(&effects)
+          // A superseding policy takes one element at a time; an ending operator delivers what
+          // was taken before its end.
+          if !result.mayTakeMore || (!all && !elements.isEmpty) {
+            return (elements.isEmpty ? .again : .deliver(elements), effects)
+          }
+        }
+      }
+      perform(effects)
+      switch step {
+      case .deliver(let elements):
+        return elements
+      case .again:
+        continue
+      case .next(.start):
         startOuter()
-      case .suspend:
+      case .next(.take), .next(.drain):
+        preconditionFailure("Internal inconsistency: a take left untaken")
+      case .next(.suspend):
         await withTaskCancellationHandler {
-          await withUnsafeContinuation(isolation: actor) { (continuation: UnsafeContinuation<Void, Never>) in
-            state.withLock { $0.suspendConsumer(continuation) }?.resume()
+          _ = await withUnsafeContinuation(isolation: actor) { (continuation: UnsafeContinuation<Bool, Never>) in
+            state.withLock { $0.suspendConsumer(continuation) }?.resume(returning: true)
           }
         } onCancel: {
           self.cancel()
         }
-      case .end(let failure, let outerTask):
+      case .next(.end(let failure, let outerTask)):
         // Every task the operator started has ended before the consumer sees the end. Only the
         // outer task starts inner tasks, so once it has ended the list of inners is complete.
         await outerTask?.value
@@ -50,7 +121,7 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
   }
 
   @inlinable func cancel() {
-    state.withLock { $0.cancel() }.perform()
+    perform(withMachine { $0.cancel() })
   }
 
   // MARK: Outer
@@ -62,31 +133,53 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
 
   @inlinable func pumpOuter() async {
     var iterator = operation.outer.makeAsyncIterator()
-    while await outerMayPull() {
-      do throws(Outer.Failure) {
-        guard let element = try await iterator.next(isolation: nil) else {
-          state.withLock { $0.outerEnded(nil) }.perform()
-          return
+    var iteratorEnded = false
+    pumping: while true {
+      switch await pumpStep() {
+      case .pull:
+        do throws(Outer.Failure) {
+          guard let element = try await iterator.next(isolation: nil) else {
+            iteratorEnded = true
+            perform(withMachine { $0.outerEnded(nil) })
+            continue
+          }
+          let key = operation.key(element)
+          let effects = withMachine { $0.outerElement(element, key: key, channel: { Channel(id: $0) }) }
+          perform(effects)
+          if let id = effects.startInner { startInner(id) }
+        } catch {
+          iteratorEnded = true
+          let failure = operation.outerFailure(error)
+          perform(withMachine { $0.outerEnded(failure) })
         }
-        let key = operation.key(element)
-        let effects = state.withLock { $0.outerElement(element, key: key) }
-        effects.perform()
-        if let id = effects.startInner { startInner(id) }
-      } catch {
-        let failure = operation.outerFailure(error)
-        state.withLock { $0.outerEnded(failure) }.perform()
-        return
+      case .startInner(let id):
+        startInner(id)
+      case .wait:
+        preconditionFailure("Internal inconsistency: pumpStep returned wait")
+      case .stop:
+        break pumping
       }
     }
+    guard !iteratorEnded else { return }
+    // Told to stop (the consumer left, or an inner failed) while the outer may still run. Whoever
+    // ended the operator cancels this task only after releasing the lock, so it may not be
+    // cancelled yet: cancel it here, then ask the iterator once more, so that a cooperative one
+    // sees the cancellation and ends its own work first (a Flow waits for its body), as an
+    // inner's task does. Dropping the iterator alone could not wait for anything.
+    withUnsafeCurrentTask { $0?.cancel() }
+    _ = try? await iterator.next(isolation: nil)
   }
 
-  @inlinable func outerMayPull() async -> Bool {
-    if Task.isCancelled { return false }
-    // Most of the time the answer is known at once: suspending only to resume at once would cost
-    // a trip through the executor per outer element.
-    if let answer = state.withLock({ $0.outerMayPull(nil) }) { return answer }
-    return await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
-      if let answer = state.withLock({ $0.outerMayPull(continuation) }) { continuation.resume(returning: answer) }
+  /// The pump's next step; waits while an element is held and every slot is busy.
+  @inlinable func pumpStep() async -> Machine.PumpAction {
+    while true {
+      // Most of the time the answer is known at once: suspending only to resume at once would
+      // cost a trip through the executor per outer element.
+      let action = state.withLock { $0.pumpStep(channel: { Channel(id: $0) }) }
+      guard case .wait = action else { return action }
+      _ = await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
+        if !state.withLock({ $0.pumpWait(continuation) }) { continuation.resume(returning: true) }
+      }
     }
   }
 
@@ -105,8 +198,8 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
     var failure: Failure?
     do throws(Inner.Failure) {
       while let element = try await iterator.next(isolation: nil) {
-        // The common case, room in the channel, costs no suspension point.
-        if case .accepted(let needsListing) = channel.offer(element) {
+        // The common case, room in the channel, costs no suspension point and no shared lock.
+        if case .accepted(let needsListing) = channel.state.withLock({ $0.offer(element) }) {
           if needsListing { listReady(channel) }
           continue
         }
@@ -124,19 +217,27 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
     } catch {
       failure = operation.innerFailure(error)
     }
-    state.withLock { $0.innerEnded(channel, failure: failure) }.perform()
+    innerEnded(channel, failure: failure)
+  }
+
+  /// The inner's task reports its end: the channel's answer, asked under the shared lock, decides.
+  @inlinable func innerEnded(_ channel: Channel, failure: Failure?) {
+    let effects = withMachine { machine in
+      machine.innerEnded(channel.id, channel.state.withLock { $0.end() }, failure: failure)
+    }
+    perform(effects)
   }
 
   /// Only the first element since the consumer last emptied a channel touches the shared state.
-  @inlinable func listReady(_ channel: Machine.Channel) {
-    state.withLock { $0.listReady(channel) }?.resume()
+  @inlinable func listReady(_ channel: Channel) {
+    state.withLock { $0.listReady(channel.id, channel: channel) }?.resume(returning: true)
   }
 
   /// Hands `element` to the consumer, waiting while the inner already holds as many as it may;
   /// `false` once the inner was dropped.
-  @inlinable func offer(_ element: Inner.Element, to channel: Machine.Channel) async -> Bool {
+  @inlinable func offer(_ element: Inner.Element, to channel: Channel) async -> Bool {
     while true {
-      switch channel.offer(element) {
+      switch channel.state.withLock({ $0.offer(element) }) {
       case .accepted(let needsListing):
         if needsListing { listReady(channel) }
         return true
@@ -144,7 +245,9 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
         return false
       case .full:
         let offerAgain = await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
-          if let answer = channel.waitForRoom(continuation) { continuation.resume(returning: answer) }
+          if let answer = channel.state.withLock({ $0.waitForRoom(continuation) }) {
+            continuation.resume(returning: answer)
+          }
         }
         if !offerAgain { return false }
       }
