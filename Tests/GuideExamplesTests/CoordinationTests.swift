@@ -32,7 +32,7 @@ struct CoordinationTests {
     let model = makeModel(stub(calls, on: clock))
     for (sent, category) in ["A", "B", "C"].enumerated() {
       changeCategory(model, category)
-      await calls.waitForRequests(sent + 1)  // the request is on the wire before the next change
+      await calls.calls(count: sent + 1)  // the request is on the wire before the next change
     }
     for (answered, category) in ["C", "A", "B"].enumerated() {
       calls.respond(to: ArticlesQuery(category: category), with: .success(["\(category) article"]))
@@ -64,7 +64,7 @@ struct CoordinationTests {
     let entryPoints: [() -> Void] = [model.onAppear, model.refresh, model.retry, { model.keywordChanged("swift") }]
     for (sent, entryPoint) in entryPoints.enumerated() {
       entryPoint()
-      await calls.waitForRequests(sent + 1)
+      await calls.calls(count: sent + 1)
     }
     // Only the request for the current query may write; the three before it were superseded.
     calls.respond(to: ArticlesQuery(category: "all", keyword: "swift"), with: .success(["swift"]))
@@ -87,15 +87,15 @@ struct CoordinationTests {
     let model = makeModel(stub(calls, on: clock))
     // The first page.
     clock.task { await refresh(model) }
-    await calls.waitForRequests(1)
+    await calls.calls(count: 1)
     calls.respond(to: 0, with: .success(["1", "2"]))
     await clock.runCurrent()  // the first refresh has ended
     // A load-more at offset 2 is in flight...
     clock.task { await loadMore(model) }
-    await calls.waitForRequests(2)
+    await calls.calls(count: 2)
     // ...while a refresh completes with a new first page.
     clock.task { await refresh(model) }
-    await calls.waitForRequests(3)
+    await calls.calls(count: 3)
     calls.respond(to: 0, with: .success(["0", "1"]))
     await clock.runCurrent()
     // Now the stale load-more returns.
@@ -140,26 +140,26 @@ struct CoordinationTests {
 
     // Each request is on the wire before the next event.
     fixed.queryChanged("sw")
-    await searches.waitForRequests(1)
+    await searches.calls(count: 1)
     fixed.queryChanged("swift")
-    await searches.waitForRequests(2)
+    await searches.calls(count: 2)
     naive.queryChanged("sw")
-    await searches.waitForRequests(3)
+    await searches.calls(count: 3)
     naive.queryChanged("swift")
-    await searches.waitForRequests(4)
+    await searches.calls(count: 4)
     fixed.showDetails(row: 1, version: 1)
-    await detailCalls.waitForRequests(1)
+    await detailCalls.calls(count: 1)
     fixed.showDetails(row: 2, version: 1)
-    await detailCalls.waitForRequests(2)
+    await detailCalls.calls(count: 2)
     fixed.showDetails(row: 1, version: 2)
-    await detailCalls.waitForRequests(3)
+    await detailCalls.calls(count: 3)
     fixed.submitTapped("order")
-    await submits.waitForRequests(1)
+    await submits.calls(count: 1)
     fixed.submitTapped("order")  // a double tap: ignored while the first runs
     naive.submitTapped("order")
-    await submits.waitForRequests(2)
+    await submits.calls(count: 2)
     naive.submitTapped("order")
-    await submits.waitForRequests(3)  // the fixed screen sent one, the naive one two
+    await submits.calls(count: 3)  // the fixed screen sent one, the naive one two
     // Responses arrive newest first.
     for _ in 0..<2 { searches.respond(to: "swift", with: ["swift results"]) }
     for _ in 0..<2 { searches.respond(to: "sw", with: ["sw results"]) }
@@ -190,9 +190,9 @@ struct CoordinationTests {
     await clock.runCurrent()
     #expect(terms.subscriberCount == 1)
     terms.send("sw")
-    await searches.waitForRequests(1)
+    await searches.calls(count: 1)
     terms.send("swift")
-    await searches.waitForRequests(2)
+    await searches.calls(count: 2)
     terms.finish()
     searches.respond(to: "swift", with: ["swift results"])
     searches.respond(to: "sw", with: ["sw results"])  // late and stale: never delivered

@@ -23,16 +23,16 @@ struct ModelLifetimeTests {
     }
     weak let released = model
     model?.onAppear()
-    await calls.waitForRequests(1)
+    await calls.calls(count: 1)
 
     model = nil
     // Nothing but the model's own `TaskSlots` held the request: the model is gone at once.
     #expect(released == nil)
 
     calls.respond(to: ArticlesQuery(category: "all"), with: .success(["late"]))
-    await outcomes.waitForRequests(1)
-    #expect(outcomes.requests == [Outcome(wasCancelled: true)])
-    for outcome in outcomes.requests { outcomes.respond(to: outcome, with: ()) }
+    await outcomes.calls(count: 1)
+    #expect(outcomes.arguments == [Outcome(wasCancelled: true)])
+    for outcome in outcomes.arguments { outcomes.respond(to: outcome, with: ()) }
   }
 
   @Test func searchScreenReleasedMidSearchIsDeinitialisedAndItsSearchCancelled() async {
@@ -47,14 +47,14 @@ struct ModelLifetimeTests {
       loadDetails: { _, _ in "" }, submit: { _ in })
     weak let released = screen
     screen?.queryChanged("swift")
-    await calls.waitForRequests(1)
+    await calls.calls(count: 1)
 
     screen = nil
     #expect(released == nil)
 
     calls.respond(to: "swift", with: ["late"])
-    await outcomes.waitForRequests(1)
-    #expect(outcomes.requests == [Outcome(wasCancelled: true)])
-    for outcome in outcomes.requests { outcomes.respond(to: outcome, with: ()) }
+    await outcomes.calls(count: 1)
+    #expect(outcomes.arguments == [Outcome(wasCancelled: true)])
+    for outcome in outcomes.arguments { outcomes.respond(to: outcome, with: ()) }
   }
 }
