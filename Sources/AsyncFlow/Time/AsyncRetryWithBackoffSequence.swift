@@ -66,8 +66,16 @@ extension AsyncSequence where Self: Sendable {
 public struct AsyncRetryWithBackoffSequence<Base: AsyncSequence & Sendable, C: Clock>: AsyncSequence, Sendable
 where C.Duration == Duration {
   /// The base's element.
+  ///
+  /// ```swift
+  /// for try await page in retrying { show(page) }
+  /// ```
   public typealias Element = Base.Element
   /// The base's failure: the last one is thrown once the retries are used up.
+  ///
+  /// ```swift
+  /// do { for try await page in retrying { show(page) } } catch { showError(error) }
+  /// ```
   public typealias Failure = Base.Failure
 
   struct Policy: Sendable {

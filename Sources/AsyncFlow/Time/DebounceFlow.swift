@@ -36,8 +36,16 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 public struct AsyncDebounceFlowSequence<Base: AsyncSequence & Sendable, C: Clock>: AsyncSequence, Sendable
 where Base.Element: Sendable {
   /// The upstream's element.
+  ///
+  /// ```swift
+  /// for try await element in queries { print(element) }
+  /// ```
   public typealias Element = Base.Element
-  /// The upstream's failure.
+  /// The upstream's failure: `try` is not needed when it is `Never`.
+  ///
+  /// ```swift
+  /// for await element in queries { print(element) }  // Failure == Never
+  /// ```
   public typealias Failure = Base.Failure
   typealias Logic = DebounceStateMachine<Element, Failure, C.Instant>
 

@@ -33,8 +33,16 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 public struct AsyncDelayFlowSequence<Base: AsyncSequence & Sendable, C: Clock>: AsyncSequence, Sendable
 where Base.Element: Sendable {
   /// The upstream's element.
+  ///
+  /// ```swift
+  /// for try await element in toasts { print(element) }
+  /// ```
   public typealias Element = Base.Element
-  /// The upstream's failure.
+  /// The upstream's failure: `try` is not needed when it is `Never`.
+  ///
+  /// ```swift
+  /// for await element in toasts { print(element) }  // Failure == Never
+  /// ```
   public typealias Failure = Base.Failure
   typealias Logic = DelayStateMachine<Element, Failure, C.Instant>
 

@@ -118,6 +118,10 @@ public struct AsyncTimeoutFlowSequence<Base: AsyncSequence & Sendable, C: Clock,
   Sendable
 where Base.Element: Sendable {
   /// The upstream's element.
+  ///
+  /// ```swift
+  /// for try await element in beats { print(element) }
+  /// ```
   public typealias Element = Base.Element
   typealias Logic = TimeoutStateMachine<Element, Base.Failure, Failure, C.Instant>
 
