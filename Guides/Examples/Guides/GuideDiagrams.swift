@@ -47,5 +47,13 @@ public func timeDiagrams() async -> [(operator: String, input: String, output: S
     await row("timeoutFlow(finishingAfter: 3 s)", "a-b-----c|") {
       $0.timeoutFlow(finishingAfter: .seconds(3), clock: $1)
     },
+    // Arrays are drawn as their size.
+    await row("collectFlow(every: 3 s)", "a-b--c-----d|", ticks: 16) {
+      $0.collectFlow(every: .seconds(3), clock: $1).map { String($0.count) }
+    },
+    await row("collectFlow(count: 3, orEvery: 3 s)", "abc--d---ef|", ticks: 16) {
+      $0.collectFlow(count: 3, orEvery: .seconds(3), clock: $1).map { String($0.count) }
+    },
+    await row("sampleFlow(every: 3 s)", "ab-----cd-e|", ticks: 16) { $0.sampleFlow(every: .seconds(3), clock: $1) },
   ]
 }

@@ -39,7 +39,7 @@ struct TimedLifecycleStateMachine<Logic: TimedStateMachine, Consumer, Pump, Time
 
   enum NextAction {
     case startTask
-    case deliver(Logic.Element, Wakeups)
+    case deliver(Logic.Output, Wakeups)
     /// The iteration is over: perform the wakeups, wait for `awaiting`, then end with `failure`
     /// (or finish, for `nil`).
     case end(failure: Logic.Failure?, Wakeups, awaiting: Work?)

@@ -13,6 +13,9 @@ enum TimedOutput<Element, Failure: Error> {
 /// reports; the machine decides whether that instant is still the one that matters.
 protocol TimedStateMachine: Sendable {
   associatedtype Element: Sendable
+  /// What the consumer receives: the upstream's elements, or what the machine makes of them
+  /// (`collectFlow`'s arrays).
+  associatedtype Output: Sendable = Element
   associatedtype UpstreamFailure: Error
   associatedtype Failure: Error
   associatedtype Instant: InstantProtocol
@@ -30,7 +33,7 @@ protocol TimedStateMachine: Sendable {
   /// Whether the consumer has something to take.
   var hasOutput: Bool { get }
   /// Takes the next output for the consumer at `now`. Once it has returned `.end`, the operator is over.
-  mutating func nextOutput(at now: Instant) -> TimedOutput<Element, Failure>?
+  mutating func nextOutput(at now: Instant) -> TimedOutput<Output, Failure>?
   /// Whether an `.end` is waiting or delivered: the upstream and the timer are no longer needed.
   var isEnding: Bool { get }
 }

@@ -28,7 +28,7 @@ where Base.Element == Machine.Element, Base.Failure == Machine.UpstreamFailure, 
 
   // MARK: Consumer
 
-  func next(isolation actor: isolated (any Actor)?) async throws(Machine.Failure) -> Machine.Element? {
+  func next(isolation actor: isolated (any Actor)?) async throws(Machine.Failure) -> Machine.Output? {
     while true {
       let now = clock.now
       switch state.withLock({ $0.next(at: now) }) {
@@ -149,7 +149,7 @@ where Base.Element == Machine.Element, Base.Failure == Machine.UpstreamFailure, 
     storage.cancel()
   }
 
-  func next(isolation actor: isolated (any Actor)?) async throws(Machine.Failure) -> Machine.Element? {
+  func next(isolation actor: isolated (any Actor)?) async throws(Machine.Failure) -> Machine.Output? {
     if Task.isCancelled { storage.cancel() }
     return try await storage.next(isolation: actor)
   }

@@ -1,0 +1,239 @@
+extension AsyncSequence where Self: Sendable, Element: Sendable {
+  /// Delivers the elements that arrived in each `interval`, as an array, at the interval's end:
+  /// Combine's `collect(.byTime)`. Intervals are counted from the iteration's start; an interval
+  /// in which nothing arrived delivers nothing. At the upstream's end what was collected is
+  /// delivered at once, before the finish or the failure: nothing is lost.
+  ///
+  /// A consumer slower than the intervals holds up the upstream once one array is waiting for it,
+  /// so what is held is at most one array and what arrives in one interval.
+  ///
+  /// ```swift
+  /// for try await batch in events.collectFlow(every: .seconds(5), clock: clock) { try await api.upload(batch) }
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - interval: The length of each interval; greater than zero.
+  ///   - clock: The clock that measures the intervals.
+  public func collectFlow<C: Clock>(every interval: C.Duration, clock: C) -> AsyncCollectByTimeFlowSequence<Self, C> {
+    precondition(interval > .zero, "collectFlow(every:clock:): interval must be greater than 0, got \(interval)")
+    return AsyncCollectByTimeFlowSequence(base: self, count: nil, interval: interval, clock: clock)
+  }
+
+  /// ``collectFlow(every:clock:)`` on the `ContinuousClock`.
+  ///
+  /// ```swift
+  /// for try await batch in events.collectFlow(every: .seconds(5)) { try await api.upload(batch) }
+  /// ```
+  public func collectFlow(every interval: Duration) -> AsyncCollectByTimeFlowSequence<Self, ContinuousClock> {
+    collectFlow(every: interval, clock: ContinuousClock())
+  }
+
+  /// Delivers an array as soon as `count` elements have arrived, and otherwise what arrived by
+  /// the end of each `interval`, whichever comes first: Combine's `collect(.byTimeOrCount)`.
+  /// Intervals are counted from the iteration's start and do not restart when a full array is
+  /// delivered; an interval in which nothing arrived delivers nothing. At the upstream's end what
+  /// was collected is delivered at once, before the finish or the failure.
+  ///
+  /// ```swift
+  /// let batches = logLines.collectFlow(count: 100, orEvery: .seconds(1), clock: clock)
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - count: The most elements an array holds; 1 or greater.
+  ///   - interval: The length of each interval; greater than zero.
+  ///   - clock: The clock that measures the intervals.
+  public func collectFlow<C: Clock>(
+    count: Int, orEvery interval: C.Duration, clock: C
+  ) -> AsyncCollectByTimeFlowSequence<Self, C> {
+    precondition(count >= 1, "collectFlow(count:orEvery:clock:): count must be 1 or greater, got \(count)")
+    precondition(
+      interval > .zero, "collectFlow(count:orEvery:clock:): interval must be greater than 0, got \(interval)")
+    return AsyncCollectByTimeFlowSequence(base: self, count: count, interval: interval, clock: clock)
+  }
+
+  /// ``collectFlow(count:orEvery:clock:)`` on the `ContinuousClock`.
+  ///
+  /// ```swift
+  /// let batches = logLines.collectFlow(count: 100, orEvery: .seconds(1))
+  /// ```
+  public func collectFlow(
+    count: Int, orEvery interval: Duration
+  ) -> AsyncCollectByTimeFlowSequence<Self, ContinuousClock> {
+    collectFlow(count: count, orEvery: interval, clock: ContinuousClock())
+  }
+}
+
+/// The sequence made by ``_Concurrency/AsyncSequence/collectFlow(every:clock:)`` and
+/// ``_Concurrency/AsyncSequence/collectFlow(count:orEvery:clock:)``: arrays of what arrived in
+/// each interval (or of `count` elements, if that comes first).
+///
+/// ```swift
+/// let batches: AsyncCollectByTimeFlowSequence<PassthroughFlow<Event, Never>, ContinuousClock> =
+///   events.collectFlow(every: .seconds(5))
+/// ```
+public struct AsyncCollectByTimeFlowSequence<Base: AsyncSequence & Sendable, C: Clock>: AsyncSequence, Sendable
+where Base.Element: Sendable {
+  /// An array of the upstream's elements.
+  ///
+  /// ```swift
+  /// for await batch in batches { print(batch.count) }
+  /// ```
+  public typealias Element = [Base.Element]
+  /// The upstream's failure.
+  ///
+  /// ```swift
+  /// for try await batch in batches { try await api.upload(batch) }
+  /// ```
+  public typealias Failure = Base.Failure
+  typealias Logic = CollectByTimeStateMachine<Base.Element, Failure, C.Instant>
+
+  let base: Base
+  let count: Int?
+  let interval: C.Duration
+  let clock: C
+
+  /// Starts an iteration: its intervals start at the first `next()`.
+  ///
+  /// ```swift
+  /// var iterator = batches.makeAsyncIterator()
+  /// ```
+  public func makeAsyncIterator() -> Iterator {
+    Iterator(
+      consumer: TimedConsumer(
+        TimedStorage(machine: Logic(count: count, interval: interval), base: base, clock: clock)))
+  }
+
+  /// The iterator of an ``AsyncCollectByTimeFlowSequence``. Releasing it ends its iteration's task.
+  ///
+  /// ```swift
+  /// var iterator = batches.makeAsyncIterator()
+  /// while let batch = try await iterator.next() { print(batch) }
+  /// ```
+  public struct Iterator: AsyncIteratorProtocol {
+    private let consumer: TimedConsumer<Logic, Base, C>
+
+    init(consumer: TimedConsumer<Logic, Base, C>) {
+      self.consumer = consumer
+    }
+
+    /// The next array, `nil` at the finish or once the consumer's task is cancelled.
+    ///
+    /// ```swift
+    /// let batch = try await iterator.next(isolation: #isolation)
+    /// ```
+    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+      try await consumer.next(isolation: actor)
+    }
+
+    /// The next array; see ``next(isolation:)``.
+    ///
+    /// ```swift
+    /// let batch = try await iterator.next()
+    /// ```
+    public mutating func next() async throws(Failure) -> Element? {
+      try await consumer.next(isolation: nil)
+    }
+  }
+}
+
+@available(*, unavailable)
+extension AsyncCollectByTimeFlowSequence.Iterator: Sendable {}
+
+/// `collectFlow(every:)` and `collectFlow(count:orEvery:)`: arrays at each interval's end (or when
+/// `count` is reached), the remainder at the upstream's end.
+struct CollectByTimeStateMachine<Upstream: Sendable, Failure: Error, Instant: InstantProtocol>: TimedStateMachine,
+  Sendable
+{
+  typealias Element = Upstream
+  typealias Output = [Upstream]
+  typealias UpstreamFailure = Failure
+
+  private let count: Int?
+  private var intervals: TimedIntervals<Instant>
+  private var collecting: [Upstream] = []
+  private var outputs = TimedOutputQueue<[Upstream], Failure>()
+
+  init(count: Int?, interval: Instant.Duration) {
+    self.count = count
+    self.intervals = TimedIntervals(interval: interval)
+  }
+
+  mutating func start(at now: Instant) {
+    intervals.start(at: now)
+  }
+
+  mutating func upstreamElement(_ element: Upstream, at now: Instant) {
+    collecting.append(element)
+    if let count, collecting.count >= count {
+      deliverCollected()
+    } else if collecting.count == 1 {
+      intervals.arm(at: now)
+    }
+  }
+
+  mutating func upstreamEnded(_ failure: Failure?, at now: Instant) {
+    deliverCollected()
+    outputs.end(failure)
+  }
+
+  mutating func timerFired(at now: Instant) {
+    guard intervals.hasEnded(at: now) else { return }
+    deliverCollected()
+  }
+
+  private mutating func deliverCollected() {
+    intervals.disarm()
+    guard !collecting.isEmpty else { return }
+    outputs.append(collecting, conflating: false)
+    collecting = []
+  }
+
+  var deadline: Instant? { intervals.armedEnd }
+  // One array waiting for the consumer holds up the upstream: what is held stays bounded.
+  var wantsUpstream: Bool { !outputs.hasEnded && outputs.isEmpty }
+  var hasOutput: Bool { !outputs.isEmpty }
+  var isEnding: Bool { outputs.hasEnded }
+
+  mutating func nextOutput(at now: Instant) -> TimedOutput<[Upstream], Failure>? {
+    outputs.popFirst()
+  }
+}
+
+/// Intervals counted from an iteration's start, whose end the timer waits for only while
+/// something waits for it: an idle operator sets no timer.
+struct TimedIntervals<Instant: InstantProtocol>: Sendable {
+  private let interval: Instant.Duration
+  /// An interval end at or before the next one that matters; moved forward as time passes.
+  private var anchor: Instant?
+  /// The end of the interval something is waiting for.
+  private(set) var armedEnd: Instant?
+
+  init(interval: Instant.Duration) {
+    self.interval = interval.cappedInterval
+  }
+
+  mutating func start(at now: Instant) {
+    anchor = now.advanced(by: interval)
+  }
+
+  /// Something arrived at `now`: the timer waits for the end of the interval it arrived in. An
+  /// arrival exactly at an interval's end belongs to the next interval.
+  mutating func arm(at now: Instant) {
+    guard armedEnd == nil, var end = anchor else { return }
+    // Steps over the intervals that passed while nothing waited: their number is the idle time
+    // over the interval, a few thousand at most for any interval a person would choose.
+    while end <= now { end = end.advanced(by: interval) }
+    anchor = end
+    armedEnd = end
+  }
+
+  mutating func disarm() {
+    armedEnd = nil
+  }
+
+  /// Whether the armed interval has ended by `now`.
+  func hasEnded(at now: Instant) -> Bool {
+    guard let armedEnd else { return false }
+    return now >= armedEnd
+  }
+}

@@ -1,0 +1,151 @@
+extension AsyncSequence where Self: Sendable, Element: Sendable {
+  /// Delivers, at the end of each `interval`, the newest element that arrived in it, and nothing
+  /// for an interval in which none arrived: Combine's `throttle(latest: true)` on a fixed grid,
+  /// Rx's and Kotlin's `sample`. Intervals are counted from the iteration's start.
+  ///
+  /// At the upstream's end an element still waiting keeps its turn: it comes at its interval's
+  /// end, then the finish or the failure, so two elements never come closer than `interval` and
+  /// nothing is lost. A consumer slower than the intervals sees the newest element.
+  ///
+  /// ```swift
+  /// let position = dragLocations.sampleFlow(every: .milliseconds(100), clock: clock)  // ten a second at most
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - interval: The length of each interval; greater than zero.
+  ///   - clock: The clock that measures the intervals.
+  public func sampleFlow<C: Clock>(every interval: C.Duration, clock: C) -> AsyncSampleFlowSequence<Self, C> {
+    precondition(interval > .zero, "sampleFlow(every:clock:): interval must be greater than 0, got \(interval)")
+    return AsyncSampleFlowSequence(base: self, interval: interval, clock: clock)
+  }
+
+  /// ``sampleFlow(every:clock:)`` on the `ContinuousClock`.
+  ///
+  /// ```swift
+  /// let position = dragLocations.sampleFlow(every: .milliseconds(100))
+  /// ```
+  public func sampleFlow(every interval: Duration) -> AsyncSampleFlowSequence<Self, ContinuousClock> {
+    sampleFlow(every: interval, clock: ContinuousClock())
+  }
+}
+
+/// The sequence made by ``_Concurrency/AsyncSequence/sampleFlow(every:clock:)``: the newest
+/// element of each interval.
+///
+/// ```swift
+/// let position: AsyncSampleFlowSequence<PassthroughFlow<Point, Never>, ContinuousClock> =
+///   drags.sampleFlow(every: .milliseconds(100))
+/// ```
+public struct AsyncSampleFlowSequence<Base: AsyncSequence & Sendable, C: Clock>: AsyncSequence, Sendable
+where Base.Element: Sendable {
+  /// The upstream's element.
+  ///
+  /// ```swift
+  /// for await point in position { cursor.move(to: point) }
+  /// ```
+  public typealias Element = Base.Element
+  /// The upstream's failure.
+  ///
+  /// ```swift
+  /// for try await point in position { cursor.move(to: point) }
+  /// ```
+  public typealias Failure = Base.Failure
+  typealias Logic = SampleStateMachine<Element, Failure, C.Instant>
+
+  let base: Base
+  let interval: C.Duration
+  let clock: C
+
+  /// Starts an iteration: its intervals start at the first `next()`.
+  ///
+  /// ```swift
+  /// var iterator = position.makeAsyncIterator()
+  /// ```
+  public func makeAsyncIterator() -> Iterator {
+    Iterator(consumer: TimedConsumer(TimedStorage(machine: Logic(interval: interval), base: base, clock: clock)))
+  }
+
+  /// The iterator of an ``AsyncSampleFlowSequence``. Releasing it ends its iteration's task.
+  ///
+  /// ```swift
+  /// var iterator = position.makeAsyncIterator()
+  /// while let point = try await iterator.next() { cursor.move(to: point) }
+  /// ```
+  public struct Iterator: AsyncIteratorProtocol {
+    private let consumer: TimedConsumer<Logic, Base, C>
+
+    init(consumer: TimedConsumer<Logic, Base, C>) {
+      self.consumer = consumer
+    }
+
+    /// The next sampled element, `nil` at the finish or once the consumer's task is cancelled.
+    ///
+    /// ```swift
+    /// let point = try await iterator.next(isolation: #isolation)
+    /// ```
+    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+      try await consumer.next(isolation: actor)
+    }
+
+    /// The next sampled element; see ``next(isolation:)``.
+    ///
+    /// ```swift
+    /// let point = try await iterator.next()
+    /// ```
+    public mutating func next() async throws(Failure) -> Element? {
+      try await consumer.next(isolation: nil)
+    }
+  }
+}
+
+@available(*, unavailable)
+extension AsyncSampleFlowSequence.Iterator: Sendable {}
+
+/// `sampleFlow`: the newest element of each interval at its end; at the upstream's end a waiting
+/// element keeps its turn, and the end follows it.
+struct SampleStateMachine<Element: Sendable, Failure: Error, Instant: InstantProtocol>: TimedStateMachine, Sendable {
+  typealias UpstreamFailure = Failure
+
+  private var intervals: TimedIntervals<Instant>
+  private var pending: Element?
+  /// The upstream's end (`.some(nil)`: a finish), held while a pending element waits for its turn.
+  private var heldEnd: Failure??
+  private var outputs = TimedOutputQueue<Element, Failure>()
+
+  init(interval: Instant.Duration) {
+    self.intervals = TimedIntervals(interval: interval)
+  }
+
+  mutating func start(at now: Instant) {
+    intervals.start(at: now)
+  }
+
+  mutating func upstreamElement(_ element: Element, at now: Instant) {
+    pending = element
+    intervals.arm(at: now)
+  }
+
+  mutating func upstreamEnded(_ failure: Failure?, at now: Instant) {
+    guard pending == nil else {
+      heldEnd = .some(failure)
+      return
+    }
+    outputs.end(failure)
+  }
+
+  mutating func timerFired(at now: Instant) {
+    guard intervals.hasEnded(at: now), let pending = pending.take() else { return }
+    intervals.disarm()
+    outputs.append(pending, conflating: true)
+    if let heldEnd = heldEnd.take() { outputs.end(heldEnd) }
+  }
+
+  var deadline: Instant? { intervals.armedEnd }
+  var wantsUpstream: Bool { !outputs.hasEnded && heldEnd == nil }
+  var hasOutput: Bool { !outputs.isEmpty }
+  var isEnding: Bool { outputs.hasEnded }
+
+  mutating func nextOutput(at now: Instant) -> TimedOutput<Element, Failure>? {
+    outputs.popFirst()
+  }
+}
