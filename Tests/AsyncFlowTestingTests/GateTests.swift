@@ -48,4 +48,15 @@ struct GateTests {
     gate.release()
     await waiter.value
   }
+
+  /// Parked for sure: the clock's executor ran the waiter until it suspended in `entered(count:)`.
+  @Test func aCancelledEnteredWaitReturnsAtOnceThoughNobodyCame() async {
+    let clock = TestClock()
+    let gate = Gate()
+    let parked = clock.task { await gate.entered(count: 5) }
+    await clock.runCurrent()
+    parked.cancel()
+    await parked.value
+    #expect(gate.parkedCount == 0)
+  }
 }

@@ -69,6 +69,27 @@ struct MainActorSettlingTests {
     }
   }
 
+  /// A stub on the schedule, called from a clock task and from a plain main-actor task, with
+  /// hundreds of such cases running at once: the return to the model takes several main-actor hops
+  /// whose pace depends on the load, and `runCurrent()` still waits for all of them.
+  @Test(arguments: 0..<300) func aStubOnTheScheduleIsSettledUnderMainActorLoad(_ case: Int) async {
+    let clock = TestClock()
+    let gate = Gate()
+    let loader = Loader { @MainActor value in
+      await clock.onSchedule {
+        await gate.wait()
+        return value
+      }
+    }
+    clock.task { await loader.load(1) }
+    Task { await loader.load(2) }
+    await clock.runCurrent()
+    #expect(gate.parkedCount == 2)
+    gate.release()
+    await clock.runCurrent()
+    #expect(loader.items.sorted() == [1, 2])
+  }
+
   /// `Observations` as the input: the observed change, the pipeline on the clock and the write back
   /// to the main actor all happen before `runCurrent()` returns.
   @Test func observationsInputIsSettledByRunCurrent() async {
@@ -90,6 +111,16 @@ struct MainActorSettlingTests {
     pipeline.cancel()
     await pipeline.value
   }
+}
+
+@MainActor
+private final class Loader {
+  private(set) var items: [Int] = []
+  private let fetch: @Sendable (Int) async -> Int
+
+  init(fetch: @escaping @Sendable (Int) async -> Int) { self.fetch = fetch }
+
+  func load(_ value: Int) async { items.append(await fetch(value)) }
 }
 
 @MainActor

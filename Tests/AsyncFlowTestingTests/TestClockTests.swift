@@ -155,16 +155,6 @@ struct TestClockTests {
     #expect(clock.pendingSleepers == 0)
   }
 
-  @Test func aCancelledEnteredWaitReturnsAtOnce() async {
-    let clock = TestClock()
-    let gate = Gate()
-    let parked = clock.task { await gate.entered(count: 5) }
-    await clock.runCurrent()
-    parked.cancel()
-    await parked.value
-    #expect(gate.parkedCount == 0)
-  }
-
   /// `run()` and `advance` driven by a timer that never runs out of sleepers: the timer cancels
   /// the driver from its 50th tick on, so the cancellation lands while the driver is firing.
   @Test(arguments: [false, true]) func aCancelledRunOrAdvanceReturnsThoughSleepersNeverRunOut(advances: Bool) async {
