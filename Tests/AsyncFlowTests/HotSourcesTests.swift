@@ -377,6 +377,35 @@ struct ShareFlowRaceTests {
     #expect(iterations.withLock { $0 } == 1)
   }
 
+  /// Subscribers come and go from 8 tasks at once, so that the last one leaves while others
+  /// arrive, again and again: every one is served (none waits on a stopped upstream), and the
+  /// upstream is stopped at the end.
+  @Test func subscribersComingAndGoingConcurrentlyAreAlwaysServed() async {
+    let upstream = Flow<Int, Never>(bufferSize: 0) { emitter in
+      var value = 0
+      while !Task.isCancelled {
+        value += 1
+        await emitter.emit(value)
+      }
+    }
+    let shared = upstream.shareFlow(bufferingPolicy: .bufferingNewest(1))
+    let served = await withTaskGroup(of: Int.self) { group in
+      for _ in 0..<8 {
+        group.addTask {
+          var served = 0
+          for _ in 0..<200 {
+            var iterator = shared.makeAsyncIterator()
+            if await iterator.next() != nil { served += 1 }
+          }
+          return served
+        }
+      }
+      return await group.reduce(0, +)
+    }
+    #expect(served == 1600)
+    #expect(shared.subscriberCount == 0)
+  }
+
   /// An iteration stopped when the last subscriber left, but which ignores cancellation, produces
   /// one more element after a newcomer started a new iteration: that element is dropped.
   @Test func aStoppedIterationCannotSendALateElement() async {

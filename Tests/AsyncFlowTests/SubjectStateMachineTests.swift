@@ -103,6 +103,20 @@ struct SubjectStateMachineTests {
     #expect(Self.isRunning(machine, generation: generation, task: upstreamTask))
   }
 
+  @Test func testSubscribe_whenStarting_waitsForTheUpstreamWithoutStartingAnother() {
+    var (machine, _, generation) = Self.starting()
+    let late = machine.subscribe().id
+    var batch: [Int] = []
+    guard case .suspend = machine.next(late, swapping: &batch) else {
+      Issue.record("expected suspend")
+      return
+    }
+    guard case .starting(generation) = machine.state else {
+      Issue.record("expected starting(\(generation)), got \(machine.state)")
+      return
+    }
+  }
+
   @Test func testSubscribe_whenEnded_getsOnlyTheEnd() {
     var (machine, _) = Self.ended(failure: TestError(id: 1))
     let late = machine.subscribe().id
@@ -274,6 +288,15 @@ struct SubjectStateMachineTests {
     }
   }
 
+  @Test func testSuspend_whenStarting_registersAndTheFirstElementWakesIt() async {
+    var (machine, id, generation) = Self.starting()
+    await withContinuation { consumer in
+      #expect(machine.suspend(id, consumer) == nil)
+      let waking = machine.upstreamElement(1, generation: generation)
+      #expect(waking?.count == 1 && same(waking?.first, consumer))
+    }
+  }
+
   @Test func testSuspend_whenEnded_resumesAtOnce() async {
     var (machine, id) = Self.ended(failure: nil)
     await withContinuation { consumer in
@@ -406,7 +429,7 @@ struct SubjectStateMachineTests {
     #expect(failure == TestError(id: 5))
   }
 
-  @Test func testSend_whenRunning_isAnInternalInconsistency() async {
+  @Test func testSend_whenStarting_isAnInternalInconsistency() async {
     await #expect(processExitsWith: .failure) {
       var machine = SubjectStateMachine<Int, Never>(sharingWith: .unbounded, replayLimit: 0)
       let id = machine.subscribe().id
