@@ -24,7 +24,9 @@ extension Flow where Element == Never, Failure == Never {
   /// let summary = Flow.combineLatest(cart, address, payment).map { Checkout($0, $1, $2) }
   /// ```
   @inlinable
-  public static func combineLatest<A: AsyncSequence & Sendable, B: AsyncSequence & Sendable, C: AsyncSequence & Sendable>(
+  public static func combineLatest<
+    A: AsyncSequence & Sendable, B: AsyncSequence & Sendable, C: AsyncSequence & Sendable
+  >(
     _ a: A, _ b: B, _ c: C
   ) -> AsyncCombineLatestFlowSequence<(A.Element, B.Element, C.Element), A.Failure>
   where A.Element: Sendable, B.Element: Sendable, C.Element: Sendable, B.Failure == A.Failure, C.Failure == A.Failure {

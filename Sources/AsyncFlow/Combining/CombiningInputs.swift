@@ -18,7 +18,8 @@ enum CombiningInputs {
     return { CombiningStorage.pull(mode: mode, values: Values(), inputs: pumps) }
   }
 
-  @inlinable static func pull<
+  @inlinable
+  static func pull<
     A: AsyncSequence & Sendable, B: AsyncSequence & Sendable, C: AsyncSequence & Sendable, Failure: Error
   >(
     _ mode: CombiningMode, _ a: A, _ b: B, _ c: C
@@ -33,7 +34,8 @@ enum CombiningInputs {
     return { CombiningStorage.pull(mode: mode, values: Values(), inputs: pumps) }
   }
 
-  @inlinable static func pull<
+  @inlinable
+  static func pull<
     A: AsyncSequence & Sendable, B: AsyncSequence & Sendable, C: AsyncSequence & Sendable,
     D: AsyncSequence & Sendable, Failure: Error
   >(
@@ -63,7 +65,8 @@ enum CombiningInputs {
 
   // MARK: Merge
 
-  @usableFromInline typealias MergePump<Element, Failure: Error> = @Sendable (MergeStorage<Element, Failure>) async -> Void
+  @usableFromInline typealias MergePump<Element, Failure: Error> =
+    @Sendable (MergeStorage<Element, Failure>) async -> Void
 
   @inlinable static func merge<A: AsyncSequence & Sendable, Failure: Error>(
     _ input: A, _ failure: @escaping @Sendable (A.Failure) -> Failure

@@ -56,7 +56,8 @@ struct CombiningStateMachine<Failure: Error> {
   @usableFromInline var state = State.initial
 
   @inlinable init(mode: Mode, count: Int) {
-    precondition(mode == .zip || mode == .combineLatest || count == 2, "Internal inconsistency: withLatestFrom has 2 slots")
+    precondition(
+      mode == .zip || mode == .combineLatest || count == 2, "Internal inconsistency: withLatestFrom has 2 slots")
     self.mode = mode
     self.count = count
   }
@@ -130,7 +131,8 @@ struct CombiningStateMachine<Failure: Error> {
   }
 
   /// The consumer takes the element `slot` holds: the slot pulls again.
-  @inlinable static func take(_ slot: Int, from running: inout Running, resume: inout [UnsafeContinuation<Bool, Never>]) {
+  @inlinable static func take(_ slot: Int, from running: inout Running, resume: inout [UnsafeContinuation<Bool, Never>])
+  {
     guard case .holding(let parked) = running.slots[slot] else {
       preconditionFailure("Internal inconsistency: slot \(slot) is \(running.slots[slot]), event next (take)")
     }
