@@ -356,3 +356,55 @@ func w6Naive(_ n: Int) async -> (Int, String?) {
   await current?.value
   return (n, nil)
 }
+
+// MARK: W7: combining two inputs
+
+func w7CombineLatest(_ n: Int) async -> (Int, String?) {
+  let half = n / 2
+  let task = Task.detached {
+    var count = 0
+    for await _ in Flow.combineLatest(Flow.sequence(0..<half), Flow.sequence(0..<half)) { count += 1 }
+    return count
+  }
+  let count = await task.value
+  return (2 * half, "tuples \(count)")
+}
+
+func w7Zip(_ n: Int) async -> (Int, String?) {
+  let half = n / 2
+  let task = Task.detached {
+    var count = 0
+    for await _ in Flow.zip(Flow.sequence(0..<half), Flow.sequence(0..<half)) { count += 1 }
+    return count
+  }
+  let count = await task.value
+  return (2 * half, "tuples \(count)")
+}
+
+/// Combine-latest by hand: two tasks of a task group update the latest pair under a lock and yield
+/// it into one `AsyncStream` once both have produced.
+func w7Naive(_ n: Int) async -> (Int, String?) {
+  let half = n / 2
+  let (stream, continuation) = AsyncStream<(Int, Int)>.makeStream()
+  let latest = NSLock()
+  nonisolated(unsafe) var pair: (Int?, Int?) = (nil, nil)
+  let producers = Task.detached {
+    await withTaskGroup(of: Void.self) { group in
+      for side in 0..<2 {
+        group.addTask {
+          for value in 0..<half {
+            latest.withLock {
+              if side == 0 { pair.0 = value } else { pair.1 = value }
+              if let a = pair.0, let b = pair.1 { continuation.yield((a, b)) }
+            }
+          }
+        }
+      }
+    }
+    continuation.finish()
+  }
+  var count = 0
+  for await _ in stream { count += 1 }
+  await producers.value
+  return (2 * half, "tuples \(count)")
+}

@@ -61,6 +61,12 @@ let benchmarks: [(size: Int, Benchmark)] = [
   (1_000_000, Benchmark(workload: "W4", implementation: "merge", isBaseline: false) { await w4Merge($0) }),
   (100_000, Benchmark(workload: "W6", implementation: "naive", isBaseline: true) { await w6Naive($0) }),
   (100_000, Benchmark(workload: "W6", implementation: "taskSlotsLatest", isBaseline: false) { await w6TaskSlots($0) }),
+  (1_000_000, Benchmark(workload: "W7", implementation: "naive", isBaseline: true) { await w7Naive($0) }),
+  (
+    1_000_000,
+    Benchmark(workload: "W7", implementation: "combineLatest", isBaseline: false) { await w7CombineLatest($0) }
+  ),
+  (1_000_000, Benchmark(workload: "W7", implementation: "zip", isBaseline: false) { await w7Zip($0) }),
 ]
 
 let memoryBenchmarks: [MemoryBenchmark] = [
@@ -86,6 +92,7 @@ func baselineKey(for key: String) -> String? {
   case "W4.merge": "W4.asyncStream"
   case "W5.passthrough", "W5.passthroughIterator", "W5.parkedTask": "W5.asyncStream"
   case "W6.taskSlotsLatest": "W6.naive"
+  case "W7.combineLatest", "W7.zip": "W7.naive"
   default: nil
   }
 }
@@ -99,6 +106,7 @@ func target(for key: String) -> Double? {
   case "W3.switchToLatest", "W5.passthrough": 0.5
   case "W4.merge": 0.15
   case "W6.taskSlotsLatest": 1.5
+  case "W7.combineLatest", "W7.zip": 0.3
   default: nil
   }
 }

@@ -1,0 +1,136 @@
+extension Flow where Element == Never, Failure == Never {
+  /// The latest of both inputs: the first pair once both have produced, then one pair per element of
+  /// either, with the latest of the other. Both inputs have one `Failure` (give a `Never` input the
+  /// other's with `setFailureType(to:)`). See ``AsyncCombineLatestFlowSequence`` for the rules.
+  ///
+  /// ```swift
+  /// // email: CurrentValueFlow<String>, password: CurrentValueFlow<String>
+  /// for await (email, password) in Flow.combineLatest(email, password) {
+  ///   canSubmit = email.contains("@") && password.count >= 8
+  /// }
+  /// ```
+  ///
+  /// Called as `Flow.combineLatest(a, b)`: the `Flow` it is declared on is only a namespace.
+  @inlinable
+  public static func combineLatest<A: AsyncSequence & Sendable, B: AsyncSequence & Sendable>(_ a: A, _ b: B)
+    -> AsyncCombineLatestFlowSequence<(A.Element, B.Element), A.Failure>
+  where A.Element: Sendable, B.Element: Sendable, B.Failure == A.Failure {
+    AsyncCombineLatestFlowSequence(CombiningInputs.pull(.combineLatest, a, b, { $0 }, { $0 }))
+  }
+
+  /// The latest of three inputs, as a tuple; one `Failure`. See ``AsyncCombineLatestFlowSequence``.
+  ///
+  /// ```swift
+  /// let summary = Flow.combineLatest(cart, address, payment).map { Checkout($0, $1, $2) }
+  /// ```
+  @inlinable
+  public static func combineLatest<
+    A: AsyncSequence & Sendable, B: AsyncSequence & Sendable, C: AsyncSequence & Sendable
+  >(
+    _ a: A, _ b: B, _ c: C
+  ) -> AsyncCombineLatestFlowSequence<(A.Element, B.Element, C.Element), A.Failure>
+  where A.Element: Sendable, B.Element: Sendable, C.Element: Sendable, B.Failure == A.Failure, C.Failure == A.Failure {
+    AsyncCombineLatestFlowSequence(CombiningInputs.pull(.combineLatest, a, b, c))
+  }
+
+  /// The latest of four inputs, as a tuple; one `Failure`. See ``AsyncCombineLatestFlowSequence``.
+  ///
+  /// ```swift
+  /// let filters = Flow.combineLatest(query, sort, category, onlyInStock)
+  /// ```
+  @inlinable
+  public static func combineLatest<
+    A: AsyncSequence & Sendable, B: AsyncSequence & Sendable, C: AsyncSequence & Sendable, D: AsyncSequence & Sendable
+  >(
+    _ a: A, _ b: B, _ c: C, _ d: D
+  ) -> AsyncCombineLatestFlowSequence<(A.Element, B.Element, C.Element, D.Element), A.Failure>
+  where
+    A.Element: Sendable, B.Element: Sendable, C.Element: Sendable, D.Element: Sendable, B.Failure == A.Failure,
+    C.Failure == A.Failure, D.Failure == A.Failure
+  {
+    AsyncCombineLatestFlowSequence(CombiningInputs.pull(.combineLatest, a, b, c, d))
+  }
+
+  /// The latest of every input of an array, as an array in the inputs' order; one type of input.
+  /// An empty array finishes at once. See ``AsyncCombineLatestFlowSequence``.
+  ///
+  /// ```swift
+  /// let totals = Flow.combineLatest(accounts.map { $0.balance })  // [Flow<Int, Never>] -> [Int]
+  /// ```
+  @inlinable
+  public static func combineLatest<Input: AsyncSequence & Sendable>(_ inputs: [Input])
+    -> AsyncCombineLatestFlowSequence<[Input.Element], Input.Failure>
+  where Input.Element: Sendable {
+    AsyncCombineLatestFlowSequence(CombiningInputs.pull(.combineLatest, inputs))
+  }
+}
+
+/// The sequence `Flow.combineLatest` returns: the latest element of every input, each time one changes.
+///
+/// - Each input runs in a task of its own, started when the consumer first asks, and is pulled on
+///   demand: it runs at most one element ahead of the consumer, so no input is buffered beyond one.
+/// - The first output comes once every input has produced, and pairs their first elements (an
+///   input is not pulled again before then). From then on, one output per element of any input, in
+///   the order they arrive, with the latest of the others.
+/// - An input that finishes without ever producing finishes the result at once (no output can be
+///   made); otherwise the result finishes when every input has finished.
+/// - The first failure of any input fails the result and cancels the other inputs.
+/// - When the iteration ends (finish, failure, cancellation or a dropped iterator), every task it
+///   started has ended (a dropped iterator: has been cancelled). A cancelled consumer finishes
+///   (`nil`), it does not throw.
+///
+/// ```swift
+/// let form: AsyncCombineLatestFlowSequence<(String, String), Never> = Flow.combineLatest(email, password)
+/// for await (email, password) in form { canSubmit = email.contains("@") && password.count >= 8 }
+/// ```
+public struct AsyncCombineLatestFlowSequence<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
+  @usableFromInline let makePull: @Sendable () -> CombiningPull<Element, Failure>
+
+  @inlinable init(_ makePull: @escaping @Sendable () -> CombiningPull<Element, Failure>) {
+    self.makePull = makePull
+  }
+
+  /// Starts an iteration: the inputs start when the iterator is first asked for an element.
+  ///
+  /// ```swift
+  /// var iterator = form.makeAsyncIterator()
+  /// ```
+  @inlinable public func makeAsyncIterator() -> Iterator {
+    Iterator(CombiningIterator(makePull()))
+  }
+
+  /// The iterator of an ``AsyncCombineLatestFlowSequence``; releasing it cancels the inputs.
+  ///
+  /// ```swift
+  /// var iterator = form.makeAsyncIterator()
+  /// while let output = try await iterator.next() { print(output) }
+  /// ```
+  public struct Iterator: AsyncIteratorProtocol {
+    @usableFromInline var base: CombiningIterator<Element, Failure>
+
+    @inlinable init(_ base: CombiningIterator<Element, Failure>) {
+      self.base = base
+    }
+
+    /// The next output, or `nil` once the result finished or the task was cancelled.
+    ///
+    /// ```swift
+    /// let next = try await iterator.next(isolation: #isolation)
+    /// ```
+    @inlinable public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+      try await base.next(isolation: actor)
+    }
+
+    /// The next output, or `nil` once the result finished or the task was cancelled.
+    ///
+    /// ```swift
+    /// let next = try await iterator.next()
+    /// ```
+    @inlinable public mutating func next() async throws(Failure) -> Element? {
+      try await base.next(isolation: nil)
+    }
+  }
+}
+
+@available(*, unavailable)
+extension AsyncCombineLatestFlowSequence.Iterator: Sendable {}

@@ -1,0 +1,89 @@
+extension AsyncSequence where Self: Sendable, Element: Sendable {
+  /// Each element of this sequence paired with the latest element of `other`. Elements that come
+  /// before `other`'s first are dropped; `other` finishing does not finish the result, `other`
+  /// failing fails it. Both have one `Failure` (give a `Never` one the other's with
+  /// `setFailureType(to:)`). See ``AsyncWithLatestFromFlowSequence`` for the rules.
+  ///
+  /// ```swift
+  /// // saveTaps: Flow<Void, Never>, draft: CurrentValueFlow<Draft>
+  /// for await (_, draft) in saveTaps.withLatestFromFlow(draft) { await store.save(draft) }
+  /// ```
+  ///
+  /// - Parameter other: The sequence whose latest element each element is paired with.
+  @inlinable
+  public func withLatestFromFlow<Other: AsyncSequence & Sendable>(_ other: Other)
+    -> AsyncWithLatestFromFlowSequence<(Element, Other.Element), Failure>
+  where Other.Element: Sendable, Other.Failure == Failure {
+    AsyncWithLatestFromFlowSequence(CombiningInputs.pull(.withLatestFrom, self, other, { $0 }, { $0 }))
+  }
+}
+
+/// The sequence ``_Concurrency/AsyncSequence/withLatestFromFlow(_:)`` returns: each element of the base
+/// paired with the latest element of the other sequence.
+///
+/// - The base and the other sequence each run in a task of their own, started when the consumer
+///   first asks. The base is pulled on demand (at most one element ahead); the other is pulled as
+///   fast as it produces, keeping only its latest element.
+/// - An element of the base that arrives before the other's first element is dropped.
+/// - It finishes when the base finishes (the other is cancelled). The other finishing does not
+///   finish it: its last element stays the latest.
+/// - The first failure of either fails the result and cancels the other.
+/// - When the iteration ends (finish, failure, cancellation or a dropped iterator), every task it
+///   started has ended (a dropped iterator: has been cancelled). A cancelled consumer finishes
+///   (`nil`), it does not throw.
+///
+/// ```swift
+/// let saves: AsyncWithLatestFromFlowSequence<(Void, Draft), Never> = saveTaps.withLatestFromFlow(draft)
+/// for await (_, draft) in saves { await store.save(draft) }
+/// ```
+public struct AsyncWithLatestFromFlowSequence<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
+  @usableFromInline let makePull: @Sendable () -> CombiningPull<Element, Failure>
+
+  @inlinable init(_ makePull: @escaping @Sendable () -> CombiningPull<Element, Failure>) {
+    self.makePull = makePull
+  }
+
+  /// Starts an iteration: the inputs start when the iterator is first asked for an element.
+  ///
+  /// ```swift
+  /// var iterator = saves.makeAsyncIterator()
+  /// ```
+  @inlinable public func makeAsyncIterator() -> Iterator {
+    Iterator(CombiningIterator(makePull()))
+  }
+
+  /// The iterator of an ``AsyncWithLatestFromFlowSequence``; releasing it cancels the inputs.
+  ///
+  /// ```swift
+  /// var iterator = saves.makeAsyncIterator()
+  /// while let output = try await iterator.next() { print(output) }
+  /// ```
+  public struct Iterator: AsyncIteratorProtocol {
+    @usableFromInline var base: CombiningIterator<Element, Failure>
+
+    @inlinable init(_ base: CombiningIterator<Element, Failure>) {
+      self.base = base
+    }
+
+    /// The next output, or `nil` once the result finished or the task was cancelled.
+    ///
+    /// ```swift
+    /// let next = try await iterator.next(isolation: #isolation)
+    /// ```
+    @inlinable public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+      try await base.next(isolation: actor)
+    }
+
+    /// The next output, or `nil` once the result finished or the task was cancelled.
+    ///
+    /// ```swift
+    /// let next = try await iterator.next()
+    /// ```
+    @inlinable public mutating func next() async throws(Failure) -> Element? {
+      try await base.next(isolation: nil)
+    }
+  }
+}
+
+@available(*, unavailable)
+extension AsyncWithLatestFromFlowSequence.Iterator: Sendable {}

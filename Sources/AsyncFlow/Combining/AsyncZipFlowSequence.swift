@@ -1,0 +1,129 @@
+extension Flow where Element == Never, Failure == Never {
+  /// Pairs: the n-th pair holds the n-th element of each input; finishes when either input does,
+  /// cancelling the other. Both inputs have one `Failure` (give a `Never` input the other's with
+  /// `setFailureType(to:)`). See ``AsyncZipFlowSequence`` for the rules.
+  ///
+  /// ```swift
+  /// // requests: Flow<Request, Never>, tokens: Flow<Token, Never>
+  /// for await (request, token) in Flow.zip(requests, tokens) { send(request, with: token) }
+  /// ```
+  ///
+  /// Called as `Flow.zip(a, b)`: the `Flow` it is declared on is only a namespace.
+  @inlinable
+  public static func zip<A: AsyncSequence & Sendable, B: AsyncSequence & Sendable>(_ a: A, _ b: B)
+    -> AsyncZipFlowSequence<(A.Element, B.Element), A.Failure>
+  where A.Element: Sendable, B.Element: Sendable, B.Failure == A.Failure {
+    AsyncZipFlowSequence(CombiningInputs.pull(.zip, a, b, { $0 }, { $0 }))
+  }
+
+  /// Triples of the n-th elements of three inputs; one `Failure`. See ``AsyncZipFlowSequence``.
+  ///
+  /// ```swift
+  /// let rows = Flow.zip(ids, names, scores)
+  /// ```
+  @inlinable
+  public static func zip<A: AsyncSequence & Sendable, B: AsyncSequence & Sendable, C: AsyncSequence & Sendable>(
+    _ a: A, _ b: B, _ c: C
+  ) -> AsyncZipFlowSequence<(A.Element, B.Element, C.Element), A.Failure>
+  where A.Element: Sendable, B.Element: Sendable, C.Element: Sendable, B.Failure == A.Failure, C.Failure == A.Failure {
+    AsyncZipFlowSequence(CombiningInputs.pull(.zip, a, b, c))
+  }
+
+  /// Quadruples of the n-th elements of four inputs; one `Failure`. See ``AsyncZipFlowSequence``.
+  ///
+  /// ```swift
+  /// let samples = Flow.zip(x, y, z, time)
+  /// ```
+  @inlinable
+  public static func zip<
+    A: AsyncSequence & Sendable, B: AsyncSequence & Sendable, C: AsyncSequence & Sendable, D: AsyncSequence & Sendable
+  >(
+    _ a: A, _ b: B, _ c: C, _ d: D
+  ) -> AsyncZipFlowSequence<(A.Element, B.Element, C.Element, D.Element), A.Failure>
+  where
+    A.Element: Sendable, B.Element: Sendable, C.Element: Sendable, D.Element: Sendable, B.Failure == A.Failure,
+    C.Failure == A.Failure, D.Failure == A.Failure
+  {
+    AsyncZipFlowSequence(CombiningInputs.pull(.zip, a, b, c, d))
+  }
+
+  /// Arrays of the n-th elements of every input of an array, in the inputs' order; one type of
+  /// input. An empty array finishes at once. See ``AsyncZipFlowSequence``.
+  ///
+  /// ```swift
+  /// let rounds = Flow.zip(players.map { $0.moves })  // [Flow<Move, Never>] -> [Move]
+  /// ```
+  @inlinable
+  public static func zip<Input: AsyncSequence & Sendable>(_ inputs: [Input])
+    -> AsyncZipFlowSequence<[Input.Element], Input.Failure>
+  where Input.Element: Sendable {
+    AsyncZipFlowSequence(CombiningInputs.pull(.zip, inputs))
+  }
+}
+
+/// The sequence `Flow.zip` returns: the n-th output holds the n-th element of every input.
+///
+/// - Each input runs in a task of its own, started when the consumer first asks, and is pulled on
+///   demand: it runs at most one element ahead of the consumer.
+/// - It finishes as soon as any input finishes (no further output can be made): the other inputs
+///   are cancelled, and have ended before `next()` returns `nil`.
+/// - The first failure of any input fails the result and cancels the other inputs.
+/// - When the iteration ends (finish, failure, cancellation or a dropped iterator), every task it
+///   started has ended (a dropped iterator: has been cancelled). A cancelled consumer finishes
+///   (`nil`), it does not throw.
+///
+/// ```swift
+/// let pairs: AsyncZipFlowSequence<(Request, Token), Never> = Flow.zip(requests, tokens)
+/// for await (request, token) in pairs { send(request, with: token) }
+/// ```
+public struct AsyncZipFlowSequence<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
+  @usableFromInline let makePull: @Sendable () -> CombiningPull<Element, Failure>
+
+  @inlinable init(_ makePull: @escaping @Sendable () -> CombiningPull<Element, Failure>) {
+    self.makePull = makePull
+  }
+
+  /// Starts an iteration: the inputs start when the iterator is first asked for an element.
+  ///
+  /// ```swift
+  /// var iterator = pairs.makeAsyncIterator()
+  /// ```
+  @inlinable public func makeAsyncIterator() -> Iterator {
+    Iterator(CombiningIterator(makePull()))
+  }
+
+  /// The iterator of an ``AsyncZipFlowSequence``; releasing it cancels the inputs.
+  ///
+  /// ```swift
+  /// var iterator = pairs.makeAsyncIterator()
+  /// while let output = try await iterator.next() { print(output) }
+  /// ```
+  public struct Iterator: AsyncIteratorProtocol {
+    @usableFromInline var base: CombiningIterator<Element, Failure>
+
+    @inlinable init(_ base: CombiningIterator<Element, Failure>) {
+      self.base = base
+    }
+
+    /// The next output, or `nil` once the result finished or the task was cancelled.
+    ///
+    /// ```swift
+    /// let next = try await iterator.next(isolation: #isolation)
+    /// ```
+    @inlinable public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+      try await base.next(isolation: actor)
+    }
+
+    /// The next output, or `nil` once the result finished or the task was cancelled.
+    ///
+    /// ```swift
+    /// let next = try await iterator.next()
+    /// ```
+    @inlinable public mutating func next() async throws(Failure) -> Element? {
+      try await base.next(isolation: nil)
+    }
+  }
+}
+
+@available(*, unavailable)
+extension AsyncZipFlowSequence.Iterator: Sendable {}

@@ -1,0 +1,382 @@
+/// The one machine behind `Flow.combineLatest`, `Flow.zip` and `withLatestFromFlow`, for any number
+/// of inputs ("slots"). Each input runs in a task of its own that pulls one element, offers it
+/// (`received`), and then parks until the consumer has taken it: an input is never more than one
+/// element ahead of the consumer. The machine only tracks which slot holds what; the elements
+/// themselves live in the storage's typed values, so one machine serves every arity.
+@usableFromInline
+struct CombiningStateMachine<Failure: Error> {
+  @usableFromInline typealias Mode = CombiningMode
+
+  @usableFromInline
+  enum Slot {
+    /// Its task is pulling the next element (or about to).
+    case pulling
+    /// It holds an element the consumer has not taken; its task parks (`continuation`) until then.
+    case holding(UnsafeContinuation<Bool, Never>?)
+    /// Its input finished; it may still have a latest element.
+    case finished
+  }
+
+  @usableFromInline
+  struct Running {
+    @usableFromInline var slots: [Slot]
+    @usableFromInline var hasLatest: [Bool]
+    @usableFromInline var latestCount = 0
+    @usableFromInline var holdingCount = 0
+    @usableFromInline var finishedCount = 0
+    /// The slots holding an element, in the order the elements arrived.
+    @usableFromInline var arrivals: [Int] = []
+    @usableFromInline var consumer: UnsafeContinuation<Void, Never>?
+    @usableFromInline var tasks: [Task<Void, Never>] = []
+
+    @inlinable init(count: Int) {
+      slots = Array(repeating: .pulling, count: count)
+      hasLatest = Array(repeating: false, count: count)
+      arrivals.reserveCapacity(count)
+    }
+  }
+
+  @usableFromInline
+  enum State {
+    /// Nobody has asked for an element yet: no input has started.
+    case initial
+    case running(Running)
+    /// The result ended (`failure == nil`: finished) while the consumer was away; its next `next()`
+    /// waits for the input tasks, which were cancelled, and sees the end.
+    case ended(failure: Failure?, tasks: [Task<Void, Never>])
+    /// The consumer left; its next `next()` waits for the input tasks and returns `nil`.
+    case cancelled(tasks: [Task<Void, Never>])
+    case finished
+    /// Held only inside an event, so that the payload being mutated is uniquely referenced.
+    case modifying
+  }
+
+  @usableFromInline let mode: Mode
+  @usableFromInline let count: Int
+  @usableFromInline var state = State.initial
+
+  @inlinable init(mode: Mode, count: Int) {
+    precondition(
+      mode == .zip || mode == .combineLatest || count == 2, "Internal inconsistency: withLatestFrom has 2 slots")
+    self.mode = mode
+    self.count = count
+  }
+
+  @usableFromInline typealias Delivery = CombiningDelivery
+
+  /// The output the consumer may take now, if any. Does not change the state.
+  @inlinable func deliverable(_ running: Running) -> Delivery? {
+    switch mode {
+    case .zip:
+      return running.holdingCount == count ? .all : nil
+    case .combineLatest:
+      if running.latestCount == count { return running.arrivals.first.map { .one($0) } }
+      // Before the first output no slot has a latest: it needs an element from every one.
+      return running.holdingCount == count ? .all : nil
+    case .withLatestFrom:
+      // Slot 0 holds an element only if slot 1 had a latest when it arrived.
+      if case .holding = running.slots[0] { return .one(0) }
+      return nil
+    }
+  }
+
+  // MARK: Consumer events
+
+  @usableFromInline
+  enum NextAction {
+    case startInputs
+    /// Make the output from `delivery`, then resume the parked inputs whose elements it took.
+    case deliver(Delivery, resumeInputs: [UnsafeContinuation<Bool, Never>])
+    case suspend
+    /// The result is over: cancel nothing more, wait for `awaiting`, then end with `failure`.
+    case end(failure: Failure?, awaiting: [Task<Void, Never>])
+  }
+
+  /// The consumer asks for an output.
+  @inlinable mutating func next() -> NextAction {
+    switch state {
+    case .initial:
+      guard count > 0 else {
+        // No inputs (an empty array): nothing to combine, the result is empty.
+        state = .finished
+        return .end(failure: nil, awaiting: [])
+      }
+      state = .running(Running(count: count))
+      return .startInputs
+    case .running(var running):
+      guard let delivery = deliverable(running) else { return .suspend }
+      state = .modifying
+      var resume: [UnsafeContinuation<Bool, Never>] = []
+      switch delivery {
+      case .all:
+        for slot in 0..<count { Self.take(slot, from: &running, resume: &resume) }
+        running.arrivals.removeAll(keepingCapacity: true)
+      case .one(let slot):
+        Self.take(slot, from: &running, resume: &resume)
+        if let index = running.arrivals.firstIndex(of: slot) { running.arrivals.remove(at: index) }
+      }
+      state = .running(running)
+      return .deliver(delivery, resumeInputs: resume)
+    case .ended(let failure, let tasks):
+      state = .finished
+      return .end(failure: failure, awaiting: tasks)
+    case .cancelled(let tasks):
+      state = .finished
+      return .end(failure: nil, awaiting: tasks)
+    case .finished:
+      return .end(failure: nil, awaiting: [])
+    case .modifying:
+      preconditionFailure("Internal inconsistency: state modifying, event next")
+    }
+  }
+
+  /// The consumer takes the element `slot` holds: the slot pulls again.
+  @inlinable static func take(_ slot: Int, from running: inout Running, resume: inout [UnsafeContinuation<Bool, Never>])
+  {
+    guard case .holding(let parked) = running.slots[slot] else {
+      preconditionFailure("Internal inconsistency: slot \(slot) is \(running.slots[slot]), event next (take)")
+    }
+    running.slots[slot] = .pulling
+    running.holdingCount -= 1
+    if !running.hasLatest[slot] {
+      running.hasLatest[slot] = true
+      running.latestCount += 1
+    }
+    // A task that has not parked yet sees `.pulling` when it tries to, and goes on.
+    if let parked { resume.append(parked) }
+  }
+
+  /// The consumer is about to suspend; returns the continuation if it must resume at once.
+  @inlinable mutating func suspendConsumer(
+    _ continuation: UnsafeContinuation<Void, Never>
+  ) -> UnsafeContinuation<Void, Never>? {
+    switch state {
+    case .running(var running):
+      // An element may have arrived between `next` and this registration.
+      guard deliverable(running) == nil else { return continuation }
+      state = .modifying
+      precondition(running.consumer == nil, "Internal inconsistency: two consumers suspended on one iteration")
+      running.consumer = continuation
+      state = .running(running)
+      return nil
+    case .ended, .cancelled, .finished:
+      return continuation
+    case .initial, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event suspendConsumer")
+    }
+  }
+
+  @usableFromInline
+  struct EndAction {
+    @usableFromInline var resumeConsumer: UnsafeContinuation<Void, Never>?
+    /// Parked inputs, to be resumed with `false`: stop.
+    @usableFromInline var stopInputs: [UnsafeContinuation<Bool, Never>]
+    @usableFromInline var cancelTasks: [Task<Void, Never>]
+
+    @inlinable init(
+      resumeConsumer: UnsafeContinuation<Void, Never>? = nil, stopInputs: [UnsafeContinuation<Bool, Never>] = [],
+      cancelTasks: [Task<Void, Never>] = []
+    ) {
+      self.resumeConsumer = resumeConsumer
+      self.stopInputs = stopInputs
+      self.cancelTasks = cancelTasks
+    }
+
+    @inlinable var isEmpty: Bool { resumeConsumer == nil && stopInputs.isEmpty && cancelTasks.isEmpty }
+  }
+
+  /// The consumer's task was cancelled or its iterator was released.
+  @inlinable mutating func consumerCancelled() -> EndAction {
+    switch state {
+    case .initial:
+      state = .finished
+      return EndAction()
+    case .running(let running):
+      state = .cancelled(tasks: running.tasks)
+      return Self.stopping(running)
+    case .ended(_, let tasks):
+      // Already cancelled when it ended; a cancelled consumer finishes rather than throws.
+      state = .cancelled(tasks: tasks)
+      return EndAction()
+    case .cancelled, .finished:
+      return EndAction()
+    case .modifying:
+      preconditionFailure("Internal inconsistency: state modifying, event consumerCancelled")
+    }
+  }
+
+  @inlinable static func stopping(_ running: Running) -> EndAction {
+    var stop: [UnsafeContinuation<Bool, Never>] = []
+    for case .holding(let parked?) in running.slots { stop.append(parked) }
+    return EndAction(resumeConsumer: running.consumer, stopInputs: stop, cancelTasks: running.tasks)
+  }
+
+  // MARK: Input events
+
+  /// The input tasks exist; returns those to cancel because the result already ended.
+  @inlinable mutating func inputsStarted(_ tasks: [Task<Void, Never>]) -> [Task<Void, Never>] {
+    switch state {
+    case .running(var running):
+      state = .modifying
+      running.tasks = tasks
+      state = .running(running)
+      return []
+    case .ended(let failure, let earlier):
+      state = .ended(failure: failure, tasks: earlier + tasks)
+      return tasks
+    case .cancelled(let earlier):
+      state = .cancelled(tasks: earlier + tasks)
+      return tasks
+    case .initial, .finished, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event inputsStarted")
+    }
+  }
+
+  @usableFromInline
+  enum ReceiveAction {
+    /// Store the element as the slot's pending one; its task then parks (`suspendInput`).
+    case hold(resumeConsumer: UnsafeContinuation<Void, Never>?)
+    /// Store the element as the slot's latest at once; its task pulls again. (Never makes an
+    /// output deliverable: slot 0's elements before slot 1's first were dropped.)
+    case replaceLatest
+    /// Discard the element; its task pulls again (`true`) or stops (`false`).
+    case drop(pullAgain: Bool)
+  }
+
+  /// The input of `slot` produced an element.
+  @inlinable mutating func received(_ slot: Int) -> ReceiveAction {
+    switch state {
+    case .running(var running):
+      guard case .pulling = running.slots[slot] else {
+        preconditionFailure("Internal inconsistency: slot \(slot) is \(running.slots[slot]), event received")
+      }
+      state = .modifying
+      defer { state = .running(running) }
+      if mode == .withLatestFrom {
+        if slot == 1 {
+          if !running.hasLatest[1] {
+            running.hasLatest[1] = true
+            running.latestCount += 1
+          }
+          return .replaceLatest
+        }
+        // Before the other's first element there is nothing to pair it with.
+        guard running.hasLatest[1] else { return .drop(pullAgain: true) }
+      }
+      running.slots[slot] = .holding(nil)
+      running.holdingCount += 1
+      running.arrivals.append(slot)
+      let consumer = deliverable(running) != nil ? running.consumer.take() : nil
+      return .hold(resumeConsumer: consumer)
+    case .ended, .cancelled, .finished:
+      // Nobody will take it: an input that ignores cancellation cannot deliver after the end.
+      return .drop(pullAgain: false)
+    case .initial, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event received(\(slot))")
+    }
+  }
+
+  @usableFromInline
+  enum SuspendInputAction: Equatable {
+    case park
+    /// Resume the continuation at once: pull again (`true`) or stop (`false`).
+    case resume(pullAgain: Bool)
+  }
+
+  /// The task of `slot` is about to park until its element is taken.
+  @inlinable mutating func suspendInput(_ slot: Int, _ continuation: UnsafeContinuation<Bool, Never>)
+    -> SuspendInputAction
+  {
+    switch state {
+    case .running(var running):
+      switch running.slots[slot] {
+      case .holding(nil):
+        state = .modifying
+        running.slots[slot] = .holding(continuation)
+        state = .running(running)
+        return .park
+      case .pulling:
+        // The consumer took the element between `received` and this registration.
+        return .resume(pullAgain: true)
+      case .holding(.some), .finished:
+        preconditionFailure("Internal inconsistency: slot \(slot) is \(running.slots[slot]), event suspendInput")
+      }
+    case .ended, .cancelled, .finished:
+      return .resume(pullAgain: false)
+    case .initial, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event suspendInput(\(slot))")
+    }
+  }
+
+  /// The input of `slot` finished.
+  @inlinable mutating func inputFinished(_ slot: Int) -> EndAction {
+    switch state {
+    case .running(var running):
+      guard case .pulling = running.slots[slot] else {
+        preconditionFailure("Internal inconsistency: slot \(slot) is \(running.slots[slot]), event inputFinished")
+      }
+      let endsAll: Bool
+      switch mode {
+      case .zip:
+        endsAll = true
+      case .combineLatest:
+        // Without an element it can never be part of an output; otherwise every input must end.
+        endsAll = !running.hasLatest[slot] || running.finishedCount + 1 == count
+      case .withLatestFrom:
+        endsAll = slot == 0
+      }
+      if endsAll {
+        state = .ended(failure: nil, tasks: running.tasks)
+        return Self.stopping(running)
+      }
+      state = .modifying
+      running.slots[slot] = .finished
+      running.finishedCount += 1
+      state = .running(running)
+      return EndAction()
+    case .ended, .cancelled, .finished:
+      return EndAction()
+    case .initial, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event inputFinished(\(slot))")
+    }
+  }
+
+  /// The input of `slot` failed: the first failure ends the result.
+  @inlinable mutating func inputFailed(_ slot: Int, _ failure: Failure) -> EndAction {
+    switch state {
+    case .running(let running):
+      guard case .pulling = running.slots[slot] else {
+        preconditionFailure("Internal inconsistency: slot \(slot) is \(running.slots[slot]), event inputFailed")
+      }
+      state = .ended(failure: failure, tasks: running.tasks)
+      return Self.stopping(running)
+    case .ended, .cancelled, .finished:
+      return EndAction()
+    case .initial, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event inputFailed(\(slot))")
+    }
+  }
+}
+
+/// Which pending elements make a combining operator's next output.
+@usableFromInline
+enum CombiningDelivery: Equatable, Sendable {
+  /// Every slot's pending element becomes its latest (zip; combineLatest's first output).
+  case all
+  /// This slot's pending element becomes its latest.
+  case one(Int)
+}
+
+/// What makes an output, and what ends the result.
+@usableFromInline
+enum CombiningMode: Sendable {
+  /// An output when every slot holds an element; it takes them all. Any slot's end ends it.
+  case zip
+  /// The first output when every slot has produced; then one per element of any slot, with the
+  /// latest of the others. A slot that ends without ever producing ends it; otherwise all must.
+  case combineLatest
+  /// Slot 0 drives: one output per element of slot 0 with the latest of slot 1, whose elements
+  /// only replace its latest (slot 1 is pulled eagerly, keeping one). Slot 0's elements before
+  /// slot 1's first are dropped. Slot 0's end ends it; slot 1's end does not.
+  case withLatestFrom
+}
