@@ -316,7 +316,7 @@ struct FlattenStateMachineTests {
 
   @Test func testOuterElement_whenRunningMergeAndTheLimitOfInnersHoldElements_holdsIt() {
     var machine = GridMachine.running(.merge(maxConcurrent: .max))
-    for index in 0..<GridMachine.mergeReadyLimit {
+    for index in 0..<GridMachine.readyInnersLimit {
       let id = machine.startInner("e\(index)")!
       _ = machine.listReady(id, channel: id)
     }
@@ -331,7 +331,7 @@ struct FlattenStateMachineTests {
     let effects = machine.taken(id, channel: id, taken(isDrained: true)).effects
     #expect(effects.resume.map { $0.0 } == [7])
     let next = machine.pumpStep(channel: { $0 })
-    #expect(next == .startInner(GridMachine.mergeReadyLimit))
+    #expect(next == .startInner(GridMachine.readyInnersLimit))
   }
 
   @Test func testOuterElement_whenRunningLatestAndTheInnersTaskHasNotBegun_handsThatTaskTheNewElement() {
@@ -527,6 +527,37 @@ struct FlattenStateMachineTests {
     #expect(effects.drop == [other] && Set(effects.cancel) == ["task\(other)", "outer"])
     guard case .drain(failing) = machine.next() else { return #expect(Bool(false)) }
     guard case .end(TestError(id: 3), _) = machine.next() else { return #expect(Bool(false)) }
+  }
+
+  @Test func testInnerEnded_whenRunningExhaustWithElementsLeft_endsItsTurnButNotTheOperator() {
+    var machine = GridMachine.running(.exhaust)
+    let first = machine.startInner("a")!
+    _ = machine.listReady(first, channel: first)
+    _ = machine.innerEnded(first, GridInner.EndAction.retireWhenDrained(needsListing: false), failure: nil)
+    // Its turn ended with its work: the next outer element starts an inner at once.
+    let second = machine.startInner("b")
+    #expect(second == 1)
+    _ = machine.innerEnded(1, GridInner.EndAction.retire, failure: nil)
+    _ = machine.outerEnded(nil)
+    // The first inner's elements are still to be taken: the operator has not finished.
+    guard case .take(first, _, _) = machine.next() else { return #expect(Bool(false)) }
+    let result = machine.taken(first, channel: first, taken(isDrained: true, retires: true))
+    #expect(!result.mayTakeMore)
+    guard case .end(nil, _) = machine.next() else { return #expect(Bool(false)) }
+  }
+
+  @Test func testOuterElement_whenRunningExhaustAndTheLimitOfEndedInnersWait_dropsIt() {
+    var machine = GridMachine.running(.exhaust)
+    for index in 0..<GridMachine.readyInnersLimit {
+      let id = machine.startInner("e\(index)")!
+      _ = machine.listReady(id, channel: id)
+      _ = machine.innerEnded(id, GridInner.EndAction.retireWhenDrained(needsListing: false), failure: nil)
+    }
+    // The consumer is that many ended inners behind: a new element is dropped, as while one runs.
+    #expect(machine.outerElement("late", key: 0, channel: { $0 }).isEmpty)
+    guard case .take(let id, _, _) = machine.next() else { return #expect(Bool(false)) }
+    _ = machine.taken(id, channel: id, taken(isDrained: true, retires: true))
+    #expect(machine.outerElement("later", key: 0, channel: { $0 }).startInner != nil)
   }
 
   @Test func testInnerEnded_whenEndingOrFinished_forgetsTheTask() {

@@ -64,6 +64,9 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     @usableFromInline @exclusivity(unchecked) var ready: [(id: Int, channel: Channel)] = []
     @usableFromInline @exclusivity(unchecked) var readyStart = 0
     @usableFromInline @exclusivity(unchecked) var nextID = 0
+    /// Inners whose turn has ended (`exhaustFlow`) while their elements wait for the consumer: the
+    /// operator does not finish before they are taken.
+    @usableFromInline @exclusivity(unchecked) var drainingAfterTurn = 0
     @usableFromInline @exclusivity(unchecked) var outerHasEnded = false
     @usableFromInline @exclusivity(unchecked) var outerTask: Handle?
     /// An outer element pulled while every slot of `mergeFlow` was busy: it starts when one frees.
@@ -107,9 +110,11 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     case running
     /// Superseded: its task may still run, but nothing it does counts any more.
     case superseded
-    /// Its sequence ended while elements wait; it has no task. It retires when the consumer took the
-    /// last one. (One that failed with elements waiting ends the operator at once instead.)
-    case draining
+    /// Its sequence ended while elements wait; it has no task. It leaves when the consumer took the
+    /// last one. (One that failed with elements waiting ends the operator at once instead.) If
+    /// `holdsTurn`, it is still the current inner of its key, or holds its slot, until then; an
+    /// `exhaustFlow` inner's turn ends with its work instead, as in Rx's `flatMapFirst`.
+    case draining(holdsTurn: Bool)
   }
 
   /// What is left to wait for once the operator is ending: the tasks that have not reported their end.
@@ -277,11 +282,16 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       guard taken.retires else {
         return TakenAction(effects: effects, mayTakeMore: true)
       }
-      guard let inner = running.inners.removeValue(forKey: id), case .draining = inner.stage else {
+      guard let inner = running.inners.removeValue(forKey: id), case .draining(let holdsTurn) = inner.stage else {
         preconditionFailure(
           "Internal inconsistency: state running, event taken retiring inner \(id) that is not draining")
       }
-      effects.merge(retire(inner, failure: nil, from: running))
+      if holdsTurn {
+        effects.merge(retire(inner, failure: nil, from: running))
+      } else {
+        running.drainingAfterTurn -= 1
+        effects.merge(finishIfDone(running))
+      }
       return TakenAction(effects: effects, mayTakeMore: isRunning)
     case .idle, .ending, .finished, .modifying:
       preconditionFailure("Internal inconsistency: state \(state), event taken")
@@ -413,17 +423,18 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     return id
   }
 
-  /// `mergeFlow` starts an inner only while a slot is free and fewer than ``mergeReadyLimit``
+  /// `mergeFlow` starts an inner only while a slot is free and fewer than ``readyInnersLimit``
   /// inners hold elements the consumer has not taken: a stalled consumer stops the outer, so the
   /// whole operator's buffers are bounded, not only each inner's.
   @inlinable func outerWanted(_ running: Running) -> Bool {
     guard case .merge(let maxConcurrent) = policy else { return true }
-    return running.activeCount < maxConcurrent && running.ready.count - running.readyStart < Self.mergeReadyLimit
+    return running.activeCount < maxConcurrent && running.ready.count - running.readyStart < Self.readyInnersLimit
   }
 
-  /// How many inners of `mergeFlow` may hold elements for the consumer before the outer stops:
-  /// with the inner buffer, 16 × 64 = 1,024 elements waiting.
-  @inlinable static var mergeReadyLimit: Int { 16 }
+  /// How many inners of `mergeFlow` may hold elements for the consumer before the outer stops,
+  /// and how many ended inners of `exhaustFlow` may before new outer elements are dropped: with
+  /// the inner buffer, 16 × 64 = 1,024 elements waiting.
+  @inlinable static var readyInnersLimit: Int { 16 }
 
   /// The outer handed over `element`. Its inner starts (``Effects/startInner``), replaces the
   /// element of an inner whose task has not begun (`latest`), or the element is dropped (`exhaust`
@@ -432,10 +443,15 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     switch state {
     case .running(let running):
       var effects = Effects()
+      if policy == .exhaust && running.drainingAfterTurn >= Self.readyInnersLimit {
+        // Dropped as while an inner runs: the consumer is that many ended inners behind, which
+        // bounds what `exhaustFlow` holds however fast the outer.
+        return effects
+      }
       if !isMerge, let current = running.currentByKey[key] {
         switch policy {
         case .exhaust:
-          return effects
+          return effects  // dropped: the current inner's work runs
         case .latest:
           // Its task has not begun: it begins with this element instead. The superseded element is
           // never transformed, and a fast outer costs no task per element.
@@ -574,7 +590,15 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
           return self.end(failure, from: running, drain: inner.channel)
         }
         running.inners[id]?.task = nil
-        running.inners[id]?.stage = .draining
+        // `exhaustFlow`: its turn ends with its work, so the next outer element starts an inner even
+        // while the consumer has not taken these elements (they are still taken first).
+        let holdsTurn = policy != .exhaust
+        running.inners[id]?.stage = .draining(holdsTurn: holdsTurn)
+        if !holdsTurn {
+          running.activeCount -= 1
+          running.currentByKey.removeValue(forKey: inner.key)
+          running.drainingAfterTurn += 1
+        }
         var effects = Effects()
         if needsListing {
           running.ready.append((id, inner.channel))
@@ -641,7 +665,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   }
 
   @inlinable mutating func finishIfDone(_ running: Running) -> Effects {
-    guard running.outerHasEnded, running.activeCount == 0, running.held == nil else {
+    guard running.outerHasEnded, running.activeCount == 0, running.held == nil, running.drainingAfterTurn == 0 else {
       return Effects()
     }
     return end(nil, from: running)
