@@ -40,17 +40,18 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     case ending(failure: Failure?, Stopping)
     /// The consumer has seen the end (or left before the start).
     case finished(Stopping)
-    /// Held only inside an event, so that the payload being mutated is uniquely referenced.
-    case modifying
+    // No `modifying` placeholder: the running payload is a class (see ``Running``), mutated in
+    // place, so no event moves it out of the state.
   }
 
   /// The running payload is a class: Swift copies an enum's payload to look at it (a `switch`, even
-  /// an `if case`, over `state` copies it, measured in this machine's specialised code), and copying
-  /// a struct of collections costs a retain and a release of each, then a copy on write of the
-  /// collection mutated while the copy lives. Through a reference the payload is mutated in place,
-  /// as loose properties would be; only this machine ever holds it, so the machine still behaves
-  /// as a value. Its accesses are not checked for exclusivity at run time (a measured cost per
-  /// access): it is only touched under the storage's lock, one event at a time.
+  /// an `if case`, over `state` copied it in this machine's specialised code), and copying a struct
+  /// of collections costs a retain and a release of each, then a copy on write of the collection
+  /// mutated while the copy lives (measured: `W3.switchToLatest` three times slower than with loose
+  /// properties). Through a reference the payload is mutated in place, as loose properties would
+  /// be. The price: a copy of the machine would share it, so a machine is never copied (its storage
+  /// holds the only one; tests build their own). Its accesses are not checked for exclusivity at
+  /// run time (a measured cost per access): it is only touched under the storage's lock.
   @usableFromInline
   final class Running {
     @usableFromInline @exclusivity(unchecked) var inners: [Int: Inner] = [:]
@@ -138,7 +139,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   /// The state without its payload: events switch over this, and bind a payload only where they use it.
   @usableFromInline
   enum Phase {
-    case idle, running, ending, finished, modifying
+    case idle, running, ending, finished
   }
 
   @inlinable var phase: Phase {
@@ -147,7 +148,6 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     case .running: .running
     case .ending: .ending
     case .finished: .finished
-    case .modifying: .modifying
     }
   }
 
@@ -241,8 +241,6 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       return .end(failure: failure, outerTask: stopping.outerTask)
     case .finished:
       return .end(failure: nil, outerTask: nil)
-    case .modifying:
-      preconditionFailure("Internal inconsistency: state modifying, event next")
     }
   }
 
@@ -293,7 +291,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
         effects.merge(finishIfDone(running))
       }
       return TakenAction(effects: effects, mayTakeMore: isRunning)
-    case .idle, .ending, .finished, .modifying:
+    case .idle, .ending, .finished:
       preconditionFailure("Internal inconsistency: state \(state), event taken")
     }
   }
@@ -309,7 +307,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       return nil
     case .ending, .finished:
       return consumer
-    case .idle, .modifying:
+    case .idle:
       preconditionFailure("Internal inconsistency: state \(state), event suspendConsumer")
     }
   }
@@ -331,8 +329,6 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       return effects
     case .finished:
       return Effects()
-    case .modifying:
-      preconditionFailure("Internal inconsistency: state modifying, event cancel")
     }
   }
 
@@ -342,7 +338,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     case .finished:
       guard case .finished(let stopping) = state else { preconditionFailure("unreachable") }
       return stopping.innerTasks.values.compactMap { $0 }
-    case .idle, .running, .ending, .modifying:
+    case .idle, .running, .ending:
       preconditionFailure("Internal inconsistency: state \(state), event remainingInnerTasks")
     }
   }
@@ -360,7 +356,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       stopping.outerTask = task
       state = .ending(failure: failure, stopping)
       return task
-    case .idle, .finished, .modifying:
+    case .idle, .finished:
       // The consumer starts the outer task right after `next()` returned `.start`: it cannot
       // have seen the end in between.
       preconditionFailure("Internal inconsistency: state \(state), event outerStarted")
@@ -392,7 +388,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       return running.outerHasEnded ? .stop : .pull
     case .ending, .finished:
       return .stop
-    case .idle, .modifying:
+    case .idle:
       preconditionFailure("Internal inconsistency: state \(state), event pumpStep")
     }
   }
@@ -407,7 +403,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       return true
     case .ending, .finished:
       return false
-    case .idle, .modifying:
+    case .idle:
       preconditionFailure("Internal inconsistency: state \(state), event pumpWait")
     }
   }
@@ -472,7 +468,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       return effects
     case .ending, .finished:
       return Effects()
-    case .idle, .modifying:
+    case .idle:
       preconditionFailure("Internal inconsistency: state \(state), event outerElement")
     }
   }
@@ -487,7 +483,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       return finishIfDone(running)
     case .ending, .finished:
       return Effects()
-    case .idle, .modifying:
+    case .idle:
       preconditionFailure("Internal inconsistency: state \(state), event outerEnded")
     }
   }
@@ -516,7 +512,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       stopping.innerTasks[id] = task
       state = .finished(stopping)
       return task
-    case .idle, .modifying:
+    case .idle:
       preconditionFailure("Internal inconsistency: state \(state), event innerStarted")
     }
   }
@@ -542,7 +538,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       stopping.innerTasks.removeValue(forKey: id)
       state = .finished(stopping)
       return nil
-    case .idle, .modifying:
+    case .idle:
       preconditionFailure("Internal inconsistency: state \(state), event claim")
     }
   }
@@ -557,7 +553,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       return running.consumer.take()
     case .ending, .finished:
       return nil
-    case .idle, .modifying:
+    case .idle:
       preconditionFailure("Internal inconsistency: state \(state), event listReady")
     }
   }
@@ -619,12 +615,12 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       stopping.innerTasks.removeValue(forKey: id)
       state = .finished(stopping)
       return Effects()
-    case .idle, .modifying:
+    case .idle:
       preconditionFailure("Internal inconsistency: state \(state), event innerEnded")
     }
   }
 
-  // MARK: Helpers (called with the state set to `.modifying`; they set it again)
+  // MARK: Helpers
 
   @inlinable @inline(__always) func runningPayload() -> Running {
     guard case .running(let running) = state else {
