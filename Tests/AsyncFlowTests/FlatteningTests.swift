@@ -234,7 +234,7 @@ struct FlatteningTests {
   }
 
   // The whole of mergeFlow is bounded, not only each inner: with a stalled consumer the outer stops
-  // once `mergeReadyLimit` inners hold elements (before, every outer element started an inner
+  // once `readyInnersLimit` inners hold elements (before, every outer element started an inner
   // that buffered 64).
   @Test func mergeStopsPullingTheOuterWhileTheConsumerIsStalled() async {
     let clock = TestClock()
@@ -261,7 +261,7 @@ struct FlatteningTests {
     await clock.runCurrent()
     // 16 inners holding elements (the documented limit), plus the outer element held for a slot;
     // each inner pulled its buffer of 64 and one in hand. (Before the bound: 2,000 and 130,064.)
-    #expect(FlattenStateMachine<Int, Int, Int, Int, Int, Never>.mergeReadyLimit == 16)
+    #expect(FlattenStateMachine<Int, Int, Int, Int, Int, Never>.readyInnersLimit == 16)
     #expect(outerPulled.withLock { $0 } <= 16 + 2)
     #expect(produced.withLock { $0 } <= (16 + 2) * (FlattenInnerChannel<Int, Never>.bufferLimit + 1))
     consumerGate.release()
@@ -304,6 +304,37 @@ struct FlatteningTests {
     await clock.runCurrent()  // "a" has finished
     outerGate.release()
     #expect(await result.value == ["a", "c"])
+  }
+
+  // exhaustFlow's turn ends when the inner's work ends, not when the consumer has taken its
+  // elements (Rx's flatMapFirst): taps 1, 2, 3 with a paused consumer all run.
+  @Test func exhaustsTurnEndsWithTheInnersWorkEvenWhileTheConsumerIsPaused() async {
+    let clock = TestClock()
+    let tapGate = Gate()
+    let consumerGate = Gate()
+    let taps = Flow<Int, Never>(bufferSize: 0) { emitter in
+      await emitter.emit(1)
+      await tapGate.wait()
+      await emitter.emit(2)
+      await tapGate.wait()
+      await emitter.emit(3)
+    }
+    let receipts = taps.exhaustFlow { tap in Flow<Int, Never>.just(tap) }
+    let result = clock.task { () -> [Int] in
+      var iterator = receipts.makeAsyncIterator()
+      var received: [Int] = []
+      if let first = await iterator.next(isolation: nil) { received.append(first) }
+      await consumerGate.wait()  // paused while taps 2 and 3 arrive
+      while let receipt = await iterator.next(isolation: nil) { received.append(receipt) }
+      return received
+    }
+    await clock.runCurrent()  // tap 1 ran and was delivered
+    tapGate.release()
+    await clock.runCurrent()  // tap 2 ran; its receipt waits for the consumer
+    tapGate.release()
+    await clock.runCurrent()  // tap 3 arrives after tap 2's work ended: it runs
+    consumerGate.release()
+    #expect(await result.value == [1, 2, 3])
   }
 
   // Rule 9

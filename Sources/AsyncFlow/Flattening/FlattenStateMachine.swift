@@ -40,17 +40,18 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     case ending(failure: Failure?, Stopping)
     /// The consumer has seen the end (or left before the start).
     case finished(Stopping)
-    /// Held only inside an event, so that the payload being mutated is uniquely referenced.
-    case modifying
+    // No `modifying` placeholder: the running payload is a class (see ``Running``), mutated in
+    // place, so no event moves it out of the state.
   }
 
   /// The running payload is a class: Swift copies an enum's payload to look at it (a `switch`, even
-  /// an `if case`, over `state` copies it, measured in this machine's specialised code), and copying
-  /// a struct of collections costs a retain and a release of each, then a copy on write of the
-  /// collection mutated while the copy lives. Through a reference the payload is mutated in place,
-  /// as loose properties would be; only this machine ever holds it, so the machine still behaves
-  /// as a value. Its accesses are not checked for exclusivity at run time (a measured cost per
-  /// access): it is only touched under the storage's lock, one event at a time.
+  /// an `if case`, over `state` copied it in this machine's specialised code), and copying a struct
+  /// of collections costs a retain and a release of each, then a copy on write of the collection
+  /// mutated while the copy lives (measured: `W3.switchToLatest` three times slower than with loose
+  /// properties). Through a reference the payload is mutated in place, as loose properties would
+  /// be. The price: a copy of the machine would share it, so a machine is never copied (its storage
+  /// holds the only one; tests build their own). Its accesses are not checked for exclusivity at
+  /// run time (a measured cost per access): it is only touched under the storage's lock.
   @usableFromInline
   final class Running {
     @usableFromInline @exclusivity(unchecked) var inners: [Int: Inner] = [:]
@@ -64,6 +65,9 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     @usableFromInline @exclusivity(unchecked) var ready: [(id: Int, channel: Channel)] = []
     @usableFromInline @exclusivity(unchecked) var readyStart = 0
     @usableFromInline @exclusivity(unchecked) var nextID = 0
+    /// Inners whose turn has ended (`exhaustFlow`) while their elements wait for the consumer: the
+    /// operator does not finish before they are taken.
+    @usableFromInline @exclusivity(unchecked) var drainingAfterTurn = 0
     @usableFromInline @exclusivity(unchecked) var outerHasEnded = false
     @usableFromInline @exclusivity(unchecked) var outerTask: Handle?
     /// An outer element pulled while every slot of `mergeFlow` was busy: it starts when one frees.
@@ -107,9 +111,11 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     case running
     /// Superseded: its task may still run, but nothing it does counts any more.
     case superseded
-    /// Its sequence ended while elements wait; it has no task. It retires when the consumer took the
-    /// last one. (One that failed with elements waiting ends the operator at once instead.)
-    case draining
+    /// Its sequence ended while elements wait; it has no task. It leaves when the consumer took the
+    /// last one. (One that failed with elements waiting ends the operator at once instead.) If
+    /// `holdsTurn`, it is still the current inner of its key, or holds its slot, until then; an
+    /// `exhaustFlow` inner's turn ends with its work instead, as in Rx's `flatMapFirst`.
+    case draining(holdsTurn: Bool)
   }
 
   /// What is left to wait for once the operator is ending: the tasks that have not reported their end.
@@ -133,7 +139,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   /// The state without its payload: events switch over this, and bind a payload only where they use it.
   @usableFromInline
   enum Phase {
-    case idle, running, ending, finished, modifying
+    case idle, running, ending, finished
   }
 
   @inlinable var phase: Phase {
@@ -142,7 +148,6 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     case .running: .running
     case .ending: .ending
     case .finished: .finished
-    case .modifying: .modifying
     }
   }
 
@@ -236,8 +241,6 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       return .end(failure: failure, outerTask: stopping.outerTask)
     case .finished:
       return .end(failure: nil, outerTask: nil)
-    case .modifying:
-      preconditionFailure("Internal inconsistency: state modifying, event next")
     }
   }
 
@@ -277,13 +280,18 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       guard taken.retires else {
         return TakenAction(effects: effects, mayTakeMore: true)
       }
-      guard let inner = running.inners.removeValue(forKey: id), case .draining = inner.stage else {
+      guard let inner = running.inners.removeValue(forKey: id), case .draining(let holdsTurn) = inner.stage else {
         preconditionFailure(
           "Internal inconsistency: state running, event taken retiring inner \(id) that is not draining")
       }
-      effects.merge(retire(inner, failure: nil, from: running))
+      if holdsTurn {
+        effects.merge(retire(inner, failure: nil, from: running))
+      } else {
+        running.drainingAfterTurn -= 1
+        effects.merge(finishIfDone(running))
+      }
       return TakenAction(effects: effects, mayTakeMore: isRunning)
-    case .idle, .ending, .finished, .modifying:
+    case .idle, .ending, .finished:
       preconditionFailure("Internal inconsistency: state \(state), event taken")
     }
   }
@@ -299,7 +307,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       return nil
     case .ending, .finished:
       return consumer
-    case .idle, .modifying:
+    case .idle:
       preconditionFailure("Internal inconsistency: state \(state), event suspendConsumer")
     }
   }
@@ -321,8 +329,6 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       return effects
     case .finished:
       return Effects()
-    case .modifying:
-      preconditionFailure("Internal inconsistency: state modifying, event cancel")
     }
   }
 
@@ -332,7 +338,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     case .finished:
       guard case .finished(let stopping) = state else { preconditionFailure("unreachable") }
       return stopping.innerTasks.values.compactMap { $0 }
-    case .idle, .running, .ending, .modifying:
+    case .idle, .running, .ending:
       preconditionFailure("Internal inconsistency: state \(state), event remainingInnerTasks")
     }
   }
@@ -350,7 +356,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       stopping.outerTask = task
       state = .ending(failure: failure, stopping)
       return task
-    case .idle, .finished, .modifying:
+    case .idle, .finished:
       // The consumer starts the outer task right after `next()` returned `.start`: it cannot
       // have seen the end in between.
       preconditionFailure("Internal inconsistency: state \(state), event outerStarted")
@@ -382,7 +388,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       return running.outerHasEnded ? .stop : .pull
     case .ending, .finished:
       return .stop
-    case .idle, .modifying:
+    case .idle:
       preconditionFailure("Internal inconsistency: state \(state), event pumpStep")
     }
   }
@@ -397,7 +403,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       return true
     case .ending, .finished:
       return false
-    case .idle, .modifying:
+    case .idle:
       preconditionFailure("Internal inconsistency: state \(state), event pumpWait")
     }
   }
@@ -413,17 +419,18 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     return id
   }
 
-  /// `mergeFlow` starts an inner only while a slot is free and fewer than ``mergeReadyLimit``
+  /// `mergeFlow` starts an inner only while a slot is free and fewer than ``readyInnersLimit``
   /// inners hold elements the consumer has not taken: a stalled consumer stops the outer, so the
   /// whole operator's buffers are bounded, not only each inner's.
   @inlinable func outerWanted(_ running: Running) -> Bool {
     guard case .merge(let maxConcurrent) = policy else { return true }
-    return running.activeCount < maxConcurrent && running.ready.count - running.readyStart < Self.mergeReadyLimit
+    return running.activeCount < maxConcurrent && running.ready.count - running.readyStart < Self.readyInnersLimit
   }
 
-  /// How many inners of `mergeFlow` may hold elements for the consumer before the outer stops:
-  /// with the inner buffer, 16 × 64 = 1,024 elements waiting.
-  @inlinable static var mergeReadyLimit: Int { 16 }
+  /// How many inners of `mergeFlow` may hold elements for the consumer before the outer stops,
+  /// and how many ended inners of `exhaustFlow` may before new outer elements are dropped: with
+  /// the inner buffer, 16 × 64 = 1,024 elements waiting.
+  @inlinable static var readyInnersLimit: Int { 16 }
 
   /// The outer handed over `element`. Its inner starts (``Effects/startInner``), replaces the
   /// element of an inner whose task has not begun (`latest`), or the element is dropped (`exhaust`
@@ -432,10 +439,15 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     switch state {
     case .running(let running):
       var effects = Effects()
+      if policy == .exhaust && running.drainingAfterTurn >= Self.readyInnersLimit {
+        // Dropped as while an inner runs: the consumer is that many ended inners behind, which
+        // bounds what `exhaustFlow` holds however fast the outer.
+        return effects
+      }
       if !isMerge, let current = running.currentByKey[key] {
         switch policy {
         case .exhaust:
-          return effects
+          return effects  // dropped: the current inner's work runs
         case .latest:
           // Its task has not begun: it begins with this element instead. The superseded element is
           // never transformed, and a fast outer costs no task per element.
@@ -456,7 +468,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       return effects
     case .ending, .finished:
       return Effects()
-    case .idle, .modifying:
+    case .idle:
       preconditionFailure("Internal inconsistency: state \(state), event outerElement")
     }
   }
@@ -471,7 +483,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       return finishIfDone(running)
     case .ending, .finished:
       return Effects()
-    case .idle, .modifying:
+    case .idle:
       preconditionFailure("Internal inconsistency: state \(state), event outerEnded")
     }
   }
@@ -500,7 +512,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       stopping.innerTasks[id] = task
       state = .finished(stopping)
       return task
-    case .idle, .modifying:
+    case .idle:
       preconditionFailure("Internal inconsistency: state \(state), event innerStarted")
     }
   }
@@ -526,7 +538,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       stopping.innerTasks.removeValue(forKey: id)
       state = .finished(stopping)
       return nil
-    case .idle, .modifying:
+    case .idle:
       preconditionFailure("Internal inconsistency: state \(state), event claim")
     }
   }
@@ -541,7 +553,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       return running.consumer.take()
     case .ending, .finished:
       return nil
-    case .idle, .modifying:
+    case .idle:
       preconditionFailure("Internal inconsistency: state \(state), event listReady")
     }
   }
@@ -574,7 +586,15 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
           return self.end(failure, from: running, drain: inner.channel)
         }
         running.inners[id]?.task = nil
-        running.inners[id]?.stage = .draining
+        // `exhaustFlow`: its turn ends with its work, so the next outer element starts an inner even
+        // while the consumer has not taken these elements (they are still taken first).
+        let holdsTurn = policy != .exhaust
+        running.inners[id]?.stage = .draining(holdsTurn: holdsTurn)
+        if !holdsTurn {
+          running.activeCount -= 1
+          running.currentByKey.removeValue(forKey: inner.key)
+          running.drainingAfterTurn += 1
+        }
         var effects = Effects()
         if needsListing {
           running.ready.append((id, inner.channel))
@@ -595,12 +615,12 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       stopping.innerTasks.removeValue(forKey: id)
       state = .finished(stopping)
       return Effects()
-    case .idle, .modifying:
+    case .idle:
       preconditionFailure("Internal inconsistency: state \(state), event innerEnded")
     }
   }
 
-  // MARK: Helpers (called with the state set to `.modifying`; they set it again)
+  // MARK: Helpers
 
   @inlinable @inline(__always) func runningPayload() -> Running {
     guard case .running(let running) = state else {
@@ -641,7 +661,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   }
 
   @inlinable mutating func finishIfDone(_ running: Running) -> Effects {
-    guard running.outerHasEnded, running.activeCount == 0, running.held == nil else {
+    guard running.outerHasEnded, running.activeCount == 0, running.held == nil, running.drainingAfterTurn == 0 else {
       return Effects()
     }
     return end(nil, from: running)
