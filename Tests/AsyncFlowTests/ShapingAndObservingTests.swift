@@ -210,7 +210,11 @@ struct ShapingAndObservingTests {
   @MainActor final class Model {
     let written = Signal()
     var value = 0 {
-      didSet { written.fire() }
+      didSet {
+        // A write off the main actor would be a data race on a main-actor model: stop here.
+        MainActor.preconditionIsolated("assignFlow wrote off the caller's isolation")
+        written.fire()
+      }
     }
   }
 

@@ -26,24 +26,38 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
     isolation: isolated (any Actor)? = #isolation
   ) -> FlowSubscription {
     let gate = SinkDeliveryGate()
-    // Sound: a key path is an immutable value, applied only on `isolation`. Swift 6.3 does not
-    // infer `Sendable` for a key path to an actor-isolated property, which is the usual target.
-    nonisolated(unsafe) let keyPath = keyPath
-    // Isolated to `isolation`, which it captures: the sink runs each write there.
-    let write: @Sendable @isolated(any) (Element) async -> Void = { [weak object] element in
-      _ = isolation
-      guard let object else {
-        gate.close()  // the object is gone: nothing more to write
-        return
-      }
-      object[keyPath: keyPath] = element
-    }
+    let target = AssignTarget(object: object, keyPath: keyPath, gate: gate)
     let task = FlowScheduling.startTask {
       var iterator = self.makeAsyncIterator()
       while let element = await iterator.next(isolation: nil) {
-        guard await gate.deliver(element, to: write) else { return }
+        guard await target.write(element, isolation: isolation) else { return }
       }
     }
     return FlowSubscription(gate: gate, task: task)
+  }
+}
+
+/// Where `assignFlow` writes: the object, held weakly, and the property.
+final class AssignTarget<Root: AnyObject & Sendable, Value: Sendable>: Sendable {
+  weak let object: Root?
+  // Sound: a key path is an immutable value, and it is applied only on the writes' isolation.
+  // Swift 6.3 does not infer `Sendable` for a key path to an actor-isolated property, which is the
+  // usual target.
+  nonisolated(unsafe) let keyPath: ReferenceWritableKeyPath<Root, Value>
+  let gate: SinkDeliveryGate
+
+  init(object: Root, keyPath: ReferenceWritableKeyPath<Root, Value>, gate: SinkDeliveryGate) {
+    self.object = object
+    self.keyPath = keyPath
+    self.gate = gate
+  }
+
+  /// Writes `value` on `isolation` (the check that the subscription is still on, and the write,
+  /// with no suspension between them); `false` once the subscription is cancelled or the object
+  /// is gone.
+  func write(_ value: Value, isolation: isolated (any Actor)?) -> Bool {
+    guard !gate.isCancelled, let object else { return false }
+    object[keyPath: keyPath] = value
+    return true
   }
 }

@@ -136,7 +136,7 @@ final class SinkDeliveryGate: Sendable {
     isClosed.withLock { $0 = true }
   }
 
-  private var isCancelled: Bool {
+  var isCancelled: Bool {
     isClosed.withLock { $0 }
   }
 
