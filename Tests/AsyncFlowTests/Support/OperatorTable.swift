@@ -170,6 +170,10 @@ let operatorTable: [OperatorCase] = [
   OperatorCase(name: "catchInner", hasInners: true) { env in
     AnyStepper(env.upstream().map { env.inner($0) }.catchInner { _ in env.inner(9) }.switchToLatestFlow())
   },
+  // The wrapped inners themselves, not iterated: what catchInner does with its outer alone.
+  OperatorCase(name: "catchInner (the outer alone)") { env in
+    AnyStepper(env.upstream().map { env.inner($0) }.catchInner { _ in env.inner(9) })
+  },
   OperatorCase(name: "mapError") { AnyStepper($0.upstream().mapError { TestError(id: $0.id + 1000) }) },
   OperatorCase(name: "replaceError") { AnyStepper($0.upstream().replaceError(with: -7)) },
   OperatorCase(name: "materialize") { AnyStepper($0.upstream().materialize()) },
