@@ -12,6 +12,7 @@ enum ConformanceCase: String, CaseIterable, Sendable, CustomStringConvertible {
   case nextAfterFinish
   case nextAfterFailure
   case upstreamIgnoresCancellation
+  case upstreamFailsAfterCancellation
   case emptyUpstream
   case oneElementUpstream
 
@@ -58,6 +59,25 @@ private func drain(_ stepper: AnyStepper, _ env: ProbeEnvironment, _ record: Con
   for _ in 0..<extra { record.record(await stepper.next(), live: env.lifetimes.live) }
 }
 
+/// A plain `AsyncSequence` (not a `Flow`, which drops what comes after cancellation by itself)
+/// that ignores cancellation: 0 at once, then 2, 3, 4 once `latch` fires, cancelled or not.
+struct RawStubborn: AsyncSequence, Sendable {
+  let latch: CompletionSignal
+  struct AsyncIterator: AsyncIteratorProtocol {
+    let latch: CompletionSignal
+    var i = 0
+    mutating func next() async throws(TestError) -> Int? {
+      i += 1
+      if i == 1 { return 0 }
+      if i > 4 { return nil }
+      await latch.wait()
+      return i
+    }
+    mutating func next(isolation actor: isolated (any Actor)?) async throws(TestError) -> Int? { try await next() }
+  }
+  func makeAsyncIterator() -> AsyncIterator { AsyncIterator(latch: latch) }
+}
+
 @Suite("Conformance of every operator", .timeLimit(.minutes(1)))
 struct ConformanceTests {
   /// The one body: `row`'s operator, driven through `situation` on a `TestClock`; every wait is a
@@ -74,6 +94,9 @@ struct ConformanceTests {
       case .nextAfterFailure: ProbeEnvironment(outer: [0, 1], then: .fail, inners: 2)
       case .upstreamIgnoresCancellation:
         ProbeEnvironment(outer: [0], then: .stubborn(latch: latch, more: [1, 2]), inners: 1, then: .park)
+      case .upstreamFailsAfterCancellation:
+        ProbeEnvironment(
+          outer: [0], then: .stubbornFailure(latch: latch), inners: 1, then: .stubbornFailure(latch: latch))
       case .emptyUpstream: ProbeEnvironment(outer: [], then: .finish)
       case .oneElementUpstream: ProbeEnvironment(outer: [7], then: .finish)
       }
@@ -132,7 +155,7 @@ struct ConformanceTests {
       await clock.advance(by: .seconds(3))
       #expect(record.returned, "\(context): the consumer never received a first element")
       await clock.runCurrent()
-    case .upstreamIgnoresCancellation:
+    case .upstreamIgnoresCancellation, .upstreamFailsAfterCancellation:
       await clock.advance(by: .seconds(3))
       cancelConsumer()
       await clock.runCurrent()
@@ -154,7 +177,8 @@ struct ConformanceTests {
     // Nothing is delivered after cancellation, and a cancelled consumer finishes, it does not throw.
     #expect(record.afterCancel.isEmpty, "\(context): delivered after cancellation: \(record.afterCancel)")
     switch situation {
-    case .cancelBeforeFirstNext, .cancelWhileSuspendedInNext, .cancelBetweenElements, .upstreamIgnoresCancellation:
+    case .cancelBeforeFirstNext, .cancelWhileSuspendedInNext, .cancelBetweenElements, .upstreamIgnoresCancellation,
+      .upstreamFailsAfterCancellation:
       #expect(!steps.contains { if case .failure = $0 { true } else { false } }, "\(context): \(steps)")
     default: break
     }
@@ -205,5 +229,50 @@ struct ConformanceTests {
     }
     #expect(env.lifetimes.started > 0, "\(context)")
     #expect(env.clock.pendingSleepers == 0, "\(context)")
+  }
+
+  /// The operators that pull their upstream in tasks of their own, over a plain upstream that
+  /// keeps returning elements after cancellation: nothing reaches the cancelled consumer.
+  @Test(arguments: ["debounce", "throttle", "delay", "timeout", "switch", "merge", "concat", "exhaust", "share"])
+  func concurrentOperatorDropsWhatAStubbornPlainUpstreamGivesAfterCancellation(_ name: String) async {
+    let clock = TestClock()
+    let latch = CompletionSignal()
+    let raw = RawStubborn(latch: latch)
+    let cancelled = LockedState(false)
+    let after = LockedState<[String]>([])
+    let task = clock.task {
+      let s: AnyStepper
+      switch name {
+      case "debounce": s = AnyStepper(raw.debounceFlow(for: .seconds(1), clock: clock))
+      case "throttle": s = AnyStepper(raw.throttleFlow(for: .seconds(1), clock: clock))
+      case "delay": s = AnyStepper(raw.delayFlow(for: .seconds(1), clock: clock))
+      case "timeout": s = AnyStepper(raw.timeoutFlow(after: .seconds(100), clock: clock))
+      case "switch":
+        s = AnyStepper(raw.switchToLatestFlow { Flow<Int, Never>.just($0).setFailureType(to: TestError.self) })
+      case "merge": s = AnyStepper(Flow(raw).mergeFlow { Flow<Int, Never>.just($0).setFailureType(to: TestError.self) })
+      case "concat":
+        s = AnyStepper(Flow(raw).concatFlow { Flow<Int, Never>.just($0).setFailureType(to: TestError.self) })
+      case "exhaust":
+        s = AnyStepper(Flow(raw).exhaustFlow { Flow<Int, Never>.just($0).setFailureType(to: TestError.self) })
+      default: s = AnyStepper(Flow(raw).shareFlow())
+      }
+      while true {
+        let step = await s.next()
+        if cancelled.withLock({ $0 }) { after.withLock { $0.append("\(step)") } }
+        if !step.isElement { break }
+      }
+    }
+    await clock.advance(by: .seconds(3))
+    cancelled.withLock { $0 = true }
+    task.cancel()
+    await clock.runCurrent()
+    // Its upstream task is stuck in the stubborn upstream: the iteration must not have ended yet
+    // (shareFlow's upstream task is the shared source's, not awaited).
+    let endedBeforeRelease = after.withLock { $0.contains("end") }
+    #expect(endedBeforeRelease == (name == "share"), "\(name): next() returned while its upstream task ran")
+    latch.fire()
+    await clock.advance(by: .seconds(3))
+    await task.value
+    #expect(after.withLock { $0 } == ["end"], "\(name)")
   }
 }

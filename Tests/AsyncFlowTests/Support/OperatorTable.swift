@@ -59,6 +59,9 @@ enum ProbeEnd: Sendable {
   /// Waits on `latch` ignoring cancellation, then emits `more` and returns: an upstream that
   /// does not honour cancellation.
   case stubborn(latch: CompletionSignal, more: [Int])
+  /// Waits on `latch` ignoring cancellation, then throws `TestError(id:)`: a failure that comes
+  /// only after the consumer was cancelled.
+  case stubbornFailure(latch: CompletionSignal)
 }
 
 /// The environment of one conformance run: the clock every timed operator uses, the lifetimes of
@@ -106,6 +109,9 @@ final class ProbeEnvironment: Sendable {
     case .stubborn(let latch, _):
       await latch.wait()
       return -1
+    case .stubbornFailure(let latch):
+      await latch.wait()
+      throw TestError(id: 0)
     }
   }
 
@@ -122,6 +128,9 @@ final class ProbeEnvironment: Sendable {
       case .stubborn(let latch, let more):
         await latch.wait()
         for element in more { await emitter.emit(element) }
+      case .stubbornFailure(let latch):
+        await latch.wait()
+        throw TestError(id: id)
       }
     }
   }
