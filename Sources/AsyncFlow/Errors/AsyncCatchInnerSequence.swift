@@ -48,7 +48,7 @@ where Base.Element: AsyncSequence, Fallback.Element == Base.Element.Element {
   /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
   /// ```
   public struct Iterator: AsyncIteratorProtocol {
-    private var base: Base.AsyncIterator
+    private var base: Base.AsyncIterator?
     private let handler: @Sendable (Base.Element.Failure) async -> Fallback
 
     init(base: Base.AsyncIterator, handler: @escaping @Sendable (Base.Element.Failure) async -> Fallback) {
@@ -62,7 +62,11 @@ where Base.Element: AsyncSequence, Fallback.Element == Base.Element.Element {
     /// let element = try await iterator.next(isolation: #isolation)
     /// ```
     public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-      guard !Task.isCancelled, let inner = try await base.next(isolation: actor) else { return nil }
+      guard !Task.isCancelled else {
+        await base.endCancelled(isolation: actor)
+        return nil
+      }
+      guard let inner = try await base.nextOrRelease(isolation: actor) else { return nil }
       return inner.catch(handler)
     }
 

@@ -63,8 +63,8 @@ where Fallback.Element == Base.Element {
     /// ```
     public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
       if Task.isCancelled {
-        base = nil
-        fallback = nil
+        await base.endCancelled(isolation: actor)
+        await fallback.endCancelled(isolation: actor)
         return nil
       }
       if base != nil {

@@ -52,7 +52,7 @@ public struct AsyncMapErrorSequence<Base: AsyncSequence, MappedFailure: Error>: 
     /// ```
     public mutating func next(isolation actor: isolated (any Actor)?) async throws(MappedFailure) -> Element? {
       guard !Task.isCancelled else {
-        base = nil
+        await base.endCancelled(isolation: actor)
         return nil
       }
       do throws(Base.Failure) {

@@ -55,7 +55,7 @@ public struct AsyncReplaceErrorSequence<Base: AsyncSequence>: AsyncSequence {
     /// ```
     public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
       guard !Task.isCancelled else {
-        base = nil
+        await base.endCancelled(isolation: actor)
         return nil
       }
       do throws(Base.Failure) {

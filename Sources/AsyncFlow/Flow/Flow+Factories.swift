@@ -100,7 +100,15 @@ extension Flow {
         called = true
         // Cancelled before the consumer's first request: the call is not made.
         guard !Task.isCancelled else { return nil }
-        return try await operation()
+        // An operation that returns or throws although cancelled (a typed-throwing one cannot
+        // throw `CancellationError`): a cancelled consumer gets nothing after cancellation.
+        do throws(Failure) {
+          let element = try await operation()
+          return Task.isCancelled ? nil : element
+        } catch {
+          if Task.isCancelled { return nil }
+          throw error
+        }
       }
     }
   }

@@ -9,4 +9,14 @@ extension Optional where Wrapped: AsyncIteratorProtocol {
     if element != nil { self = iterator }
     return element
   }
+
+  /// Ends the held iterator for a cancelled consumer and lets go of it: one last pull, so that an
+  /// iterator running work (a `Flow` body, an operator's tasks) has ended it before the consumer's
+  /// `next()` returns `nil`; releasing it instead would only cancel that work, not wait for it.
+  /// What the pull gives is dropped: nothing is delivered after cancellation.
+  mutating func endCancelled(isolation actor: isolated (any Actor)?) async {
+    guard var iterator = self else { return }
+    self = nil
+    _ = try? await iterator.next(isolation: actor)
+  }
 }

@@ -50,7 +50,9 @@ where Observer.Element == Base.Element, Observer.Failure == Base.Failure {
       observer = self.observer!
     }
     do throws(Base.Failure) {
-      if !Task.isCancelled, let element = try await base.nextOrRelease(isolation: actor) {
+      if Task.isCancelled {
+        await base.endCancelled(isolation: actor)
+      } else if let element = try await base.nextOrRelease(isolation: actor) {
         observer.element(element)
         return element
       }

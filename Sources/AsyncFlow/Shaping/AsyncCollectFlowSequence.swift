@@ -73,9 +73,13 @@ public struct AsyncCollectFlowSequence<Base: AsyncSequence>: AsyncSequence {
           batch.append(element)
         }
       } catch {
+        // A failure caused by the consumer's cancellation is not reported, as nothing is after it.
+        if Task.isCancelled { return nil }
         guard !batch.isEmpty else { throw error }
         failure = error
       }
+      // A base that ended because the consumer was cancelled has not finished: no remainder.
+      if Task.isCancelled { return nil }
       return batch.isEmpty ? nil : batch
     }
 

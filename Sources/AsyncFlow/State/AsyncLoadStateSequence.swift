@@ -56,7 +56,7 @@ public struct AsyncLoadStateSequence<Base: AsyncSequence>: AsyncSequence {
     /// ```
     public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
       guard !Task.isCancelled, var iterator = base else {
-        base = nil
+        await base.endCancelled(isolation: actor)
         return nil
       }
       guard started else {

@@ -48,7 +48,7 @@ public struct AsyncPrependStateSequence<Base: AsyncSequence>: AsyncSequence {
   /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
   /// ```
   public struct Iterator: AsyncIteratorProtocol {
-    private var base: Base.AsyncIterator
+    private var base: Base.AsyncIterator?
     private var first: Element?
 
     init(base: Base.AsyncIterator, first: Element) {
@@ -62,9 +62,12 @@ public struct AsyncPrependStateSequence<Base: AsyncSequence>: AsyncSequence {
     /// let element = try await iterator.next(isolation: #isolation)
     /// ```
     public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-      guard !Task.isCancelled else { return nil }
+      guard !Task.isCancelled else {
+        await base.endCancelled(isolation: actor)
+        return nil
+      }
       if let first = first.take() { return first }
-      return try await base.next(isolation: actor)
+      return try await base.nextOrRelease(isolation: actor)
     }
 
     /// Returns the next element; see ``next(isolation:)``.
