@@ -3,7 +3,7 @@ import Testing
 
 @testable import AsyncFlow
 
-private typealias Input = Script<String, TestError>
+private typealias Input = CombiningScript<String, TestError>
 
 @Suite("Combining", .timeLimit(.minutes(1)))
 struct CombiningTests {
