@@ -40,7 +40,7 @@ extension CombiningStateMachine {
           case .finished: "finished"
           }
         }.joined(separator: ",") + ")"
-    case .ended(let failure, _): failure == nil ? "ended" : "failed"
+    case .ended(let failure, _, let ready): (failure == nil ? "ended" : "failed") + (ready ? "+ready" : "")
     case .cancelled: "cancelled"
     case .finished: "finished"
     case .modifying: "modifying"
@@ -174,20 +174,94 @@ struct CombiningStateMachineTests {
 
   // MARK: suspendConsumer
 
-  @Test func testSuspendConsumer_whenNothingDeliverable_parksAndTheCompletingElementResumesIt() async {
+  @Test func testSuspendConsumer_whenNothingDeliverable_parksAndTheCompletingElementHandsTheOutputOver() async {
     var machine = running(.zip)
     await withConsumer { consumer in
       _ = machine.next()
       #expect(machine.suspendConsumer(consumer) == nil)
-      guard case .hold(nil) = machine.received(0) else {
-        Issue.record("one slot is not enough")
-        return
-      }
-      guard case .hold(let resumed) = machine.received(1) else {
-        Issue.record("expected hold")
+      #expect(isHold(machine.received(0)))  // one slot is not enough
+      // Slot 1 completes the pair: the output is made for the consumer at once, and slot 1's own
+      // task pulls on without parking. (Slot 0's task has not parked yet, so none is resumed.)
+      guard case .handOff(.all, let resumed, let inputs) = machine.received(1), inputs.isEmpty else {
+        Issue.record("expected handOff")
         return
       }
       #expect(same(resumed, consumer))
+    }
+    await withInput { input in
+      // Slot 0's element was taken before its task parked: it pulls on at once.
+      #expect(machine.suspendInput(0, input) == .resume(pullAgain: true))
+    }
+    #expect(machine.summary == "running(pulling,pulling)")
+    guard case .deliverReady = machine.next() else {
+      Issue.record("expected the handed-over output")
+      return
+    }
+    guard case .suspend = machine.next() else {
+      Issue.record("expected suspend: the output was returned once")
+      return
+    }
+  }
+
+  @Test func testReceived_whenCombineLatestConsumerWaits_handsOverOneOutputPerElement() async {
+    var machine = running(.combineLatest)
+    _ = machine.received(0)
+    _ = machine.received(1)
+    _ = machine.next()
+    await withConsumer { consumer in
+      guard case .suspend = machine.next() else {
+        Issue.record("expected suspend")
+        return
+      }
+      #expect(machine.suspendConsumer(consumer) == nil)
+      guard case .handOff(.one(1), _, let inputs) = machine.received(1), inputs.isEmpty else {
+        Issue.record("expected handOff of slot 1")
+        return
+      }
+    }
+    #expect(isHold(machine.received(1)))  // the consumer is not waiting: slot 1 holds its next
+    guard case .deliverReady = machine.next() else {
+      Issue.record("expected the handed-over output first")
+      return
+    }
+    guard case .deliver(.one(1), _) = machine.next() else {
+      Issue.record("then the held one")
+      return
+    }
+  }
+
+  @Test func testInputFinished_whenAnOutputIsReady_deliversItBeforeTheEnd() async {
+    var machine = running(.zip)
+    await withConsumer { consumer in
+      _ = machine.next()
+      _ = machine.suspendConsumer(consumer)
+      _ = machine.received(0)
+      _ = machine.received(1)
+    }
+    _ = machine.inputFinished(1)  // slot 1 pulled on after the hand-off, and ended
+    #expect(machine.summary == "ended+ready")
+    guard case .deliverReady = machine.next() else {
+      Issue.record("the output made before the end comes first")
+      return
+    }
+    guard case .end(nil, _) = machine.next() else {
+      Issue.record("then the end")
+      return
+    }
+  }
+
+  @Test func testConsumerCancelled_whenAnOutputIsReady_dropsIt() async {
+    var machine = running(.zip)
+    await withConsumer { consumer in
+      _ = machine.next()
+      _ = machine.suspendConsumer(consumer)
+      _ = machine.received(0)
+      _ = machine.received(1)
+    }
+    _ = machine.consumerCancelled()
+    guard case .end(nil, _) = machine.next() else {
+      Issue.record("a cancelled consumer gets no output")
+      return
     }
   }
 

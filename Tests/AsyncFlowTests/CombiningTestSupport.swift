@@ -6,7 +6,7 @@ import AsyncFlow
 /// its iterator's `next()` returns the oldest sent event, or waits for the next one. One iteration
 /// per script. The test can wait until the input has been asked for its n-th element (the previous
 /// one was taken), until it saw its cancellation, and until its iterator was released.
-final class Script<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
+final class CombiningScript<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
   private struct State {
     var queue: [Result<Element?, Failure>] = []
     var waiter: UnsafeContinuation<Result<Element?, Failure>, Never>?
@@ -88,7 +88,7 @@ final class Script<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
   }
 
   struct Iterator: AsyncIteratorProtocol {
-    let script: Script
+    let script: CombiningScript
     let token: ReleaseToken
 
     mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {

@@ -1,8 +1,10 @@
 /// The one machine behind `Flow.combineLatest`, `Flow.zip` and `withLatestFromFlow`, for any number
 /// of inputs ("slots"). Each input runs in a task of its own that pulls one element, offers it
 /// (`received`), and then parks until the consumer has taken it: an input is never more than one
-/// element ahead of the consumer. The machine only tracks which slot holds what; the elements
-/// themselves live in the storage's typed values, so one machine serves every arity.
+/// element ahead of the consumer. When the element completes an output while the consumer is
+/// suspended, the output is made for the consumer there and then (a hand-off), so the input pulls
+/// on without parking. The machine only tracks which slot holds what; the elements themselves live
+/// in the storage's typed values, so one machine serves every arity.
 @usableFromInline
 struct CombiningStateMachine<Failure: Error> {
   @usableFromInline typealias Mode = CombiningMode
@@ -27,6 +29,9 @@ struct CombiningStateMachine<Failure: Error> {
     /// The slots holding an element, in the order the elements arrived.
     @usableFromInline var arrivals: [Int] = []
     @usableFromInline var consumer: UnsafeContinuation<Void, Never>?
+    /// An output was made for the suspended consumer by the input whose element completed it (a
+    /// hand-off), and the consumer has not returned it yet.
+    @usableFromInline var outputReady = false
     @usableFromInline var tasks: [Task<Void, Never>] = []
 
     @inlinable init(count: Int) {
@@ -42,8 +47,9 @@ struct CombiningStateMachine<Failure: Error> {
     case initial
     case running(Running)
     /// The result ended (`failure == nil`: finished) while the consumer was away; its next `next()`
-    /// waits for the input tasks, which were cancelled, and sees the end.
-    case ended(failure: Failure?, tasks: [Task<Void, Never>])
+    /// returns the output handed over before the end if there is one (`outputReady`), then waits for
+    /// the input tasks, which were cancelled, and sees the end.
+    case ended(failure: Failure?, tasks: [Task<Void, Never>], outputReady: Bool)
     /// The consumer left; its next `next()` waits for the input tasks and returns `nil`.
     case cancelled(tasks: [Task<Void, Never>])
     case finished
@@ -85,6 +91,8 @@ struct CombiningStateMachine<Failure: Error> {
   @usableFromInline
   enum NextAction {
     case startInputs
+    /// Return the output an input made for the consumer while it was suspended.
+    case deliverReady
     /// Make the output from `delivery`, then resume the parked inputs whose elements it took.
     case deliver(Delivery, resumeInputs: [UnsafeContinuation<Bool, Never>])
     case suspend
@@ -104,20 +112,24 @@ struct CombiningStateMachine<Failure: Error> {
       state = .running(Running(count: count))
       return .startInputs
     case .running(var running):
+      if running.outputReady {
+        state = .modifying
+        running.outputReady = false
+        state = .running(running)
+        return .deliverReady
+      }
       guard let delivery = deliverable(running) else { return .suspend }
       state = .modifying
       var resume: [UnsafeContinuation<Bool, Never>] = []
-      switch delivery {
-      case .all:
-        for slot in 0..<count { Self.take(slot, from: &running, resume: &resume) }
-        running.arrivals.removeAll(keepingCapacity: true)
-      case .one(let slot):
-        Self.take(slot, from: &running, resume: &resume)
-        if let index = running.arrivals.firstIndex(of: slot) { running.arrivals.remove(at: index) }
-      }
+      Self.takeOutput(delivery, from: &running, count: count, resume: &resume)
       state = .running(running)
       return .deliver(delivery, resumeInputs: resume)
-    case .ended(let failure, let tasks):
+    case .ended(let failure, let tasks, let outputReady):
+      // An output made before the end was already the consumer's: it comes first.
+      if outputReady {
+        state = .ended(failure: failure, tasks: tasks, outputReady: false)
+        return .deliverReady
+      }
       state = .finished
       return .end(failure: failure, awaiting: tasks)
     case .cancelled(let tasks):
@@ -127,6 +139,20 @@ struct CombiningStateMachine<Failure: Error> {
       return .end(failure: nil, awaiting: [])
     case .modifying:
       preconditionFailure("Internal inconsistency: state modifying, event next")
+    }
+  }
+
+  /// The consumer takes the elements `delivery` names.
+  @inlinable static func takeOutput(
+    _ delivery: Delivery, from running: inout Running, count: Int, resume: inout [UnsafeContinuation<Bool, Never>]
+  ) {
+    switch delivery {
+    case .all:
+      for slot in 0..<count { take(slot, from: &running, resume: &resume) }
+      running.arrivals.removeAll(keepingCapacity: true)
+    case .one(let slot):
+      take(slot, from: &running, resume: &resume)
+      if let index = running.arrivals.firstIndex(of: slot) { running.arrivals.remove(at: index) }
     }
   }
 
@@ -153,7 +179,7 @@ struct CombiningStateMachine<Failure: Error> {
     switch state {
     case .running(var running):
       // An element may have arrived between `next` and this registration.
-      guard deliverable(running) == nil else { return continuation }
+      guard !running.outputReady, deliverable(running) == nil else { return continuation }
       state = .modifying
       precondition(running.consumer == nil, "Internal inconsistency: two consumers suspended on one iteration")
       running.consumer = continuation
@@ -194,7 +220,7 @@ struct CombiningStateMachine<Failure: Error> {
     case .running(let running):
       state = .cancelled(tasks: running.tasks)
       return Self.stopping(running)
-    case .ended(_, let tasks):
+    case .ended(_, let tasks, _):
       // Already cancelled when it ended; a cancelled consumer finishes rather than throws.
       state = .cancelled(tasks: tasks)
       return EndAction()
@@ -221,8 +247,8 @@ struct CombiningStateMachine<Failure: Error> {
       running.tasks = tasks
       state = .running(running)
       return []
-    case .ended(let failure, let earlier):
-      state = .ended(failure: failure, tasks: earlier + tasks)
+    case .ended(let failure, let earlier, let outputReady):
+      state = .ended(failure: failure, tasks: earlier + tasks, outputReady: outputReady)
       return tasks
     case .cancelled(let earlier):
       state = .cancelled(tasks: earlier + tasks)
@@ -235,7 +261,14 @@ struct CombiningStateMachine<Failure: Error> {
   @usableFromInline
   enum ReceiveAction {
     /// Store the element as the slot's pending one; its task then parks (`suspendInput`).
-    case hold(resumeConsumer: UnsafeContinuation<Void, Never>?)
+    case hold
+    /// The element completes an output and the consumer is suspended: store it, make the output
+    /// `delivery` names for the consumer at once, resume the consumer and the parked inputs whose
+    /// elements it took. The slot's own task pulls again without parking: a wake-up saved per
+    /// output, and no input is more than one element ahead of what the consumer has taken.
+    case handOff(
+      CombiningDelivery, resumeConsumer: UnsafeContinuation<Void, Never>,
+      resumeInputs: [UnsafeContinuation<Bool, Never>])
     /// Store the element as the slot's latest at once; its task pulls again. (Never makes an
     /// output deliverable: slot 0's elements before slot 1's first were dropped.)
     case replaceLatest
@@ -266,8 +299,12 @@ struct CombiningStateMachine<Failure: Error> {
       running.slots[slot] = .holding(nil)
       running.holdingCount += 1
       running.arrivals.append(slot)
-      let consumer = deliverable(running) != nil ? running.consumer.take() : nil
-      return .hold(resumeConsumer: consumer)
+      guard let consumer = running.consumer, let delivery = deliverable(running) else { return .hold }
+      running.consumer = nil
+      running.outputReady = true
+      var resume: [UnsafeContinuation<Bool, Never>] = []
+      Self.takeOutput(delivery, from: &running, count: count, resume: &resume)
+      return .handOff(delivery, resumeConsumer: consumer, resumeInputs: resume)
     case .ended, .cancelled, .finished:
       // Nobody will take it: an input that ignores cancellation cannot deliver after the end.
       return .drop(pullAgain: false)
@@ -326,7 +363,7 @@ struct CombiningStateMachine<Failure: Error> {
         endsAll = slot == 0
       }
       if endsAll {
-        state = .ended(failure: nil, tasks: running.tasks)
+        state = .ended(failure: nil, tasks: running.tasks, outputReady: running.outputReady)
         return Self.stopping(running)
       }
       state = .modifying
@@ -348,7 +385,7 @@ struct CombiningStateMachine<Failure: Error> {
       guard case .pulling = running.slots[slot] else {
         preconditionFailure("Internal inconsistency: slot \(slot) is \(running.slots[slot]), event inputFailed")
       }
-      state = .ended(failure: failure, tasks: running.tasks)
+      state = .ended(failure: failure, tasks: running.tasks, outputReady: running.outputReady)
       return Self.stopping(running)
     case .ended, .cancelled, .finished:
       return EndAction()

@@ -113,6 +113,8 @@ struct CombiningValuesArray<Element>: CombiningValues {
 struct CombiningState<Values: CombiningValues, Failure: Error> {
   @usableFromInline var machine: CombiningStateMachine<Failure>
   @usableFromInline var values: Values
+  /// The output an input made for the suspended consumer (a hand-off), until it returns it.
+  @usableFromInline var ready: Values.Output?
 
   @inlinable init(machine: CombiningStateMachine<Failure>, values: Values) {
     self.machine = machine
@@ -154,13 +156,21 @@ final class CombiningStorage<Values: CombiningValues, Failure: Error>: Sendable 
     while true {
       let (action, output) = state.withLock { state -> (Machine.NextAction, Values.Output?) in
         let action = state.machine.next()
-        guard case .deliver(let delivery, _) = action else { return (action, nil) }
-        let count = state.machine.count
-        return (action, state.values.take(delivery, count: count, keepingLatest: keepsLatest))
+        switch action {
+        case .deliver(let delivery, _):
+          let count = state.machine.count
+          return (action, state.values.take(delivery, count: count, keepingLatest: keepsLatest))
+        case .deliverReady:
+          return (action, state.ready.take())
+        case .startInputs, .suspend, .end:
+          return (action, nil)
+        }
       }
       switch action {
       case .deliver(_, let inputs):
         for input in inputs { input.resume(returning: true) }
+        return output
+      case .deliverReady:
         return output
       case .startInputs:
         startInputs()
@@ -175,7 +185,10 @@ final class CombiningStorage<Values: CombiningValues, Failure: Error>: Sendable 
       case .end(let failure, let tasks):
         // No work outlives the iteration: every input's task has ended before the end is seen.
         for task in tasks { await task.value }
-        state.withLock { $0.values = Values() }
+        state.withLock { state in
+          state.values = Values()
+          state.ready = nil
+        }
         if let failure { throw failure }
         return nil
       }
@@ -221,6 +234,10 @@ final class CombiningStorage<Values: CombiningValues, Failure: Error>: Sendable 
         switch action {
         case .hold:
           store(&state.values, element)
+        case .handOff(let delivery, _, _):
+          store(&state.values, element)
+          let count = state.machine.count
+          state.ready = state.values.take(delivery, count: count, keepingLatest: keepsLatest)
         case .replaceLatest:
           store(&state.values, element)
           state.values.promote(slot)
@@ -230,8 +247,10 @@ final class CombiningStorage<Values: CombiningValues, Failure: Error>: Sendable 
         return action
       }
       switch action {
-      case .hold(let consumer):
-        consumer?.resume()
+      case .handOff(_, let consumer, let inputs):
+        for input in inputs { input.resume(returning: true) }
+        consumer.resume()
+      case .hold:
         let pullAgain = await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
           switch state.withLock({ $0.machine.suspendInput(slot, continuation) }) {
           case .park: break

@@ -1,0 +1,58 @@
+import AsyncFlow
+import AsyncFlowTesting
+import GuideExamples
+import Testing
+
+@Suite("Combining guide snippets run", .timeLimit(.minutes(1)))
+struct CombiningSnippetsTests {
+  @Test func formValidationFollowsBothFields() async {
+    let form = SignUpForm()
+    var states = form.canSubmit.makeAsyncIterator()
+    #expect(await states.next() == false)  // "" and "": both fields have a value from the start
+    form.email.send("ada@example.com")
+    form.password.send("correct horse")
+    var enabled = false
+    while let state = await states.next() {
+      if state {
+        enabled = true
+        break
+      }
+    }
+    #expect(enabled)
+  }
+
+  @Test func typesCompile() {
+    combiningTypes(a: Flow.sequence([1]), b: Flow.sequence([2]), c: Flow.sequence([3]), names: Flow.just("x"))
+  }
+
+  @Test func inboxMergesAndFailsOnTheFirstFailure() async throws {
+    let pushed = Flow.sequence(["p1", "p2"]).setFailureType(to: ClientError.self)
+    let polled = Flow.sequence(["q1"]).setFailureType(to: ClientError.self)
+    #expect(try await inbox(pushed: pushed, polled: polled).sorted() == ["p1", "p2", "q1"])
+    await #expect(throws: ClientError.notFound) {
+      try await inbox(pushed: pushed, polled: Flow.fail(.notFound))
+    }
+  }
+
+  @Test func zipPairsRequestsWithTokensUntilEitherRunsOut() async {
+    let signed = await signedRequests(Flow.sequence(["a", "b", "c"]), tokens: Flow.sequence([1, 2]))
+    #expect(signed == ["a#1", "b#2"])
+  }
+
+  @Test func savesTakeTheDraftAsItIsAtTheTap() async {
+    let draftSeen = Gate()
+    // The draft emits "v1", then parks: once parked, the operator holds "v1" as the latest.
+    let draft = Flow<String, Never>(bufferSize: 0) { emitter in
+      await emitter.emit("v1")
+      await draftSeen.wait()
+    }
+    let taps = Flow<Void, Never> { emitter in
+      await draftSeen.entered()
+      await emitter.emit(())
+      await emitter.emit(())
+    }
+    var saved: [String] = []
+    for await draft in savedDrafts(taps: taps, draft: draft) { saved.append(draft) }
+    #expect(saved == ["v1", "v1"])
+  }
+}
