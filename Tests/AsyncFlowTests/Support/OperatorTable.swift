@@ -221,6 +221,25 @@ let operatorTable: [OperatorCase] = [
   OperatorCase(name: "timeoutFlow(finishingAfter:)") { env in
     AnyStepper(env.upstream().timeoutFlow(finishingAfter: .seconds(1000), clock: env.clock))
   },
+  OperatorCase(name: "collectFlow(every:)") { env in
+    AnyStepper(env.upstream().collectFlow(every: .seconds(1), clock: env.clock))
+  },
+  OperatorCase(name: "collectFlow(count:orEvery:)") { env in
+    AnyStepper(env.upstream().collectFlow(count: 2, orEvery: .seconds(1), clock: env.clock))
+  },
+  OperatorCase(name: "sampleFlow") { env in AnyStepper(env.upstream().sampleFlow(every: .seconds(1), clock: env.clock)) },
+  // Shaping with a task of its own.
+  OperatorCase(name: "bufferFlow(.unbounded)") { AnyStepper($0.upstream().bufferFlow(policy: .unbounded)) },
+  OperatorCase(name: "bufferFlow(.bufferingNewest(2))") {
+    AnyStepper($0.upstream().bufferFlow(policy: .bufferingNewest(2)))
+  },
+  OperatorCase(name: "bufferFlow(.bufferingOldest(2))") {
+    AnyStepper($0.upstream().bufferFlow(policy: .bufferingOldest(2)))
+  },
+  // Combining: the probe, and a second input that finishes after one element. (combineLatest, zip
+  // and withLatestFromFlow are not rows yet: cancelled between elements, an input `Flow` of
+  // theirs can still be running when `next()` returns nil; see the session notes.)
+  OperatorCase(name: "Flow.merge") { env in AnyStepper(Flow.merge(env.upstream(), env.inner(7))) },
   // Flattening.
   OperatorCase(name: "switchToLatestFlow()", hasInners: true) { env in
     AnyStepper(env.upstream().map { env.inner($0) }.switchToLatestFlow())
