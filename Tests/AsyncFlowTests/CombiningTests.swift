@@ -167,8 +167,10 @@ struct CombiningTests {
     await a.pulled(count: 1)
     b.finish()
     await a.sawCancellation.wait()
-    // The cancelled input goes on and produces; the result must not deliver it.
+    // The cancelled input goes on, produces and then ends: the result delivers nothing of it, and
+    // ends once the input's work has ended (as every operator waits for the work it started).
     a.send("a1")
+    a.finish()
     #expect(try await consumer.value == nil)
     #expect(a.released.isFired)
   }
@@ -281,9 +283,12 @@ struct CombiningTests {
     consumer.cancel()
     await a.sawCancellation.wait()
     await b.sawCancellation.wait()
-    // Both go on and produce: nothing reaches the cancelled consumer, which returns once they end.
+    // Both go on, produce and end: nothing reaches the cancelled consumer, which returns once
+    // their work has ended.
     a.send("a1")
     b.send("b1")
+    a.finish()
+    b.finish()
     #expect(try await consumer.value == nil)
     #expect(a.released.isFired && b.released.isFired)
   }

@@ -257,11 +257,17 @@ final class CombiningStorage<Values: CombiningValues, Failure: Error>: Sendable 
           case .resume(let pullAgain): continuation.resume(returning: pullAgain)
           }
         }
-        if !pullAgain { return }
+        if !pullAgain {
+          await iterator.stopPulling()
+          return
+        }
       case .replaceLatest:
         continue
       case .drop(let pullAgain):
-        if !pullAgain { return }
+        if !pullAgain {
+          await iterator.stopPulling()
+          return
+        }
       }
     }
   }

@@ -87,8 +87,12 @@ final class MergeStorage<Element, Failure: Error>: Sendable {
         let goOn = await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
           if let now = state.withLock({ $0.suspendProducer(continuation) }) { continuation.resume(returning: now) }
         }
-        if !goOn { return }
+        if !goOn {
+          await iterator.stopPulling()
+          return
+        }
       case .stop:
+        await iterator.stopPulling()
         return
       }
     }

@@ -20,3 +20,16 @@ extension Optional where Wrapped: AsyncIteratorProtocol {
     _ = try? await iterator.next(isolation: actor)
   }
 }
+
+extension AsyncIteratorProtocol {
+  /// An operator's input task that stops pulling while its input may still be running: it cancels
+  /// itself, then pulls once more, so that the input's work (a `Flow` body, an operator's tasks)
+  /// has ended when the task ends; dropping the iterator instead would only cancel that work, not
+  /// wait for it. What the pull gives is dropped. An input that ignores cancellation is waited
+  /// for, as the flattening operators wait for their inners.
+  @inlinable
+  mutating func stopPulling() async {
+    withUnsafeCurrentTask { $0?.cancel() }
+    _ = try? await next(isolation: nil)
+  }
+}

@@ -236,10 +236,15 @@ let operatorTable: [OperatorCase] = [
   OperatorCase(name: "bufferFlow(.bufferingOldest(2))") {
     AnyStepper($0.upstream().bufferFlow(policy: .bufferingOldest(2)))
   },
-  // Combining: the probe, and a second input that finishes after one element. (combineLatest, zip
-  // and withLatestFromFlow are not rows yet: cancelled between elements, an input `Flow` of
-  // theirs can still be running when `next()` returns nil; see the session notes.)
+  // Combining: the probe, and a second input that finishes after one element.
   OperatorCase(name: "Flow.merge") { env in AnyStepper(Flow.merge(env.upstream(), env.inner(7))) },
+  OperatorCase(name: "Flow.combineLatest") { env in AnyStepper(Flow.combineLatest(env.upstream(), env.inner(7))) },
+  OperatorCase(name: "Flow.zip") { env in AnyStepper(Flow.zip(env.upstream(), env.inner(7))) },
+  // The upstream is delayed by a second on the clock, so that the other input's element (which
+  // comes at once) is always there first: elements before it would be dropped.
+  OperatorCase(name: "withLatestFromFlow") { env in
+    AnyStepper(env.upstream().delayFlow(for: .seconds(1), clock: env.clock).withLatestFromFlow(env.inner(7)))
+  },
   // Flattening.
   OperatorCase(name: "switchToLatestFlow()", hasInners: true) { env in
     AnyStepper(env.upstream().map { env.inner($0) }.switchToLatestFlow())
