@@ -28,6 +28,9 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
   private struct State {
     var log: [ControlledCall<Argument>] = []
     var parked: [Parked] = []
+    /// Calls that have reached their answer's wait: what ``calls(count:)`` counts, so that a call
+    /// it reports can be answered at once (a call is logged a moment before it waits).
+    var arrived = 0
     var callWatchers = CountWatchers()
     var parkedWatchers = CountWatchers()
 
@@ -69,7 +72,8 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
       await withUnsafeContinuation { (continuation: UnsafeContinuation<Response, Never>) in
         let watchers = state.withLock { state in
           state.parked.append(Parked(index: index, continuation: continuation))
-          return state.callWatchers.reached(state.log.count) + state.parkedWatchers.reached(state.parked.count)
+          state.arrived += 1
+          return state.callWatchers.reached(state.arrived) + state.parkedWatchers.reached(state.parked.count)
         }
         for watcher in watchers { watcher.resume() }
       }
@@ -100,15 +104,16 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
   /// ```
   public var arguments: [Argument] { state.withLock { $0.log.map(\.argument) } }
 
-  /// Suspends until at least `count` calls have been made (answered or not), or until the waiting
-  /// task is cancelled.
+  /// Suspends until at least `count` calls have been made (answered or not) and each has reached
+  /// the wait for its answer, so that the test can answer it at once; or until the waiting task is
+  /// cancelled.
   ///
   /// ```swift
   /// model.refresh()
   /// await calls.calls(count: 1)  // the request is on the wire
   /// ```
   public func calls(count: Int) async {
-    await state.waitUntil(count: count, of: { $0.log.count }, watchers: \.callWatchers)
+    await state.waitUntil(count: count, of: { $0.arrived }, watchers: \.callWatchers)
   }
 
   /// Suspends until at least `count` calls are waiting for an answer at once, or until the
