@@ -163,11 +163,8 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
     guard !iteratorEnded else { return }
     // Told to stop (the consumer left, or an inner failed) while the outer may still run. Whoever
     // ended the operator cancels this task only after releasing the lock, so it may not be
-    // cancelled yet: cancel it here, then ask the iterator once more, so that a cooperative one
-    // sees the cancellation and ends its own work first (a Flow waits for its body), as an
-    // inner's task does. Dropping the iterator alone could not wait for anything.
-    withUnsafeCurrentTask { $0?.cancel() }
-    _ = try? await iterator.next(isolation: nil)
+    // cancelled yet: `stopPulling` cancels it here and lets the outer end its own work first.
+    await iterator.stopPulling()
   }
 
   /// The pump's next step; waits while an element is held and every slot is busy.
@@ -225,14 +222,12 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
   }
 
   /// Dropped (superseded, or the operator is ending). Whoever dropped it cancels this task only
-  /// after releasing the lock, so it may not be cancelled yet: cancel it here. Asking the iterator
-  /// once more then lets a cooperative one see the cancellation and end its own work (a Flow waits
-  /// for its body) before this task ends; dropping the iterator alone could not wait for anything.
+  /// after releasing the lock, so it may not be cancelled yet: `stopPulling` cancels it here and
+  /// lets the inner end its own work before this task ends.
   ///
   /// Out of line so that ``forward(_:to:)`` stays small (see there).
   @inlinable @inline(never) func stopDropped(_ iterator: inout Inner.AsyncIterator) async {
-    withUnsafeCurrentTask { $0?.cancel() }
-    _ = try? await iterator.next(isolation: nil)
+    await iterator.stopPulling()
   }
 
   /// The inner's task reports its end: the channel's answer, asked under the shared lock, decides.

@@ -90,10 +90,8 @@ where Base.Element == Machine.Element, Base.Failure == Machine.UpstreamFailure, 
       }
     }
     // The operator is over but the upstream has not ended (timeoutFlow holds an element and does
-    // not pull meanwhile). This task is cancelled, or about to be: one more pull lets the upstream
-    // end its own work before this task ends (a `Flow` waits for its body), so that no work
-    // outlives the iteration. What it returns is of no use.
-    _ = try? await iterator.next(isolation: nil)
+    // not pull meanwhile): no work may outlive the iteration.
+    await iterator.stopPulling()
   }
 
   /// Waits until the logic wants an upstream element; `false` once the operator is over.
