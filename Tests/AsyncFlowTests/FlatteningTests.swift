@@ -409,7 +409,7 @@ struct FlatteningTests {
       exhausted.makeAsyncIterator(), keyed.makeAsyncIterator()
     )
     // No `try`: with `Failure == Never` the iterators cannot throw.
-    #expect(await iterators.1.next() == 1)
+    #expect([1, 2].contains(await iterators.1.next()))  // merge: either inner may come first
     #expect(await iterators.2.next() == 1)
     #expect(await iterators.3.next() == 1)
     #expect(await iterators.4.next() != nil)
