@@ -73,7 +73,7 @@ extension Flow where Element == Never, Failure == Never {
     AsyncMergedFlowsSequence(CombiningInputs.mergePull(inputs.map { CombiningInputs.merge($0, { $0 }) }))
   }
 
-  /// The elements of every input, as they arrive: the variadic form of ``merge(_:)-(Array<Input>)``,
+  /// The elements of every input, as they arrive: the variadic form of ``merge(_:)``,
   /// for five inputs or more of one type.
   ///
   /// ```swift

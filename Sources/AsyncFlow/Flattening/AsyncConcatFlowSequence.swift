@@ -80,7 +80,7 @@ where Self: Sendable, Element: Sendable, Failure == Never {
   }
 }
 
-/// The sequence ``_Concurrency/AsyncSequence/concatFlow(_:)-(_)`` returns: the elements of each
+/// The sequence ``_Concurrency/AsyncSequence/concatFlow(_:)-1twn1`` returns: the elements of each
 /// inner sequence in turn, in the base's order.
 ///
 /// - Each element of the base is mapped to an inner sequence; an inner starts when the previous one

@@ -10,7 +10,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```
   ///
   /// - Parameters:
-  ///   - maxConcurrent: How many inners may run at once; 1 or greater (1 is ``concatFlow(_:)-(_)``).
+  ///   - maxConcurrent: How many inners may run at once; 1 or greater (1 is ``concatFlow(_:)-1twn1``).
   ///   - transform: Makes the inner sequence for an element.
   @inlinable
   public func mergeFlow<Inner: AsyncSequence & Sendable>(
@@ -86,7 +86,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   }
 }
 
-/// The sequence ``_Concurrency/AsyncSequence/mergeFlow(maxConcurrent:_:)-(_,(Element)->Inner)`` returns: the
+/// The sequence ``_Concurrency/AsyncSequence/mergeFlow(maxConcurrent:_:)-4ra5r`` returns: the
 /// elements of up to `maxConcurrent` inner sequences at once, as they come.
 ///
 /// - Each element of the base is mapped to an inner sequence, which runs in a task of its own and

@@ -61,7 +61,7 @@ extension Flow {
     }
   }
 
-  /// Keeps the elements for which `isIncluded` returns `true`; fused like ``map(_:)-swift.method``.
+  /// Keeps the elements for which `isIncluded` returns `true`; fused like ``map(_:)-8jz8``.
   ///
   /// ```swift
   /// let odd = Flow.sequence(1...5).filter { $0 % 2 == 1 }  // 1, 3, 5
@@ -132,7 +132,7 @@ extension Flow {
     }
   }
 
-  /// Transforms every element and drops the `nil` results; fused like ``map(_:)-swift.method``.
+  /// Transforms every element and drops the `nil` results; fused like ``map(_:)-8jz8``.
   ///
   /// ```swift
   /// let numbers = Flow.sequence(["1", "x", "3"]).compactMap { Int($0) }  // 1, 3

@@ -1,4 +1,4 @@
-/// The failure of ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)-(_,_)``: the upstream took longer than
+/// The failure of ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)-wot3``: the upstream took longer than
 /// the interval to deliver an element or its end.
 ///
 /// ```swift
@@ -40,7 +40,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
       base: self, interval: interval, clock: clock, timeoutEnd: FlowTimeoutError(), mapFailure: { $0 })
   }
 
-  /// ``timeoutFlow(after:clock:)-(_,_)`` on the `ContinuousClock`.
+  /// ``timeoutFlow(after:clock:)-wot3`` on the `ContinuousClock`.
   ///
   /// ```swift
   /// let page = api.page(1).timeoutFlow(after: .seconds(5))
@@ -50,7 +50,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   }
 
   /// Finishes, instead of failing, when the upstream takes longer than `interval` to deliver an
-  /// element or its end; see ``timeoutFlow(after:clock:)-(_,_)``.
+  /// element or its end; see ``timeoutFlow(after:clock:)-wot3``.
   ///
   /// ```swift
   /// // Collect the responses that arrive in time, then move on.
@@ -91,7 +91,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
       base: self, interval: interval, clock: clock, timeoutEnd: FlowTimeoutError(), mapFailure: absurd)
   }
 
-  /// ``timeoutFlow(after:clock:)-(_,_)`` on the `ContinuousClock`, for a sequence that cannot fail.
+  /// ``timeoutFlow(after:clock:)-4edbs`` on the `ContinuousClock`, for a sequence that cannot fail.
   ///
   /// ```swift
   /// let ticks = heartbeats.timeoutFlow(after: .seconds(30))
@@ -103,7 +103,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   }
 }
 
-/// The sequence made by ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)-(_,_)`` and
+/// The sequence made by ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)-wot3`` and
 /// ``_Concurrency/AsyncSequence/timeoutFlow(finishingAfter:clock:)``: the upstream's elements, until
 /// it takes longer than the interval. `Failure` is ``FlowTimeoutError`` for an upstream that cannot
 /// fail, `any Error` for one that can, and the upstream's own for `finishingAfter:`. A concrete
