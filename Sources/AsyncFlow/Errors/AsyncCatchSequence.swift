@@ -3,8 +3,8 @@ extension AsyncSequence {
   ///
   /// Elements delivered before the failure are kept; after a failure the sequence ends when the
   /// fallback ends, as with Combine's `catch`. To keep a long-lived stream alive across failures,
-  /// catch inside each inner sequence with ``catchInner(_:)`` or turn failures into values with
-  /// ``asLoadState()``.
+  /// catch inside each inner sequence with ``_Concurrency/AsyncSequence/catchInner(_:)`` or turn
+  /// failures into values with ``asLoadState()``.
   ///
   /// ```swift
   /// let results = api.search("swift").catch { _ in Flow.just([Result]()) }  // never fails

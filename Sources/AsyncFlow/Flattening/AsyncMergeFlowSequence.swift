@@ -10,7 +10,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```
   ///
   /// - Parameters:
-  ///   - maxConcurrent: How many inners may run at once; 1 or greater (1 is ``concatFlow(_:)-1twn1``).
+  ///   - maxConcurrent: How many inners may run at once; 1 or greater (1 is
+  ///     ``_Concurrency/AsyncSequence/concatFlow(_:)-1twn1``).
   ///   - transform: Makes the inner sequence for an element.
   @inlinable
   public func mergeFlow<Inner: AsyncSequence & Sendable>(

@@ -40,7 +40,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
       base: self, interval: interval, clock: clock, timeoutEnd: FlowTimeoutError(), mapFailure: { $0 })
   }
 
-  /// ``timeoutFlow(after:clock:)-wot3`` on the `ContinuousClock`.
+  /// ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)-wot3`` on the `ContinuousClock`.
   ///
   /// ```swift
   /// let page = api.page(1).timeoutFlow(after: .seconds(5))
@@ -50,7 +50,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   }
 
   /// Finishes, instead of failing, when the upstream takes longer than `interval` to deliver an
-  /// element or its end; see ``timeoutFlow(after:clock:)-wot3``.
+  /// element or its end; see ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)-wot3``.
   ///
   /// ```swift
   /// // Collect the responses that arrive in time, then move on.
@@ -91,7 +91,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
       base: self, interval: interval, clock: clock, timeoutEnd: FlowTimeoutError(), mapFailure: absurd)
   }
 
-  /// ``timeoutFlow(after:clock:)-4edbs`` on the `ContinuousClock`, for a sequence that cannot fail.
+  /// ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)-4edbs`` on the `ContinuousClock`, for a
+  /// sequence that cannot fail.
   ///
   /// ```swift
   /// let ticks = heartbeats.timeoutFlow(after: .seconds(30))
