@@ -73,10 +73,12 @@ def walk(pages, root):
       if generated and not is_type:
         continue  # automatic sections of the landing page or of an extension page curate nothing
       for child in section.get("identifiers", []):
-        if child in reached:
+        if child not in reached:
+          queue.append(child)
+        elif generated or reached[child] is not None:
           continue
+        # Remember a hand-written group over an automatic one: it is what the suggestions name.
         reached[child] = None if generated else (url, section.get("title", ""))
-        queue.append(child)
   return reached
 
 
@@ -104,7 +106,8 @@ def catalog_file_for(page, catalog, module):
     with open(path) as f:
       first = f.readline().strip()
     heading = first.lstrip("#").strip().strip("`")
-    if heading == title or heading.split("/")[-1] == title or os.path.splitext(os.path.basename(path))[0] == url.rsplit("/", 1)[-1]:
+    name = os.path.splitext(os.path.basename(path))[0]
+    if heading == title or heading.split("/")[-1] == title or name == url.rsplit("/", 1)[-1]:
       candidates.append(path)
   return candidates[0] if candidates else f"{catalog} (page {url})"
 
