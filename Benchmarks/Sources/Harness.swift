@@ -90,6 +90,27 @@ func residentBytes() -> Double {
   return pages * Double(sysconf(Int32(_SC_PAGESIZE)))
 }
 
+/// Resident memory once it has stopped growing: polls `residentBytes()` every `interval` until
+/// `stableReadings` readings in a row are equal, or `limit` has passed. The memory workloads wait
+/// this way for their subscriber tasks to start and park instead of having each task signal that
+/// it has started: the signal would cost memory of its own and be charged to the subscriber.
+func settledResidentBytes(
+  stableReadings: Int = 5, interval: Duration = .milliseconds(10), limit: Duration = .seconds(60)
+) async -> Double {
+  let clock = ContinuousClock()
+  let deadline = clock.now.advanced(by: limit)
+  var last = residentBytes()
+  var unchanged = 0
+  while unchanged < stableReadings, clock.now < deadline {
+    await Task.yield()
+    try? await Task.sleep(for: interval)
+    let reading = residentBytes()
+    unchanged = reading == last ? unchanged + 1 : 0
+    last = reading
+  }
+  return last
+}
+
 /// Runs `--memory-child KEY COUNT` in a new process of this executable and reads its figure.
 func measureInChild(_ key: String, count: Int) -> Double {
   let process = Process()
