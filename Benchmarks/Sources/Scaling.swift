@@ -58,8 +58,8 @@ struct ScalingPlan {
     innerSizes: [1, 3, 30], w3Offered: 300_000, idleSubscribers: [1_000, 10_000, 100_000, 1_000_000], repetitions: 5)
 
   static let quick = ScalingPlan(
-    subscribers: [1, 4, 16, 64, 256], w2Deliveries: 51_200, inputs: [2, 8, 64, 512], w4Elements: 51_200,
-    innerSizes: [1, 3, 30], w3Offered: 9_000, idleSubscribers: [1_000, 10_000, 100_000], repetitions: 3)
+    subscribers: [1, 4, 16, 64, 256], w2Deliveries: 204_800, inputs: [2, 8, 64, 512], w4Elements: 102_400,
+    innerSizes: [1, 3, 30], w3Offered: 30_000, idleSubscribers: [1_000, 10_000, 100_000], repetitions: 3)
 }
 
 // MARK: The workloads
