@@ -21,6 +21,8 @@ struct Options {
   var filter: String?
   var quick = false
   var jsonPath: String?
+  /// `--scaling`: the curves of Scaling.swift instead of the rows.
+  var scaling = false
   /// Set in a child process that measures one memory workload.
   var memoryChild: (key: String, count: Int)?
 
@@ -31,13 +33,14 @@ struct Options {
       case "--quick": quick = true
       case "--filter": filter = iterator.next()
       case "--json": jsonPath = iterator.next()
+      case "--scaling": scaling = true
       case "--memory-child": memoryChild = (iterator.next() ?? "", Int(iterator.next() ?? "") ?? 0)
       case "--help", "-h":
-        print("usage: flow-benchmarks [--quick] [--filter NAME] [--json PATH]")
+        print("usage: flow-benchmarks [--quick] [--scaling] [--filter NAME] [--json PATH]")
         exit(0)
       default:
         FileHandle.standardError.write("flow-benchmarks: unknown option \(argument)\n".data(using: .utf8)!)
-        print("usage: flow-benchmarks [--quick] [--filter NAME] [--json PATH]")
+        print("usage: flow-benchmarks [--quick] [--scaling] [--filter NAME] [--json PATH]")
         exit(2)
       }
     }
@@ -80,14 +83,63 @@ func measure(_ benchmark: Benchmark, size: Int, repetitions: Int) async -> Row {
     max: samples.last!, unit: "ns", note: note)
 }
 
-/// Resident memory of this process, in bytes (Linux: /proc/self/statm). Memory workloads run in a
-/// fresh child process each: in a process that already ran other workloads the allocator reuses
-/// freed pages and resident memory barely moves (measured: 0 B per subscriber).
+/// Anonymous resident memory of this process (heap and stacks), in bytes (Linux: /proc/self/statm,
+/// resident minus file-backed pages). Pages of code that a workload runs for the first time are
+/// file-backed and left out: counted, they charged about 330 B to each of 1,000 subscribers and
+/// 3 B to each of 100,000. Memory workloads run in a fresh child process each: in a process that
+/// already ran other workloads the allocator reuses freed pages and resident memory barely moves
+/// (measured: 0 B per subscriber).
 func residentBytes() -> Double {
   guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
   let fields = text.split(separator: " ")
-  guard fields.count > 1, let pages = Double(fields[1]) else { return 0 }
-  return pages * Double(sysconf(Int32(_SC_PAGESIZE)))
+  guard fields.count > 2, let resident = Double(fields[1]), let shared = Double(fields[2]) else { return 0 }
+  return (resident - shared) * Double(sysconf(Int32(_SC_PAGESIZE)))
+}
+
+/// Resident memory once it has stopped growing: polls `residentBytes()` every `interval` until
+/// `stableReadings` readings in a row are equal, or `limit` has passed. The memory workloads wait
+/// this way for their subscriber tasks to start and park instead of having each task signal that
+/// it has started: the signal would cost memory of its own and be charged to the subscriber.
+func settledResidentBytes(
+  stableReadings: Int = 5, interval: Duration = .milliseconds(10), limit: Duration = .seconds(60)
+) async -> Double {
+  let clock = ContinuousClock()
+  let deadline = clock.now.advanced(by: limit)
+  var last = residentBytes()
+  var unchanged = 0
+  while unchanged < stableReadings, clock.now < deadline {
+    await Task.yield()
+    try? await Task.sleep(for: interval)
+    let reading = residentBytes()
+    unchanged = reading == last ? unchanged + 1 : 0
+    last = reading
+  }
+  return last
+}
+
+/// Makes the concurrency pool start all its threads, each with its allocator arena, before a
+/// memory workload reads resident memory: otherwise the workload's first tasks start the second
+/// thread and its arena, and small counts charge that to each subscriber (measured: about 600 B
+/// more per parked task at 1,000 tasks).
+func spinUpWorkers() async {
+  let width = ProcessInfo.processInfo.activeProcessorCount
+  let started = NSLock()
+  nonisolated(unsafe) var running = 0
+  await withTaskGroup(of: Void.self) { group in
+    for _ in 0..<width {
+      group.addTask {
+        started.withLock { running += 1 }
+        // Hold this thread until every worker holds one (bounded), so that the pool runs them at once.
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: .milliseconds(200))
+        while started.withLock({ running }) < width, clock.now < deadline {
+          blackHole([Int](repeating: 0, count: 64))
+        }
+      }
+    }
+  }
+  // The first sleep starts the timer machinery `settledResidentBytes` polls with.
+  _ = await settledResidentBytes(stableReadings: 2, interval: .milliseconds(1))
 }
 
 /// Runs `--memory-child KEY COUNT` in a new process of this executable and reads its figure.
@@ -123,8 +175,8 @@ func printTable(_ rows: [Row]) {
   }
 }
 
-func writeJSON(_ rows: [Row], to path: String) {
-  var object: [String: Double] = [:]
+func writeJSON(_ rows: [Row], extra: [String: Double] = [:], to path: String) {
+  var object = extra
   for row in rows { object[row.key] = row.median }
   let data = try! JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
   _ = FileManager.default.createFile(atPath: path, contents: data)

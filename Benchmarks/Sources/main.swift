@@ -2,7 +2,7 @@ import AsyncFlow
 import Foundation
 
 // flow-benchmarks: every hot path against an in-process baseline. Release builds only:
-//   swift run -c release flow-benchmarks [--quick] [--filter NAME] [--json PATH]
+//   swift run -c release flow-benchmarks [--quick] [--scaling] [--filter NAME] [--json PATH]
 
 let options = Options(arguments: CommandLine.arguments)
 let scale = options.quick ? 100 : 1
@@ -113,7 +113,13 @@ func target(for key: String) -> Double? {
 
 if let child = options.memoryChild {
   let benchmark = memoryBenchmarks.first { "\($0.workload).\($0.implementation)" == child.key }!
+  await spinUpWorkers()
   print(await benchmark.run(child.count))
+  exit(0)
+}
+
+if options.scaling {
+  await runScalingCommand(options: options, memoryBenchmarks: memoryBenchmarks)
   exit(0)
 }
 

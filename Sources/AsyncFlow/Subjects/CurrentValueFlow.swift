@@ -10,7 +10,7 @@
 public final class CurrentValueFlow<Element: Sendable>: AsyncSequence, Sendable {
   public typealias Failure = Never
 
-  private let storage: SubjectStorage<Element, Never>
+  @usableFromInline let storage: SubjectStorage<Element, Never>
 
   /// Creates the source with its first value.
   ///
@@ -36,6 +36,7 @@ public final class CurrentValueFlow<Element: Sendable>: AsyncSequence, Sendable 
   /// ```swift
   /// isOnline.send(false)
   /// ```
+  @inlinable
   public func send(_ element: Element) {
     storage.send(element)
   }
@@ -86,13 +87,14 @@ public final class CurrentValueFlow<Element: Sendable>: AsyncSequence, Sendable 
   /// for await value in filter { print(value) }
   /// ```
   public struct Iterator: AsyncIteratorProtocol {
-    let subscriber: SubjectSubscriber<Element, Never>
+    @usableFromInline let subscriber: SubjectSubscriber<Element, Never>
 
     /// Returns the current value first, then the newest value each time one is sent.
     ///
     /// ```swift
     /// let value = await iterator.next(isolation: #isolation)
     /// ```
+    @inlinable
     public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
       await subscriber.next(isolation: actor)
     }

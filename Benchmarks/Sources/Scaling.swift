@@ -1,0 +1,325 @@
+import AsyncFlow
+import Foundation
+
+// `--scaling`: how the cost per unit of work changes as the work grows (more subscribers, more
+// inputs, longer inners, more idle subscribers). Each curve holds the total work constant where it
+// can, so that a flat curve means the cost is linear in the work; the target is that no curve's
+// figure at its largest size is more than 2 × its figure at its smallest.
+
+/// One size of a curve and its figure (ns or bytes per unit of work).
+struct ScalingPoint {
+  var size: Int
+  var value: Double
+  var min: Double
+  var max: Double
+  var note: String?
+}
+
+struct ScalingCurve {
+  /// `W2.subscribers`: the JSON keys are `scaling.<key>.<size>`.
+  var key: String
+  /// What the size is, for the table's header: `subscribers`.
+  var sizeName: String
+  /// What the figure is per: `ns/send/subscriber`.
+  var unit: String
+  var description: String
+  var points: [ScalingPoint] = []
+
+  /// The figure at the largest size over the figure at the smallest: the issue's growth measure.
+  var growth: Double {
+    guard let first = points.first, let last = points.last, first.value > 0 else { return .nan }
+    return last.value / first.value
+  }
+
+  /// The largest figure over the smallest, whichever sizes they are at.
+  var spread: Double {
+    let values = points.map(\.value)
+    guard let low = values.min(), let high = values.max(), low > 0 else { return .nan }
+    return high / low
+  }
+}
+
+/// The sizes and totals of each curve: the full run and the `--quick` smoke run.
+struct ScalingPlan {
+  var subscribers: [Int]
+  /// Deliveries (sends × subscribers) per W2 run, the same at every size.
+  var w2Deliveries: Int
+  var inputs: [Int]
+  /// Elements per W4 run, split evenly across the inputs.
+  var w4Elements: Int
+  var innerSizes: [Int]
+  /// Inner elements offered (outer values × inner size) per W3 run.
+  var w3Offered: Int
+  var idleSubscribers: [Int]
+  var repetitions: Int
+
+  static let full = ScalingPlan(
+    subscribers: [1, 4, 16, 64, 256], w2Deliveries: 2_048_000, inputs: [2, 8, 64, 512], w4Elements: 1_024_000,
+    innerSizes: [1, 3, 30], w3Offered: 300_000, idleSubscribers: [1_000, 10_000, 100_000, 1_000_000], repetitions: 5)
+
+  static let quick = ScalingPlan(
+    subscribers: [1, 4, 16, 64, 256], w2Deliveries: 204_800, inputs: [2, 8, 64, 512], w4Elements: 102_400,
+    innerSizes: [1, 3, 30], w3Offered: 30_000, idleSubscribers: [1_000, 10_000, 100_000], repetitions: 3)
+}
+
+// MARK: The workloads
+
+func w4MergeFlowInputs(_ total: Int, inputs: Int) async -> (Int, String?) {
+  let each = total / inputs
+  let task = Task.detached {
+    var count = 0
+    let sources = (0..<inputs).map { _ in Flow.sequence(0..<each) }
+    for await _ in Flow.sequence(sources).mergeFlow({ $0 }) { count += 1 }
+    return count
+  }
+  let count = await task.value
+  return (each * inputs, "merged \(count)")
+}
+
+func w4MergeInputs(_ total: Int, inputs: Int) async -> (Int, String?) {
+  let each = total / inputs
+  let task = Task.detached {
+    var count = 0
+    for await _ in Flow.merge((0..<inputs).map { _ in Flow.sequence(0..<each) }) { count += 1 }
+    return count
+  }
+  let count = await task.value
+  return (each * inputs, "merged \(count)")
+}
+
+/// `outer` values as fast as the outer can go, each switched to an inner of `innerSize` elements,
+/// per outer value (as the W3 row): most inners are superseded before they start, so this shows
+/// that an inner that never runs costs nothing per element.
+func w3SwitchToLatestInner(_ outer: Int, innerSize: Int) async -> (Int, String?) {
+  let task = Task.detached {
+    var delivered = 0
+    for await _ in Flow.sequence(0..<outer).switchToLatestFlow({ value in
+      Flow.sequence(repeatElement(value, count: innerSize))
+    }) {
+      delivered += 1
+    }
+    return delivered
+  }
+  let delivered = await task.value
+  return (outer, "delivered \(delivered) of \(outer * innerSize)")
+}
+
+/// `outer` values, each sent once the consumer has received every element of the previous inner,
+/// so that every inner runs to its end: per inner element delivered.
+func w3PacedSwitchToLatestInner(_ outer: Int, innerSize: Int) async -> (Int, String?) {
+  let task = Task.detached {
+    let outerValues = CurrentValueFlow(0)
+    var delivered = 0
+    var position = 0
+    for await value in outerValues.switchToLatestFlow({ value in
+      Flow.sequence(repeatElement(value, count: innerSize))
+    }) {
+      delivered += 1
+      position += 1
+      if position == innerSize {
+        position = 0
+        if value + 1 < outer { outerValues.send(value + 1) } else { outerValues.finish() }
+      }
+    }
+    return delivered
+  }
+  let delivered = await task.value
+  return (delivered, "\(outer) outer values")
+}
+
+// MARK: Running the curves
+
+func runScaling(
+  plan: ScalingPlan, options: Options, memoryKeys: [String]
+) async -> [ScalingCurve] {
+  var curves: [ScalingCurve] = []
+
+  func timed(
+    _ curve: inout ScalingCurve, size: Int, units: Int, _ run: @escaping @Sendable (Int) async -> (Int, String?)
+  ) async {
+    let benchmark = Benchmark(workload: curve.key, implementation: String(size), isBaseline: false) { units in
+      let (done, note) = await run(units)
+      return (done, note)
+    }
+    let row = await measure(benchmark, size: units, repetitions: plan.repetitions)
+    curve.points.append(ScalingPoint(size: size, value: row.median, min: row.min, max: row.max, note: row.note))
+  }
+
+  var w2 = ScalingCurve(
+    key: "W2.subscribers", sizeName: "subscribers", unit: "ns/send/subscriber",
+    description:
+      "`PassthroughFlow` sending to N subscriber tasks, \(plan.w2Deliveries.formatted()) deliveries (sends × N) per run"
+  )
+  if options.includes(w2.key) {
+    for subscribers in plan.subscribers {
+      let sends = plan.w2Deliveries / subscribers
+      // `measure` divides by the units a run reports: report deliveries, not sends.
+      await timed(&w2, size: subscribers, units: sends) { sends in
+        let (_, note) = await w2Passthrough(sends, subscribers: subscribers)
+        return (sends * subscribers, note)
+      }
+    }
+    curves.append(w2)
+  }
+
+  var w4 = ScalingCurve(
+    key: "W4.mergeFlow.inputs", sizeName: "inputs", unit: "ns/element",
+    description:
+      "`Flow.sequence(inputs).mergeFlow { $0 }`, \(plan.w4Elements.formatted()) elements split across N inputs")
+  if options.includes(w4.key) {
+    for inputs in plan.inputs {
+      await timed(&w4, size: inputs, units: plan.w4Elements) { await w4MergeFlowInputs($0, inputs: inputs) }
+    }
+    curves.append(w4)
+  }
+
+  var merge = ScalingCurve(
+    key: "W4.merge.inputs", sizeName: "inputs", unit: "ns/element",
+    description: "`Flow.merge(inputs)`, \(plan.w4Elements.formatted()) elements split across N inputs")
+  if options.includes(merge.key) {
+    for inputs in plan.inputs {
+      await timed(&merge, size: inputs, units: plan.w4Elements) { await w4MergeInputs($0, inputs: inputs) }
+    }
+    curves.append(merge)
+  }
+
+  var w3 = ScalingCurve(
+    key: "W3.innerSize", sizeName: "inner size", unit: "ns/inner element delivered",
+    description:
+      "`switchToLatestFlow` over a `CurrentValueFlow` that sends the next outer value once the consumer has received "
+      + "the previous inner's N elements (every inner runs to its end), \(plan.w3Offered.formatted()) inner elements "
+      + "per run")
+  if options.includes(w3.key) {
+    for innerSize in plan.innerSizes {
+      await timed(&w3, size: innerSize, units: plan.w3Offered / innerSize) { outer in
+        await w3PacedSwitchToLatestInner(outer, innerSize: innerSize)
+      }
+    }
+    curves.append(w3)
+  }
+
+  var superseded = ScalingCurve(
+    key: "W3.superseded.innerSize", sizeName: "inner size", unit: "ns/outer value",
+    description:
+      "`switchToLatestFlow` over `Flow.sequence` of outer values (as fast as it goes: most inners are superseded "
+      + "before they start, as in the W3 row), each mapped to an inner of N elements, "
+      + "\(plan.w3Offered.formatted()) inner elements offered (outer values × N) per run")
+  if options.includes(superseded.key) {
+    for innerSize in plan.innerSizes {
+      await timed(&superseded, size: innerSize, units: plan.w3Offered / innerSize) { outer in
+        await w3SwitchToLatestInner(outer, innerSize: innerSize)
+      }
+    }
+    curves.append(superseded)
+  }
+
+  for memoryKey in memoryKeys {
+    var w5 = ScalingCurve(
+      key: "\(memoryKey).idle", sizeName: "idle subscribers", unit: "B/subscriber",
+      description: "`\(memoryKey)` with N idle subscribers, each count in a fresh process")
+    guard options.includes(w5.key) else { continue }
+    for count in plan.idleSubscribers {
+      let value = measureInChild(memoryKey, count: count)
+      w5.points.append(ScalingPoint(size: count, value: value, min: value, max: value, note: nil))
+    }
+    curves.append(w5)
+  }
+  return curves
+}
+
+// MARK: Printing
+
+/// The curves as Markdown: a summary table (one row per curve), a text chart of every curve
+/// against its smallest size, then each curve's details (min–max of the runs, notes). A text chart
+/// rather than an SVG: it reads the same in a terminal, in a diff and on any Markdown renderer, and
+/// the summary and chart paste into `Benchmarks/README.md` as they are.
+func scalingMarkdown(_ curves: [ScalingCurve]) -> String {
+  var lines: [String] = []
+  lines.append("| curve | unit | figure at each size | largest/smallest | ≤ 2 × |")
+  lines.append("|---|---|---|---:|---|")
+  for curve in curves {
+    let figures = curve.points.map { "\($0.size.formatted()): \(figure($0.value))" }.joined(separator: " · ")
+    lines.append(
+      "| `\(curve.key)` | \(curve.unit) | \(figures) | " + String(format: "%.2f ×", curve.growth) + " | "
+        + (curve.growth <= 2 ? "yes" : "no") + " |")
+  }
+  lines.append("")
+  lines.append("```text")
+  lines.append(contentsOf: scalingChart(curves))
+  lines.append("```")
+  lines.append("")
+  for curve in curves {
+    lines.append("**`\(curve.key)`**: \(curve.description); \(curve.unit).")
+    lines.append("")
+    lines.append("| \(curve.sizeName) | \(curve.unit) | min–max | × smallest | note |")
+    lines.append("|---:|---:|---|---:|---|")
+    let base = curve.points.first?.value ?? .nan
+    for point in curve.points {
+      lines.append(
+        "| \(point.size.formatted()) | \(figure(point.value)) | \(figure(point.min))–\(figure(point.max)) | "
+          + String(format: "%.2f", point.value / base) + " | \(point.note ?? "") |")
+    }
+    lines.append("")
+    lines.append(
+      "largest/smallest: " + String(format: "%.2f", curve.growth) + " ×; max/min: "
+        + String(format: "%.2f", curve.spread) + " ×")
+    lines.append("")
+  }
+  return lines.joined(separator: "\n")
+}
+
+/// Each curve's figures as bars relative to its smallest size: 20 columns for 1 ×, `|` marks 2 ×.
+func scalingChart(_ curves: [ScalingCurve]) -> [String] {
+  let unitWidth = 20
+  let limitColumn = 2 * unitWidth
+  let labelWidth = (curves.flatMap { $0.points.map { $0.size.formatted().count } }.max() ?? 1) + 2
+  var lines: [String] = []
+  for curve in curves {
+    lines.append("\(curve.key) (\(curve.unit); growth " + String(format: "%.2f", curve.growth) + " ×)")
+    let base = curve.points.first?.value ?? .nan
+    for point in curve.points {
+      let relative = point.value / base
+      let length = relative.isFinite ? Int((relative * Double(unitWidth)).rounded()) : 0
+      var bar = ""
+      for column in 0..<max(length, limitColumn + 1) {
+        if column == limitColumn {
+          bar += "|"
+        } else {
+          bar += column < length ? "#" : " "
+        }
+      }
+      let label = point.size.formatted()
+      lines.append(
+        String(repeating: " ", count: labelWidth - label.count) + label + " " + bar + " "
+          + String(format: "%.2f ×  ", relative) + figure(point.value))
+    }
+    lines.append("")
+  }
+  lines.append("one # = 0.05 × the figure at the smallest size; | = 2 ×")
+  return lines
+}
+
+func figure(_ value: Double) -> String {
+  guard value.isFinite else { return "n/a" }
+  return value >= 100 ? value.rounded().formatted() : String(format: "%.1f", value)
+}
+
+/// `scaling.<curve>.<size>` for `--json`.
+func scalingJSON(_ curves: [ScalingCurve]) -> [String: Double] {
+  var object: [String: Double] = [:]
+  for curve in curves {
+    for point in curve.points { object["scaling.\(curve.key).\(point.size)"] = point.value }
+    object["scaling.\(curve.key).growth"] = curve.growth
+  }
+  return object
+}
+
+/// `--scaling`: runs the curves instead of the rows, prints them as Markdown and writes them to
+/// `--json` if asked. W5 curves run for the idle-subscriber rows that exist, in this order.
+func runScalingCommand(options: Options, memoryBenchmarks: [MemoryBenchmark]) async {
+  let available = Set(memoryBenchmarks.map { "\($0.workload).\($0.implementation)" })
+  let memoryKeys = ["W5.passthrough", "W5.sink", "W5.parkedTask"].filter(available.contains)
+  let curves = await runScaling(plan: options.quick ? .quick : .full, options: options, memoryKeys: memoryKeys)
+  print(scalingMarkdown(curves))
+  if let path = options.jsonPath { writeJSON([], extra: scalingJSON(curves), to: path) }
+}
