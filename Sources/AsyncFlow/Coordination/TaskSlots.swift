@@ -112,8 +112,8 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   }
 
   /// Starts `operation` under `id` as the `run` whose operation takes no argument does, and hands
-  /// it its ``Run``: the token that tells, in the operation's cleanup, whether a newer
-  /// run has taken the identity over.
+  /// it its ``Run``: the token that tells, in the operation's cleanup, whether a newer run has
+  /// taken the identity over.
   ///
   /// ```swift
   /// slots.run(.refresh) { @MainActor [weak self] run in
@@ -192,9 +192,8 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
 
 extension TaskSlots {
   /// One run of an operation under an identity, handed to the operation by the `run` whose
-  /// operation takes a `Run`: it tells whether a
-  /// newer run has taken the identity over, so that cleanup touches shared state (a spinner) only
-  /// when no successor owns it.
+  /// operation takes a `Run`: it tells whether a newer run has taken the identity over, so that
+  /// cleanup touches shared state (a spinner) only when no successor owns it.
   ///
   /// ```swift
   /// slots.run(.refresh) { @MainActor [weak self] run in
