@@ -246,6 +246,221 @@ struct TaskSlotsTests {
     #expect(log.all == ["second started", "first cleaned up", "second saw the first end"])
   }
 
+  // MARK: Mixed policies on one identity
+
+  /// The grid with real tasks: a run of `existing`'s policy is parked in a gate, then a run of
+  /// `new`'s policy comes under the same identity.
+  @Test(arguments: TaskSlotsStateMachineTests.policies, TaskSlotsStateMachineTests.policies)
+  func aNewRunOnABusyIdentityFollowsItsOwnPolicy(existing: SlotPolicy, new: SlotPolicy) async {
+    let slots = TaskSlots<String>()
+    let gate = Gate()
+    let log = EventLog<String>()
+    let old = slots.run("id", policy: existing) {
+      await gate.wait()
+      log.append(Task.isCancelled ? "old cancelled" : "old ended")
+    }!
+    await gate.entered()
+    let started = slots.run("id", policy: new) {
+      log.append("new started")
+      if new == .concurrent { await gate.wait() }  // proves both run at once
+    }
+    switch new {
+    case .latestWins:
+      await old.value
+      await started?.value
+      #expect(old.isCancelled)
+      #expect(Set(log.all) == ["old cancelled", "new started"])
+    case .firstWins:
+      #expect(started == nil)
+      gate.release()
+      await old.value
+      #expect(log.all == ["old ended"])
+    case .queue:
+      gate.release()
+      await started?.value
+      #expect(log.all == ["old ended", "new started"])  // after the old one, never beside it
+    default:
+      await gate.entered(count: 2)  // the new one is parked while the old one still is
+      gate.release()
+      await old.value
+      await started?.value
+      #expect(!old.isCancelled)
+      #expect(Set(log.all) == ["old ended", "new started"])
+    }
+    #expect(slots.runningCount == 0)
+  }
+
+  @Test func latestWinsCancelsTheRunningQueueTaskAndItsQueuedSuccessorsNeverRun() async {
+    let slots = TaskSlots<String>()
+    let gate = Gate()
+    let log = EventLog<String>()
+    let running = slots.run("save", policy: .queue) {
+      await gate.wait()
+      log.append("running ended, cancelled: \(Task.isCancelled)")
+    }!
+    await gate.entered()
+    let queued = slots.run("save", policy: .queue) { log.append("queued ran") }!
+    let latest = slots.run("save") { log.append("latest ran") }!
+    for task in [running, queued, latest] { await task.value }
+    #expect(queued.isCancelled)
+    #expect(Set(log.all) == ["running ended, cancelled: true", "latest ran"])
+  }
+
+  @Test func latestWinsCancelsAFirstWinsRunInFlight() async {
+    let slots = TaskSlots<String>()
+    let gate = Gate()
+    let submit = slots.run("form", policy: .firstWins) { await gate.wait() }!
+    await gate.entered()
+    let refresh = slots.run("form") {}
+    await submit.value
+    await refresh?.value
+    #expect(submit.isCancelled)  // why writes get an identity of their own
+  }
+
+  // MARK: The run token
+
+  @Test func aRunIsLatestUntilANewerRunIsRegistered() async {
+    let slots = TaskSlots<String>()
+    let gate = Gate()
+    let seen = EventLog<Bool>()
+    let first = slots.run("load") { run in
+      seen.append(run.isLatest)
+      await gate.wait()  // cancelled by the second run
+      seen.append(run.isLatest)
+    }!
+    await gate.entered()
+    let second = slots.run("load") { run in
+      await gate.wait()
+      seen.append(run.isLatest)
+    }!
+    await first.value
+    await gate.entered()
+    gate.release()
+    await second.value
+    #expect(seen.all == [true, false, true])
+  }
+
+  @Test func aCancelledRunWithNothingAfterItIsStillLatest() async {
+    let slots = TaskSlots<String>()
+    let gate = Gate()
+    let seen = EventLog<String>()
+    let task = slots.run("load") { run in
+      await gate.wait()
+      seen.append("cancelled \(Task.isCancelled), latest \(run.isLatest), id \(run.id)")
+    }!
+    await gate.entered()
+    slots.cancel("load")
+    await task.value
+    #expect(seen.all == ["cancelled true, latest true, id load"])
+  }
+
+  // MARK: The running state as a flow
+
+  @Test func isRunningFlowDeliversTheCurrentStateThenChangesWithoutRepeats() async {
+    let slots = TaskSlots<String>()
+    let gate = Gate()
+    var states = slots.isRunningFlow("load").makeAsyncIterator()
+    #expect(await next(&states) == false)
+    let first = slots.run("load") { await gate.wait() }!
+    #expect(await next(&states) == true)
+    let second = slots.run("load") { await gate.wait() }!  // replaces the first: still running
+    await first.value
+    await gate.entered()
+    #expect(slots.run("other") {} != nil)  // another identity: not reported
+    gate.release()
+    await second.value
+    #expect(await next(&states) == false)
+    // A run that starts and ends while the consumer is busy is conflated away: the state is
+    // `false` again when it asks. So the third run is held until the consumer has seen it.
+    let third = slots.run("load") { await gate.wait() }!
+    #expect(await next(&states) == true)
+    await gate.entered()
+    gate.release()
+    await third.value
+    #expect(await next(&states) == false)
+  }
+
+  @Test func isRunningFlowTurnsFalseWhenTheIdentityIsCancelled() async {
+    let slots = TaskSlots<String>()
+    let gate = Gate()
+    var states = slots.isRunningFlow("load").makeAsyncIterator()
+    _ = slots.run("load") { await gate.wait() }
+    #expect(await next(&states) == true)
+    slots.cancel("load")
+    #expect(await next(&states) == false)
+    _ = slots.run("load") { await gate.wait() }
+    #expect(await next(&states) == true)
+    slots.cancelAll()
+    #expect(await next(&states) == false)
+  }
+
+  @Test func isRunningFlowFinishesWhenTheSlotsAreReleased() async {
+    let gate = Gate()
+    var slots: TaskSlots<String>? = TaskSlots<String>()
+    let states = slots!.isRunningFlow("load")
+    let consumer = Task {
+      var seen: [Bool] = []
+      for await running in states { seen.append(running) }
+      return seen
+    }
+    let task = slots!.run("load") { await gate.wait() }!
+    await gate.entered()
+    slots = nil
+    await task.value
+    // What the consumer saw first depends on when it first asked; it ends on `false` either way.
+    let seen = await consumer.value
+    #expect([[false], [true, false], [false, true, false]].contains(seen))
+  }
+
+  @Test func isRunningFlowFinishesWhenItsConsumerIsCancelled() async {
+    let slots = TaskSlots<String>()
+    let states = slots.isRunningFlow("load")
+    let consumer = Task {
+      var seen: [Bool] = []
+      for await running in states { seen.append(running) }
+      return seen
+    }
+    consumer.cancel()
+    let seen = await consumer.value
+    #expect(seen.count <= 1)
+    #expect(slots.registry.state.withLock { $0.watchers.isEmpty })
+  }
+
+  // MARK: Spinners under latestWins
+
+  /// The second refresh supersedes the first; the first's cleanup runs while the second's request
+  /// is in flight. The naive `defer` turns the spinner off then; the token and the binding keep it.
+  @Test(arguments: SpinnerModel.Style.allCases)
+  @MainActor func aSupersededRefreshLeavesItsSuccessorsSpinnerOn(style: SpinnerModel.Style) async {
+    let clock = TestClock()
+    let calls = ControlledCalls<Int, Void>(whenCancelled: ())
+    let model = SpinnerModel(style: style) { await calls.call($0) }
+    await clock.onSchedule { model.bind() }
+    await clock.runCurrent()
+    #expect(!model.isRefreshing)
+    let first = await clock.onSchedule { model.refresh() }
+    await calls.calls(count: 1)
+    await clock.runCurrent()
+    #expect(model.isRefreshing)
+    let second = await clock.onSchedule { model.refresh() }
+    await first?.value  // superseded: its call returned at its cancellation, its cleanup ran
+    await calls.calls(count: 2)
+    await clock.runCurrent()
+    #expect(model.isRefreshing == (style != .naiveDefer), "the second refresh is in flight")
+    calls.respond(toCall: 1, with: ())
+    await second?.value
+    await clock.runCurrent()
+    #expect(!model.isRefreshing)
+    // Cancelled with nothing after it: the spinner goes off too.
+    _ = await clock.onSchedule { model.refresh() }
+    await calls.calls(count: 3)
+    await clock.runCurrent()
+    #expect(model.isRefreshing)
+    model.cancelRefresh()
+    await clock.runCurrent()
+    #expect(!model.isRefreshing)
+  }
+
   @Test func generationTokensGoStaleWhenItAdvances() {
     var generation = Generation()
     let loadMore = generation.current
@@ -255,6 +470,11 @@ struct TaskSlotsTests {
     #expect(generation.isCurrent(refresh))
     #expect(generation.current == refresh)
   }
+}
+
+/// Advances an iterator inside `#expect`, which cannot call a mutating method itself.
+private func next(_ iterator: inout Flow<Bool, Never>.Iterator) async -> Bool? {
+  await iterator.next()
 }
 
 @MainActor
@@ -268,5 +488,54 @@ private final class SlotsModel {
 
   func load(gate: Gate) -> Task<Void, Never> {
     slots.run("load") { await gate.wait() }!
+  }
+}
+
+/// A refreshing model written three ways: the naive `defer`, the run token, and the bound running
+/// state.
+@MainActor
+final class SpinnerModel {
+  enum Style: CaseIterable, Sendable { case naiveDefer, token, binding }
+
+  private(set) var isRefreshing = false
+  private let style: Style
+  private let fetch: @Sendable (Int) async -> Void
+  private let slots = TaskSlots<String>()
+  private var subscriptions = Set<FlowSubscription>()
+  private var refreshes = 0
+
+  init(style: Style, fetch: @escaping @Sendable (Int) async -> Void) {
+    self.style = style
+    self.fetch = fetch
+  }
+
+  func bind() {
+    guard style == .binding else { return }
+    slots.isRunningFlow("refresh").assignFlow(to: \.isRefreshing, on: self).store(in: &subscriptions)
+  }
+
+  func refresh() -> Task<Void, Never>? {
+    refreshes += 1
+    let (fetch, number) = (self.fetch, refreshes)
+    switch style {
+    case .naiveDefer:
+      isRefreshing = true
+      return slots.run("refresh") { @MainActor [weak self] in
+        defer { self?.isRefreshing = false }  // wrong: a superseded run turns its successor's spinner off
+        await fetch(number)
+      }
+    case .token:
+      isRefreshing = true
+      return slots.run("refresh") { @MainActor [weak self] run in
+        defer { if run.isLatest { self?.isRefreshing = false } }
+        await fetch(number)
+      }
+    case .binding:
+      return slots.run("refresh") { await fetch(number) }
+    }
+  }
+
+  func cancelRefresh() {
+    slots.cancel("refresh")
   }
 }

@@ -19,6 +19,46 @@
 ///   }
 /// }
 /// ```
+///
+/// ## Spinners under `latestWins`
+///
+/// `defer { isLoading = false }` in the operation is wrong: a superseded run is cancelled, not
+/// awaited, and its cleanup runs after its successor started, so the old run turns off the new
+/// run's spinner while the new request is still in flight. Either let each run check that no newer
+/// run took its identity over, with the ``Run`` token:
+///
+/// ```swift
+/// func refresh() {
+///   isRefreshing = true
+///   slots.run(.refresh) { @MainActor [weak self] run in
+///     defer { if run.isLatest { self?.isRefreshing = false } }   // a successor owns the spinner
+///     let page = await api.firstPage()
+///     guard let self, !Task.isCancelled else { return }
+///     self.items = page
+///   }
+/// }
+/// ```
+///
+/// or keep no flag at all and bind the slot's running state, which stays `true` from the first
+/// run to the end of the last one (see ``isRunningFlow(_:)``):
+///
+/// ```swift
+/// slots.isRunningFlow(.refresh).assignFlow(to: \.isRefreshing, on: self).store(in: &subscriptions)
+/// ```
+///
+/// ## Mixed policies on one identity
+///
+/// The policy of the new run decides, whatever the policies of the runs already registered under
+/// its identity:
+///
+/// | new run | runs registered under the identity |
+/// |---|---|
+/// | `latestWins` | all cancelled and removed, queued ones included (they never run); the new run starts at once |
+/// | `firstWins` | if any (of any policy), the new run is ignored and `run` returns `nil` |
+/// | `queue` | the new run starts after every one of them has ended |
+/// | `concurrent` | untouched; the new run starts at once |
+///
+/// So a `latestWins` run cancels a `firstWins` write in flight: give writes an identity of their own.
 public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   @usableFromInline let registry = TaskSlotsRegistry<ID>()
 
@@ -30,7 +70,7 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   public init() {}
 
   deinit {
-    registry.cancelAll()
+    registry.close()
   }
 
   /// Starts `operation` under `id`, related to the task in flight there by `policy`.
@@ -57,6 +97,7 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   /// - `queue`: the new task runs after the ones before it, in call order.
   /// - `concurrent`: no relation.
   ///
+  /// Runs of different policies may share an identity: see "Mixed policies on one identity" above.
   /// The closure runs on its own isolation: a `@MainActor` closure may write main-actor state.
   ///
   /// ```swift
@@ -66,6 +107,24 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   public func run(
     _ id: ID, policy: SlotPolicy = .latestWins, priority: TaskPriority? = nil,
     operation: @escaping @Sendable @isolated(any) () async -> Void
+  ) -> Task<Void, Never>? {
+    registry.run(id, policy: policy, priority: priority) { _ in await operation() }
+  }
+
+  /// Starts `operation` under `id` as the `run` whose operation takes no argument does, and hands
+  /// it its ``Run``: the token that tells, in the operation's cleanup, whether a newer run has
+  /// taken the identity over.
+  ///
+  /// ```swift
+  /// slots.run(.refresh) { @MainActor [weak self] run in
+  ///   defer { if run.isLatest { self?.isRefreshing = false } }
+  ///   await self?.reload()
+  /// }
+  /// ```
+  @inlinable @discardableResult
+  public func run(
+    _ id: ID, policy: SlotPolicy = .latestWins, priority: TaskPriority? = nil,
+    operation: @escaping @Sendable @isolated(any) (Run) async -> Void
   ) -> Task<Void, Never>? {
     registry.run(id, policy: policy, priority: priority, operation: operation)
   }
@@ -97,6 +156,30 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
     registry.state.withLock { $0.isRunning(id) }
   }
 
+  /// Whether a task is registered under `id`, as a flow: the current state first, then each
+  /// change, without repeats. For an `@Observable` model's spinner, with no flag of its own to
+  /// keep right: the state stays `true` while one run replaces another, and turns `false` when
+  /// the last run under `id` ends or is cancelled.
+  ///
+  /// States are conflated: a consumer that is busy while the state turns `false` and back to
+  /// `true` sees `true` still, and nothing. The flow finishes when its consumer is cancelled, and
+  /// when the `TaskSlots` is released (after `false`, if it last delivered `true`).
+  ///
+  /// ```swift
+  /// @MainActor @Observable final class FeedModel {
+  ///   private(set) var isRefreshing = false
+  ///   @ObservationIgnored private let slots = TaskSlots<String>()
+  ///   @ObservationIgnored private var subscriptions = Set<FlowSubscription>()
+  ///
+  ///   init() {
+  ///     slots.isRunningFlow("refresh").assignFlow(to: \.isRefreshing, on: self).store(in: &subscriptions)
+  ///   }
+  /// }
+  /// ```
+  public func isRunningFlow(_ id: ID) -> Flow<Bool, Never> {
+    registry.isRunningFlow(id)
+  }
+
   /// The number of registered tasks, over every identity.
   ///
   /// ```swift
@@ -104,6 +187,51 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   /// ```
   public var runningCount: Int {
     registry.state.withLock { $0.runningCount }
+  }
+}
+
+extension TaskSlots {
+  /// One run of an operation under an identity, handed to the operation by the `run` whose
+  /// operation takes a `Run`: it tells whether a newer run has taken the identity over, so that
+  /// cleanup touches shared state (a spinner) only when no successor owns it.
+  ///
+  /// ```swift
+  /// slots.run(.refresh) { @MainActor [weak self] run in
+  ///   defer { if run.isLatest { self?.isRefreshing = false } }
+  ///   await self?.reload()
+  /// }
+  /// ```
+  public struct Run: Sendable {
+    @usableFromInline let registry: TaskSlotsRegistry<ID>
+    @usableFromInline let token: Int
+
+    /// The identity the run was started under.
+    ///
+    /// ```swift
+    /// slots.run(.details(row)) { run in log("loading \(run.id)") }
+    /// ```
+    public let id: ID
+
+    @inlinable init(registry: TaskSlotsRegistry<ID>, id: ID, token: Int) {
+      self.registry = registry
+      self.id = id
+      self.token = token
+    }
+
+    /// Whether no run started after this one under the same identity is still registered: `false`
+    /// once a newer run was registered (a `latestWins` successor, a queued or concurrent one) and
+    /// until it ends; `true` otherwise, also when this run was cancelled with nothing after it
+    /// (`cancel(_:)`, `cancelAll()`, releasing the `TaskSlots`).
+    ///
+    /// That is the spinner's question: "does a newer run own it?". Whether to write a result is
+    /// another one: a cancelled run writes nothing (`Task.isCancelled`), even when it is the latest.
+    ///
+    /// ```swift
+    /// defer { if run.isLatest { isLoading = false } }
+    /// ```
+    public var isLatest: Bool {
+      registry.state.withLock { $0.isLatest(id, token: token) }
+    }
   }
 }
 
@@ -116,31 +244,66 @@ final class TaskSlotsRegistry<ID: Hashable & Sendable>: Sendable {
 
   @inlinable func run(
     _ id: ID, policy: SlotPolicy, priority: TaskPriority?,
-    operation: @escaping @Sendable @isolated(any) () async -> Void
+    operation: @escaping @Sendable @isolated(any) (TaskSlots<ID>.Run) async -> Void
   ) -> Task<Void, Never>? {
     guard
-      case .start(let token, let superseded, let predecessors) = state.withLock({
+      case .start(let token, let superseded, let predecessors, let wakes) = state.withLock({
         $0.reserve(id, policy: policy)
       })
     else { return nil }
     // Cancelled outside the lock (cancellation handlers run synchronously and may call back in),
     // and before the new task exists.
     for task in superseded { task.cancel() }
+    for wake in wakes { wake.resume() }
+    let run = TaskSlots<ID>.Run(registry: self, id: id, token: token)
     // Through FlowScheduling, so that a task started under a `TestClock` follows its schedule.
     let task = FlowScheduling.startTask(priority: priority, inheritingContext: true) {
       for predecessor in predecessors { await predecessor.wait() }
-      if !Task.isCancelled { await operation() }
-      self.state.withLock { $0.finished(id: id, token: token) }?.fire()
+      if !Task.isCancelled { await operation(run) }
+      self.state.withLock { $0.finished(id: id, token: token) }.perform()
     }
     if !state.withLock({ $0.attach(task, id: id, token: token) }) { task.cancel() }
     return task
   }
 
   func cancel(_ id: ID) {
-    for task in state.withLock({ $0.cancel(id) }) { task.cancel() }
+    state.withLock { $0.cancel(id) }.perform()
   }
 
   func cancelAll() {
-    for task in state.withLock({ $0.cancelAll() }) { task.cancel() }
+    state.withLock { $0.cancelAll() }.perform()
   }
+
+  func close() {
+    state.withLock { $0.close() }.perform()
+  }
+
+  /// The running state of `id`, as `TaskSlots.isRunningFlow(_:)` delivers it.
+  func isRunningFlow(_ id: ID) -> Flow<Bool, Never> {
+    Flow {
+      // One iteration's memory: what it delivered last, so that it delivers changes only.
+      let last = RunningStateMemory()
+      return .async { (actor: isolated (any Actor)?) async -> Bool? in
+        let watcher = self.state.withLock { $0.makeWatcherID() }
+        let running = await withTaskCancellationHandler {
+          await withUnsafeContinuation(isolation: actor) { (continuation: UnsafeContinuation<Bool?, Never>) in
+            let decision = self.state.withLock {
+              $0.watch(
+                id, last: last.value, watcher: watcher, continuation: continuation, isCancelled: Task.isCancelled)
+            }
+            if case .resume(let running) = decision { continuation.resume(returning: running) }
+          }
+        } onCancel: {
+          self.state.withLock { $0.cancelWatcher(watcher) }?.resume(returning: nil)
+        }
+        last.value = running
+        return running
+      }
+    }
+  }
+}
+
+/// What one iteration of `isRunningFlow` delivered last; touched only by that iteration.
+final class RunningStateMemory {
+  var value: Bool?
 }

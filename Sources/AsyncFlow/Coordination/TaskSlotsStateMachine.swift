@@ -1,5 +1,11 @@
-/// The registry behind ``TaskSlots``: which tasks run under which identity. Pure: the owner starts
-/// and cancels tasks outside its lock, as the returned decisions say.
+/// The registry behind ``TaskSlots``: which tasks run under which identity, and who watches an
+/// identity's running state. Pure: the owner starts and cancels tasks, and resumes watchers,
+/// outside its lock, as the returned decisions say.
+///
+/// Mixed policies on one identity: the policy of the new run decides, whatever the policies of
+/// the runs already registered. `latestWins` removes (and cancels) every registration, queued ones
+/// included; `firstWins` starts nothing while any registration exists; `queue` waits for the end
+/// of every registration before it; `concurrent` relates to none.
 @usableFromInline
 struct TaskSlotsStateMachine<ID: Hashable> {
   @usableFromInline struct Entry {
@@ -13,6 +19,35 @@ struct TaskSlotsStateMachine<ID: Hashable> {
     }
   }
 
+  /// A consumer of `TaskSlots.isRunningFlow(_:)` suspended until `slot`'s running state differs
+  /// from the one it delivered last (which was the current one when it parked).
+  @usableFromInline struct Watcher {
+    @usableFromInline let id: Int
+    @usableFromInline let slot: ID
+    @usableFromInline let continuation: UnsafeContinuation<Bool?, Never>
+
+    @inlinable init(id: Int, slot: ID, continuation: UnsafeContinuation<Bool?, Never>) {
+      self.id = id
+      self.slot = slot
+      self.continuation = continuation
+    }
+  }
+
+  /// A watcher to resume with a running state, or with `nil` (the registry is closed: finish).
+  @usableFromInline struct Wake {
+    @usableFromInline let continuation: UnsafeContinuation<Bool?, Never>
+    @usableFromInline let running: Bool?
+
+    @inlinable init(continuation: UnsafeContinuation<Bool?, Never>, running: Bool?) {
+      self.continuation = continuation
+      self.running = running
+    }
+
+    @inlinable func resume() {
+      continuation.resume(returning: running)
+    }
+  }
+
   @usableFromInline var slots: [ID: [Entry]] = [:]
   /// The end of each task that a queued task waits for, by token. Made only when a `queue` task
   /// needs one (most tasks are never waited for), and kept apart from `slots`: a registration can
@@ -21,12 +56,18 @@ struct TaskSlotsStateMachine<ID: Hashable> {
   @usableFromInline var awaitedEnds: [Int: CompletionSignal] = [:]
   @usableFromInline var nextToken = 0
   @usableFromInline var runningCount = 0
+  /// Parked watchers, in the order they parked; empty unless someone binds a running state.
+  @usableFromInline var watchers: [Watcher] = []
+  @usableFromInline var nextWatcherID = 0
+  /// Set when the `TaskSlots` goes: watchers finish instead of parking.
+  @usableFromInline var isClosed = false
 
   @inlinable init() {}
 
   @usableFromInline enum RunDecision {
-    /// Cancel `superseded`, then start the task for `token`, after every one of `predecessors` fired.
-    case start(token: Int, superseded: [Task<Void, Never>], predecessors: [CompletionSignal])
+    /// Cancel `superseded`, resume `wakes`, then start the task for `token`, after every one of
+    /// `predecessors` fired.
+    case start(token: Int, superseded: [Task<Void, Never>], predecessors: [CompletionSignal], wakes: [Wake])
     /// `firstWins` while a task runs: start nothing.
     case ignore
   }
@@ -37,6 +78,7 @@ struct TaskSlotsStateMachine<ID: Hashable> {
     // Taken out of the dictionary so that the array is uniquely referenced: mutating it in place
     // then costs no copy.
     var entries = slots.removeValue(forKey: id) ?? []
+    let wasRunning = !entries.isEmpty
     var superseded: [Task<Void, Never>] = []
     var predecessors: [CompletionSignal] = []
     switch policy.storage {
@@ -47,7 +89,7 @@ struct TaskSlotsStateMachine<ID: Hashable> {
       runningCount -= entries.count
       entries.removeAll(keepingCapacity: true)
     case .firstWins:
-      if !entries.isEmpty {
+      if wasRunning {
         slots[id] = entries
         return .ignore
       }
@@ -61,7 +103,8 @@ struct TaskSlotsStateMachine<ID: Hashable> {
     entries.append(Entry(token: token, task: nil))
     runningCount += 1
     slots[id] = entries
-    return .start(token: token, superseded: superseded, predecessors: predecessors)
+    let wakes = wasRunning ? [] : wake(id, running: true)
+    return .start(token: token, superseded: superseded, predecessors: predecessors, wakes: wakes)
   }
 
   @inlinable mutating func awaitedEnd(of token: Int) -> CompletionSignal {
@@ -79,36 +122,133 @@ struct TaskSlotsStateMachine<ID: Hashable> {
     return true
   }
 
-  /// A task ended; only its own registration is removed, never a successor's. Returns the signal
-  /// to fire if a queued task waits for this one.
-  @inlinable mutating func finished(id: ID, token: Int) -> CompletionSignal? {
+  /// What the end of a task asks for: fire the signal a queued task waits for, resume watchers.
+  @usableFromInline struct Ended {
+    @usableFromInline let signal: CompletionSignal?
+    @usableFromInline let wakes: [Wake]
+
+    @inlinable init(signal: CompletionSignal?, wakes: [Wake]) {
+      self.signal = signal
+      self.wakes = wakes
+    }
+
+    @inlinable func perform() {
+      for wake in wakes { wake.resume() }
+      signal?.fire()
+    }
+  }
+
+  /// A task ended; only its own registration is removed, never a successor's.
+  @inlinable mutating func finished(id: ID, token: Int) -> Ended {
+    var wakes: [Wake] = []
     if var entries = slots.removeValue(forKey: id) {
       if let index = entries.firstIndex(where: { $0.token == token }) {
         entries.remove(at: index)
         runningCount -= 1
       }
-      if !entries.isEmpty { slots[id] = entries }
+      if entries.isEmpty { wakes = wake(id, running: false) } else { slots[id] = entries }
     }
-    return awaitedEnds.isEmpty ? nil : awaitedEnds.removeValue(forKey: token)
+    return Ended(signal: awaitedEnds.isEmpty ? nil : awaitedEnds.removeValue(forKey: token), wakes: wakes)
   }
 
-  /// Removes every registration of `id`; returns the tasks to cancel.
-  @inlinable mutating func cancel(_ id: ID) -> [Task<Void, Never>] {
-    guard let entries = slots.removeValue(forKey: id) else { return [] }
+  /// What cancelling asks for: cancel the tasks, resume the watchers.
+  @usableFromInline struct Cancellation {
+    @usableFromInline let tasks: [Task<Void, Never>]
+    @usableFromInline let wakes: [Wake]
+
+    @inlinable init(tasks: [Task<Void, Never>], wakes: [Wake]) {
+      self.tasks = tasks
+      self.wakes = wakes
+    }
+
+    @inlinable func perform() {
+      for wake in wakes { wake.resume() }
+      for task in tasks { task.cancel() }
+    }
+  }
+
+  /// Removes every registration of `id`.
+  @inlinable mutating func cancel(_ id: ID) -> Cancellation {
+    guard let entries = slots.removeValue(forKey: id) else { return Cancellation(tasks: [], wakes: []) }
     runningCount -= entries.count
-    return entries.compactMap { $0.task }
+    return Cancellation(tasks: entries.compactMap { $0.task }, wakes: wake(id, running: false))
   }
 
-  /// Removes every registration; returns the tasks to cancel.
-  @inlinable mutating func cancelAll() -> [Task<Void, Never>] {
-    defer {
-      slots.removeAll()
-      runningCount = 0
+  /// Removes every registration.
+  @inlinable mutating func cancelAll() -> Cancellation {
+    let tasks = slots.values.flatMap { $0.compactMap { $0.task } }
+    var wakes: [Wake] = []
+    if !watchers.isEmpty {
+      for id in slots.keys { wakes += wake(id, running: false) }
     }
-    return slots.values.flatMap { $0.compactMap { $0.task } }
+    slots.removeAll()
+    runningCount = 0
+    return Cancellation(tasks: tasks, wakes: wakes)
+  }
+
+  /// The `TaskSlots` is gone: every registration is removed, and every watcher finishes (after
+  /// `false`, if it last saw `true`).
+  @inlinable mutating func close() -> Cancellation {
+    let cancellation = cancelAll()
+    isClosed = true
+    let finishing = watchers.map { Wake(continuation: $0.continuation, running: nil) }
+    watchers.removeAll()
+    return Cancellation(tasks: cancellation.tasks, wakes: cancellation.wakes + finishing)
   }
 
   @inlinable func isRunning(_ id: ID) -> Bool {
     slots[id] != nil
+  }
+
+  /// Whether no run registered after `token` is still registered under `id`. Entries are appended
+  /// in token order, so the last one tells.
+  @inlinable func isLatest(_ id: ID, token: Int) -> Bool {
+    guard let last = slots[id]?.last else { return true }
+    return last.token <= token
+  }
+
+  // MARK: Running-state watchers
+
+  @inlinable mutating func makeWatcherID() -> Int {
+    defer { nextWatcherID += 1 }
+    return nextWatcherID
+  }
+
+  @usableFromInline enum WatchDecision {
+    /// Resume the watcher at once with this state (`nil`: finish).
+    case resume(Bool?)
+    /// The watcher is parked until the state changes.
+    case parked
+  }
+
+  /// A watcher that last delivered `last` (`nil`: nothing yet) asks for `id`'s next state.
+  @inlinable mutating func watch(
+    _ id: ID, last: Bool?, watcher: Int, continuation: UnsafeContinuation<Bool?, Never>, isCancelled: Bool
+  ) -> WatchDecision {
+    if isCancelled { return .resume(nil) }
+    let running = isRunning(id)
+    if running != last { return .resume(running) }
+    if isClosed { return .resume(nil) }
+    watchers.append(Watcher(id: watcher, slot: id, continuation: continuation))
+    return .parked
+  }
+
+  /// The watcher's consumer was cancelled: its continuation, to resume with `nil`, if it is parked.
+  @inlinable mutating func cancelWatcher(_ watcher: Int) -> UnsafeContinuation<Bool?, Never>? {
+    guard let index = watchers.firstIndex(where: { $0.id == watcher }) else { return nil }
+    return watchers.remove(at: index).continuation
+  }
+
+  /// Takes out the watchers of `id`: its running state just became `running`, which differs from
+  /// what each of them delivered last.
+  @inlinable mutating func wake(_ id: ID, running: Bool) -> [Wake] {
+    guard !watchers.isEmpty else { return [] }
+    var wakes: [Wake] = []
+    watchers.removeAll { watcher in
+      guard watcher.slot == id else { return false }
+      wakes.append(Wake(continuation: watcher.continuation, running: running))
+      return true
+    }
+    return wakes
   }
 }
