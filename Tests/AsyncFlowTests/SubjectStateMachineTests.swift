@@ -274,7 +274,7 @@ struct SubjectStateMachineTests {
     var (machine, id) = Self.subject()
     await withContinuation { consumer in
       #expect(machine.suspend(id, consumer) == nil)
-      let waking = machine.send(1)
+      let waking = machine.send(1).resume
       #expect(waking.count == 1 && same(waking.first, consumer))
     }
   }
@@ -283,7 +283,7 @@ struct SubjectStateMachineTests {
     var (machine, id, generation) = Self.running()
     await withContinuation { consumer in
       #expect(machine.suspend(id, consumer) == nil)
-      let waking = machine.upstreamElement(1, generation: generation)
+      let waking = machine.upstreamElement(1, generation: generation)?.resume
       #expect(waking?.count == 1 && same(waking?.first, consumer))
     }
   }
@@ -292,7 +292,7 @@ struct SubjectStateMachineTests {
     var (machine, id, generation) = Self.starting()
     await withContinuation { consumer in
       #expect(machine.suspend(id, consumer) == nil)
-      let waking = machine.upstreamElement(1, generation: generation)
+      let waking = machine.upstreamElement(1, generation: generation)?.resume
       #expect(waking?.count == 1 && same(waking?.first, consumer))
     }
   }
@@ -418,7 +418,7 @@ struct SubjectStateMachineTests {
     var (machine, id) = Self.subject()
     await withContinuation { consumer in
       _ = machine.suspend(id, consumer)
-      let waking = machine.end(failure: TestError(id: 5))
+      let waking = machine.end(failure: TestError(id: 5)).resume
       #expect(waking.count == 1 && same(waking.first, consumer))
     }
     #expect(machine.end(failure: TestError(id: 6)).isEmpty)
@@ -552,7 +552,7 @@ struct SubjectStateMachineTests {
     var (machine, id, generation) = Self.running()
     await withContinuation { consumer in
       _ = machine.suspend(id, consumer)
-      let waking = machine.upstreamEnded(failure: TestError(id: 3), generation: generation)
+      let waking = machine.upstreamEnded(failure: TestError(id: 3), generation: generation).resume
       #expect(waking.count == 1 && same(waking.first, consumer))
     }
     guard case .ended(let failure) = machine.state else {

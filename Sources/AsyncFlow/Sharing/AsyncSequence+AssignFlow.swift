@@ -38,6 +38,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
 }
 
 /// Where `assignFlow` writes: the object, held weakly, and the property.
+@usableFromInline
 final class AssignTarget<Root: AnyObject & Sendable, Value: Sendable>: Sendable {
   weak let object: Root?
   // Sound: a key path is an immutable value, and it is applied only on the writes' isolation.
@@ -46,6 +47,7 @@ final class AssignTarget<Root: AnyObject & Sendable, Value: Sendable>: Sendable 
   nonisolated(unsafe) let keyPath: ReferenceWritableKeyPath<Root, Value>
   let gate: SinkDeliveryGate
 
+  @usableFromInline
   init(object: Root, keyPath: ReferenceWritableKeyPath<Root, Value>, gate: SinkDeliveryGate) {
     self.object = object
     self.keyPath = keyPath
@@ -55,6 +57,7 @@ final class AssignTarget<Root: AnyObject & Sendable, Value: Sendable>: Sendable 
   /// Writes `value` on `isolation` (the check that the subscription is still on, and the write,
   /// with no suspension between them); `false` once the subscription is cancelled or the object
   /// is gone.
+  @usableFromInline
   func write(_ value: Value, isolation: isolated (any Actor)?) -> Bool {
     guard !gate.isCancelled, let object else { return false }
     object[keyPath: keyPath] = value

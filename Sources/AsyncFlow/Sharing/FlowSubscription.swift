@@ -1,3 +1,5 @@
+import Synchronization
+
 /// How a sequence ended, as a sink reports it.
 ///
 /// ```swift
@@ -76,13 +78,33 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 /// subscriptions.removeAll()   // cancels the sink
 /// ```
 public final class FlowSubscription: Sendable, Hashable {
+  @usableFromInline
+  enum Owner: Sendable {
+    /// A sink on any sequence: the task iterating it.
+    case task(Task<Void, Never>)
+    /// A sink on a hot source: its mailbox in the source, which has no task while idle.
+    case target(any FlowSubscriptionTarget)
+  }
+
   private let gate: SinkDeliveryGate
-  /// Internal, not private: tests wait for it to end.
-  let task: Task<Void, Never>
+  private let owner: Owner
 
   init(gate: SinkDeliveryGate, task: Task<Void, Never>) {
     self.gate = gate
-    self.task = task
+    self.owner = .task(task)
+  }
+
+  @usableFromInline
+  init(gate: SinkDeliveryGate, target: any FlowSubscriptionTarget) {
+    self.gate = gate
+    self.owner = .target(target)
+  }
+
+  /// The iterating task of a sink on a sequence that is not a hot source. Internal, not private:
+  /// tests wait for it to end.
+  var task: Task<Void, Never>? {
+    if case .task(let task) = owner { return task }
+    return nil
   }
 
   deinit {
@@ -97,7 +119,10 @@ public final class FlowSubscription: Sendable, Hashable {
   /// ```
   public func cancel() {
     gate.close()
-    task.cancel()
+    switch owner {
+    case .task(let task): task.cancel()
+    case .target(let target): target.unsubscribe()
+    }
   }
 
   /// Keeps the subscription alive as long as `set` holds it, as Combine's `AnyCancellable` does.
@@ -128,19 +153,33 @@ public final class FlowSubscription: Sendable, Hashable {
   }
 }
 
-/// Decides, on the receiver's isolation, whether a sink may still deliver.
+/// What a `FlowSubscription` cancels when it has no task: a push subscriber's registration.
+@usableFromInline
+protocol FlowSubscriptionTarget: AnyObject, Sendable {
+  /// Removes the subscriber from its source; its pending values are dropped.
+  func unsubscribe()
+}
+
+/// Decides, on the receiver's isolation, whether a sink may still deliver. An atomic flag, not a
+/// lock: it is read before every delivery, and its few bytes count in an idle sink's cost.
+@usableFromInline
 final class SinkDeliveryGate: Sendable {
-  private let isClosed = LockedState(false)
+  @usableFromInline let isClosed = Atomic(false)
+
+  @usableFromInline init() {}
 
   func close() {
-    isClosed.withLock { $0 = true }
+    isClosed.store(true, ordering: .releasing)
   }
 
+  @inlinable
   var isCancelled: Bool {
-    isClosed.withLock { $0 }
+    isClosed.load(ordering: .acquiring)
   }
 
   /// Calls `receive` unless cancelled; returns whether the sink goes on.
+  @usableFromInline
+  @discardableResult
   func deliver<Value: Sendable>(
     _ value: Value, to receive: @escaping @Sendable @isolated(any) (Value) async -> Void
   ) async -> Bool {

@@ -10,7 +10,7 @@
 public final class CurrentValueFlow<Element: Sendable>: AsyncSequence, Sendable {
   public typealias Failure = Never
 
-  private let storage: SubjectStorage<Element, Never>
+  @usableFromInline let storage: SubjectStorage<Element, Never>
 
   /// Creates the source with its first value.
   ///
