@@ -128,7 +128,7 @@ extension SubjectStorage {
 extension PassthroughFlow {
   /// Calls `receiveValue` with every value sent from now on, in order, on the closure's own
   /// isolation: the subscriber is registered before this returns, and costs no task while nothing
-  /// arrives (an idle sink is a mailbox object of about 300 bytes, with its subscription). Values
+  /// arrives (an idle sink is a mailbox of about 340 bytes, with its subscription). Values
   /// wait in the sink's mailbox under the subject's buffering policy; one job drains it on the
   /// closure's isolation while it holds values, and ends when it is empty.
   ///
