@@ -50,6 +50,14 @@ let benchmarks: [(size: Int, Benchmark)] = [
   ),
   (
     1_000_000,
+    Benchmark(workload: "W2", implementation: "sink1", isBaseline: false) { await w2Sink($0, subscribers: 1) }
+  ),
+  (
+    1_000_000,
+    Benchmark(workload: "W2", implementation: "sink4", isBaseline: false) { await w2Sink($0, subscribers: 4) }
+  ),
+  (
+    1_000_000,
     Benchmark(workload: "W2", implementation: "currentValue1", isBaseline: false) { await w2CurrentValue($0) }
   ),
   (100_000, Benchmark(workload: "W3", implementation: "naive", isBaseline: true) { await w3Naive($0) }),
@@ -76,6 +84,7 @@ let memoryBenchmarks: [MemoryBenchmark] = [
   MemoryBenchmark(workload: "W5", implementation: "passthroughIterator", isBaseline: false) {
     await w5PassthroughIterators($0)
   },
+  MemoryBenchmark(workload: "W5", implementation: "sink", isBaseline: false) { await w5Sink($0) },
 ]
 
 /// The baseline each workload's ratios are taken against (W2 pairs subscriber counts). The main-actor
@@ -88,9 +97,11 @@ func baselineKey(for key: String) -> String? {
   case "W1.asyncStream": "W1.stdlib"
   case "W2.passthrough1", "W2.currentValue1": "W2.asyncStream1"
   case "W2.passthrough4": "W2.asyncStream4"
+  case "W2.sink1": "W2.passthrough1"
+  case "W2.sink4": "W2.passthrough4"
   case "W3.switchToLatest": "W3.naive"
   case "W4.merge": "W4.asyncStream"
-  case "W5.passthrough", "W5.passthroughIterator", "W5.parkedTask": "W5.asyncStream"
+  case "W5.passthrough", "W5.passthroughIterator", "W5.parkedTask", "W5.sink": "W5.asyncStream"
   case "W6.taskSlotsLatest": "W6.naive"
   case "W7.combineLatest", "W7.zip": "W7.naive"
   default: nil
@@ -105,6 +116,7 @@ func target(for key: String) -> Double? {
   case "W1.flowBuilder", "W2.passthrough1", "W2.passthrough4": 0.1
   case "W3.switchToLatest", "W5.passthrough": 0.5
   case "W4.merge": 0.15
+  case "W2.sink1", "W2.sink4": 1
   case "W6.taskSlotsLatest": 1.5
   case "W7.combineLatest", "W7.zip": 0.3
   default: nil

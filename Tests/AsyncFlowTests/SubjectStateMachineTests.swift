@@ -274,7 +274,7 @@ struct SubjectStateMachineTests {
     var (machine, id) = Self.subject()
     await withContinuation { consumer in
       #expect(machine.suspend(id, consumer) == nil)
-      let waking = machine.send(1)
+      let waking = machine.send(1).resume
       #expect(waking.count == 1 && same(waking.first, consumer))
     }
   }
@@ -283,7 +283,7 @@ struct SubjectStateMachineTests {
     var (machine, id, generation) = Self.running()
     await withContinuation { consumer in
       #expect(machine.suspend(id, consumer) == nil)
-      let waking = machine.upstreamElement(1, generation: generation)
+      let waking = machine.upstreamElement(1, generation: generation)?.resume
       #expect(waking?.count == 1 && same(waking?.first, consumer))
     }
   }
@@ -292,7 +292,7 @@ struct SubjectStateMachineTests {
     var (machine, id, generation) = Self.starting()
     await withContinuation { consumer in
       #expect(machine.suspend(id, consumer) == nil)
-      let waking = machine.upstreamElement(1, generation: generation)
+      let waking = machine.upstreamElement(1, generation: generation)?.resume
       #expect(waking?.count == 1 && same(waking?.first, consumer))
     }
   }
@@ -418,7 +418,7 @@ struct SubjectStateMachineTests {
     var (machine, id) = Self.subject()
     await withContinuation { consumer in
       _ = machine.suspend(id, consumer)
-      let waking = machine.end(failure: TestError(id: 5))
+      let waking = machine.end(failure: TestError(id: 5)).resume
       #expect(waking.count == 1 && same(waking.first, consumer))
     }
     #expect(machine.end(failure: TestError(id: 6)).isEmpty)
@@ -552,7 +552,7 @@ struct SubjectStateMachineTests {
     var (machine, id, generation) = Self.running()
     await withContinuation { consumer in
       _ = machine.suspend(id, consumer)
-      let waking = machine.upstreamEnded(failure: TestError(id: 3), generation: generation)
+      let waking = machine.upstreamEnded(failure: TestError(id: 3), generation: generation).resume
       #expect(waking.count == 1 && same(waking.first, consumer))
     }
     guard case .ended(let failure) = machine.state else {
@@ -591,5 +591,358 @@ struct SubjectStateMachineTests {
       var machine = SubjectStateMachine<Int, Never>(policy: .unbounded, replayLimit: 0)
       _ = machine.upstreamEnded(failure: nil, generation: 0)
     }
+  }
+
+  // MARK: Push subscribers (mailboxes)
+
+  /// A mailbox to register: the machine only stores it and hands it back in its actions.
+  static func mailbox() -> Machine.Mailbox {
+    Machine.Mailbox(
+      storage: SubjectStorage(Machine(policy: .unbounded, replayLimit: 0)), gate: SinkDeliveryGate(),
+      receiver: .sink(value: { _ in }, completion: { _ in }))
+  }
+
+  private static func phase(_ machine: Machine, _ mailbox: Machine.Mailbox) -> Machine.MailboxPhase? {
+    machine.pushSubscribers.first { $0.mailbox === mailbox }?.phase
+  }
+
+  private static func startsDrain(_ action: Machine.SendAction, _ mailbox: Machine.Mailbox) -> Bool {
+    action.startDrains.count == 1 && action.startDrains[0] === mailbox
+  }
+
+  /// Takes until the machine says something other than `deliver`; returns what was delivered and
+  /// that last action.
+  private static func drain(_ machine: inout Machine, _ mailbox: Machine.Mailbox) -> ([Int], Machine.DrainAction) {
+    var delivered: [Int] = []
+    var batch: [Int] = []
+    while true {
+      let action = machine.take(mailbox, swapping: &batch)
+      guard case .deliver = action else { return (delivered, action) }
+      delivered += batch
+    }
+  }
+
+  @Test func testSubscribeMailbox_whenSubject_isIdleAndCounts() {
+    var machine = Machine(policy: .unbounded, replayLimit: 0)
+    let mailbox = Self.mailbox()
+    let action = machine.subscribe(mailbox)
+    #expect(!action.startDrain && action.startUpstream == nil)
+    #expect(Self.phase(machine, mailbox) == .idle)
+    #expect(machine.subscriberCount == 1)
+    #expect(machine.drainingCount == 0)
+  }
+
+  @Test func testSubscribeMailbox_whenSubjectHasAReplay_drainsTheCurrentValueFirst() {
+    var machine = Machine(policy: .bufferingNewest(1), replay: [7], replayLimit: 1)
+    let mailbox = Self.mailbox()
+    #expect(machine.subscribe(mailbox).startDrain)
+    #expect(Self.phase(machine, mailbox) == .draining)
+    let (delivered, last) = Self.drain(&machine, mailbox)
+    #expect(delivered == [7])
+    guard case .idle = last else {
+      Issue.record("expected idle, got \(last)")
+      return
+    }
+    #expect(Self.phase(machine, mailbox) == .idle)
+  }
+
+  @Test func testSubscribeMailbox_whenIdle_startsTheUpstreamAtOnce() {
+    var machine = Machine(sharingWith: .unbounded, replayLimit: 0)
+    let action = machine.subscribe(Self.mailbox())
+    guard let generation = action.startUpstream, case .starting(generation) = machine.state else {
+      Issue.record("expected startUpstream and starting, got \(machine.state)")
+      return
+    }
+    #expect(!action.startDrain)
+  }
+
+  @Test func testSubscribeMailbox_whenStarting_doesNotStartAnotherUpstream() {
+    var (machine, _, generation) = Self.starting()
+    #expect(machine.subscribe(Self.mailbox()).startUpstream == nil)
+    guard case .starting(generation) = machine.state else {
+      Issue.record("expected starting(\(generation)), got \(machine.state)")
+      return
+    }
+  }
+
+  @Test func testSubscribeMailbox_whenRunning_drainsTheReplayAndKeepsTheUpstream() {
+    var (machine, _, generation) = Self.running(replayLimit: 2)
+    for value in 1...3 { _ = machine.upstreamElement(value, generation: generation) }
+    let mailbox = Self.mailbox()
+    let action = machine.subscribe(mailbox)
+    #expect(action.startDrain && action.startUpstream == nil)
+    #expect(Self.drain(&machine, mailbox).0 == [2, 3])
+    #expect(Self.isRunning(machine, generation: generation, task: upstreamTask))
+  }
+
+  @Test func testSubscribeMailbox_whenEnded_drainsOnlyTheEnd() {
+    var (machine, _) = Self.ended(failure: TestError(id: 4))
+    let mailbox = Self.mailbox()
+    #expect(machine.subscribe(mailbox).startDrain)
+    let (delivered, last) = Self.drain(&machine, mailbox)
+    guard delivered.isEmpty, case .complete(TestError(id: 4)) = last else {
+      Issue.record("expected only complete(4), got \(delivered), \(last)")
+      return
+    }
+  }
+
+  @Test func testSubscribeMailbox_whenAWatcherWaits_resumesItOnceTheCountIsReached() async {
+    var (machine, _) = Self.subject()
+    await withContinuation { watcher in
+      let token = machine.makeWatcherToken()
+      #expect(machine.watchSubscribers(count: 2, token: token, watcher, isCancelled: false) == nil)
+      let resumed = machine.subscribe(Self.mailbox()).resumeWatchers
+      #expect(resumed.count == 1 && same(resumed.first, watcher))
+    }
+  }
+
+  @Test func testSubscribeMailbox_whenAlreadyRegistered_isAnInternalInconsistency() async {
+    await #expect(processExitsWith: .failure) {
+      var machine = SubjectStateMachine<Int, Never>(policy: .unbounded, replayLimit: 0)
+      let mailbox = SubjectMailbox<Int, Never>(
+        storage: SubjectStorage(machine), gate: SinkDeliveryGate(),
+        receiver: .sink(value: { _ in }, completion: { _ in }))
+      _ = machine.subscribe(mailbox)
+      _ = machine.subscribe(mailbox)
+    }
+  }
+
+  // MARK: send and upstreamElement with mailboxes
+
+  @Test func testSend_whenMailboxIdle_startsOneDrain() {
+    var machine = Machine(policy: .unbounded, replayLimit: 0)
+    let mailbox = Self.mailbox()
+    _ = machine.subscribe(mailbox)
+    #expect(Self.startsDrain(machine.send(1), mailbox))
+    #expect(Self.phase(machine, mailbox) == .draining)
+  }
+
+  @Test func testSend_whenMailboxDraining_buffersWithoutAnotherDrain() {
+    var machine = Machine(policy: .unbounded, replayLimit: 0)
+    let mailbox = Self.mailbox()
+    _ = machine.subscribe(mailbox)
+    _ = machine.send(1)
+    #expect(machine.send(2).isEmpty)
+    var batch: [Int] = []
+    guard case .deliver = machine.take(mailbox, swapping: &batch) else {
+      Issue.record("expected deliver")
+      return
+    }
+    #expect(batch == [1, 2])
+    // Sent while the batch is delivered: the running drain takes it, no other starts.
+    #expect(machine.send(3).isEmpty)
+    #expect(Self.drain(&machine, mailbox).0 == [3])
+  }
+
+  @Test func testSend_whenMailboxKeepsNothing_startsNoDrain() {
+    var machine = Machine(policy: .bufferingNewest(0), replayLimit: 0)
+    let mailbox = Self.mailbox()
+    _ = machine.subscribe(mailbox)
+    #expect(machine.send(1).isEmpty)
+    #expect(Self.phase(machine, mailbox) == .idle)
+  }
+
+  @Test func testSend_whenMailboxBoundedAndBehind_keepsWhatThePolicySays() {
+    for (policy, expected) in [
+      (FlowBufferingPolicy.bufferingNewest(3), [1, 8, 9, 10]), (.bufferingOldest(3), [1, 2, 3, 4]),
+    ] {
+      var machine = Machine(policy: policy, replayLimit: 0)
+      let mailbox = Self.mailbox()
+      _ = machine.subscribe(mailbox)
+      for value in 1...3 { _ = machine.send(value) }
+      var batch: [Int] = []
+      guard case .deliver = machine.take(mailbox, swapping: &batch) else {
+        Issue.record("expected deliver")
+        return
+      }
+      #expect(batch == [1])  // one at a time: the rest stays inside the bound
+      for value in 4...10 { _ = machine.send(value) }
+      #expect([1] + Self.drain(&machine, mailbox).0 == expected, "\(policy)")
+    }
+  }
+
+  @Test func testSend_whenEndedWithAMailbox_isIgnored() {
+    var machine = Machine(policy: .unbounded, replayLimit: 0)
+    let mailbox = Self.mailbox()
+    _ = machine.subscribe(mailbox)
+    _ = machine.end(failure: nil)
+    #expect(machine.send(1).isEmpty)
+    guard case .complete(nil) = Self.drain(&machine, mailbox).1 else {
+      Issue.record("expected complete(nil)")
+      return
+    }
+  }
+
+  @Test func testUpstreamElement_whenRunningAndMailboxIdle_startsOneDrain() {
+    var (machine, _, generation) = Self.running()
+    let mailbox = Self.mailbox()
+    _ = machine.subscribe(mailbox)
+    guard let action = machine.upstreamElement(1, generation: generation) else {
+      Issue.record("expected an action")
+      return
+    }
+    #expect(Self.startsDrain(action, mailbox))
+  }
+
+  @Test func testUpstreamElement_whenStartingAndMailboxIdle_startsOneDrain() {
+    var machine = Machine(sharingWith: .unbounded, replayLimit: 0)
+    let mailbox = Self.mailbox()
+    guard let generation = machine.subscribe(mailbox).startUpstream,
+      let action = machine.upstreamElement(1, generation: generation)
+    else {
+      Issue.record("expected startUpstream and an action")
+      return
+    }
+    #expect(Self.startsDrain(action, mailbox))
+  }
+
+  @Test func testUpstreamElement_whenStaleWithAMailbox_isRefused() {
+    var (machine, id, generation) = Self.running()
+    _ = machine.unsubscribe(id)
+    let mailbox = Self.mailbox()
+    guard let current = machine.subscribe(mailbox).startUpstream else {
+      Issue.record("expected startUpstream")
+      return
+    }
+    #expect(machine.upstreamElement(99, generation: generation) == nil)
+    #expect(Self.phase(machine, mailbox) == .idle)
+    #expect(current != generation)
+  }
+
+  // MARK: take
+
+  @Test func testTake_whenDrainingAndEmpty_endsTheDrainInTheSameStep() {
+    var machine = Machine(policy: .unbounded, replayLimit: 0)
+    let mailbox = Self.mailbox()
+    _ = machine.subscribe(mailbox)
+    _ = machine.send(1)
+    let (delivered, last) = Self.drain(&machine, mailbox)
+    guard delivered == [1], case .idle = last else {
+      Issue.record("expected [1] then idle, got \(delivered), \(last)")
+      return
+    }
+    #expect(machine.drainingCount == 0)
+    // The next element finds the mailbox idle: it starts the next drain, none is lost.
+    #expect(Self.startsDrain(machine.send(2), mailbox))
+  }
+
+  @Test func testTake_whenEndedAndDraining_deliversTheRestThenCompletesOnceAndUnsubscribes() {
+    var (machine, _, generation) = Self.running()
+    let mailbox = Self.mailbox()
+    _ = machine.subscribe(mailbox)
+    _ = machine.upstreamElement(1, generation: generation)
+    #expect(machine.upstreamEnded(failure: TestError(id: 8), generation: generation).isEmpty)  // already draining
+    let (delivered, last) = Self.drain(&machine, mailbox)
+    guard delivered == [1], case .complete(TestError(id: 8)) = last else {
+      Issue.record("expected [1] then complete(8), got \(delivered), \(last)")
+      return
+    }
+    #expect(machine.subscriberCount == 1)  // the iterator; the mailbox is gone
+    var batch: [Int] = []
+    guard case .stop = machine.take(mailbox, swapping: &batch) else {
+      Issue.record("expected stop: the end is delivered once")
+      return
+    }
+  }
+
+  @Test func testTake_whenUnsubscribed_stops() {
+    var machine = Machine(policy: .unbounded, replayLimit: 0)
+    let mailbox = Self.mailbox()
+    _ = machine.subscribe(mailbox)
+    _ = machine.send(1)
+    _ = machine.unsubscribe(mailbox)
+    var batch: [Int] = []
+    guard case .stop = machine.take(mailbox, swapping: &batch) else {
+      Issue.record("expected stop")
+      return
+    }
+    #expect(batch.isEmpty)
+  }
+
+  @Test func testTake_whenMailboxIdle_isAnInternalInconsistency() async {
+    await #expect(processExitsWith: .failure) {
+      var machine = SubjectStateMachine<Int, Never>(policy: .unbounded, replayLimit: 0)
+      let mailbox = SubjectMailbox<Int, Never>(
+        storage: SubjectStorage(machine), gate: SinkDeliveryGate(),
+        receiver: .sink(value: { _ in }, completion: { _ in }))
+      _ = machine.subscribe(mailbox)
+      var batch: [Int] = []
+      _ = machine.take(mailbox, swapping: &batch)
+    }
+  }
+
+  // MARK: end and upstreamEnded with mailboxes
+
+  @Test func testEnd_whenMailboxIdle_startsADrainForTheEnd() {
+    var machine = Machine(policy: .unbounded, replayLimit: 0)
+    let mailbox = Self.mailbox()
+    _ = machine.subscribe(mailbox)
+    #expect(Self.startsDrain(machine.end(failure: TestError(id: 1)), mailbox))
+    guard case .complete(TestError(id: 1)) = Self.drain(&machine, mailbox).1 else {
+      Issue.record("expected complete(1)")
+      return
+    }
+    #expect(machine.subscriberCount == 0)
+  }
+
+  @Test func testEnd_whenMailboxDraining_leavesTheEndToTheRunningDrain() {
+    var machine = Machine(policy: .unbounded, replayLimit: 0)
+    let mailbox = Self.mailbox()
+    _ = machine.subscribe(mailbox)
+    _ = machine.send(1)
+    #expect(machine.end(failure: nil).isEmpty)
+    let (delivered, last) = Self.drain(&machine, mailbox)
+    guard delivered == [1], case .complete(nil) = last else {
+      Issue.record("expected [1] then complete(nil), got \(delivered), \(last)")
+      return
+    }
+  }
+
+  @Test func testUpstreamEnded_whenRunningAndMailboxIdle_startsADrainForTheEnd() {
+    var (machine, _, generation) = Self.running()
+    let mailbox = Self.mailbox()
+    _ = machine.subscribe(mailbox)
+    #expect(Self.startsDrain(machine.upstreamEnded(failure: nil, generation: generation), mailbox))
+  }
+
+  // MARK: unsubscribe(mailbox)
+
+  @Test func testUnsubscribeMailbox_whenSubject_removesItAndStopsNothing() {
+    var machine = Machine(policy: .unbounded, replayLimit: 0)
+    let mailbox = Self.mailbox()
+    _ = machine.subscribe(mailbox)
+    #expect(machine.unsubscribe(mailbox).cancelUpstream == nil)
+    #expect(machine.subscriberCount == 0)
+    #expect(machine.send(1).isEmpty)
+    #expect(machine.unsubscribe(mailbox).cancelUpstream == nil)  // twice: nothing
+  }
+
+  @Test func testUnsubscribeMailbox_whenRunningAndLast_cancelsTheUpstream() {
+    var (machine, id, _) = Self.running()
+    let mailbox = Self.mailbox()
+    _ = machine.subscribe(mailbox)
+    #expect(machine.unsubscribe(id).cancelUpstream == nil)  // the mailbox still listens
+    #expect(machine.unsubscribe(mailbox).cancelUpstream == upstreamTask)
+    #expect(Self.isIdle(machine))
+  }
+
+  @Test func testUnsubscribeMailbox_whenStartingAndLast_stops() {
+    var machine = Machine(sharingWith: .unbounded, replayLimit: 0)
+    let mailbox = Self.mailbox()
+    guard let generation = machine.subscribe(mailbox).startUpstream else {
+      Issue.record("expected startUpstream")
+      return
+    }
+    #expect(machine.unsubscribe(mailbox).cancelUpstream == nil)
+    #expect(Self.isIdle(machine))
+    #expect(machine.upstreamStarted(upstreamTask, generation: generation) == upstreamTask)
+  }
+
+  @Test func testUnsubscribeMailbox_whenEnded_changesNothing() {
+    var (machine, _) = Self.ended(failure: nil)
+    let mailbox = Self.mailbox()
+    _ = machine.subscribe(mailbox)
+    #expect(machine.unsubscribe(mailbox).cancelUpstream == nil)
+    #expect(machine.isEnded)
   }
 }

@@ -7,6 +7,10 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   /// it and cancel their iterations. A subscription kept elsewhere ends at the first element that
   /// finds the object gone. Cancelling it, or releasing it, ends the iteration as for ``sink(receiveValue:)``.
   ///
+  /// The iteration runs in a task the subscription owns; on a hot source (`PassthroughFlow`,
+  /// `CurrentValueFlow`, `shareFlow`) the source's own `assignFlow` is chosen instead, which holds
+  /// no task while nothing arrives: the values wait in a mailbox, drained on `isolation`.
+  ///
   /// ```swift
   /// @MainActor @Observable final class SearchModel {
   ///   var results: [Item] = []
@@ -38,6 +42,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
 }
 
 /// Where `assignFlow` writes: the object, held weakly, and the property.
+@usableFromInline
 final class AssignTarget<Root: AnyObject & Sendable, Value: Sendable>: Sendable {
   weak let object: Root?
   // Sound: a key path is an immutable value, and it is applied only on the writes' isolation.
@@ -46,6 +51,7 @@ final class AssignTarget<Root: AnyObject & Sendable, Value: Sendable>: Sendable 
   nonisolated(unsafe) let keyPath: ReferenceWritableKeyPath<Root, Value>
   let gate: SinkDeliveryGate
 
+  @usableFromInline
   init(object: Root, keyPath: ReferenceWritableKeyPath<Root, Value>, gate: SinkDeliveryGate) {
     self.object = object
     self.keyPath = keyPath
@@ -55,6 +61,7 @@ final class AssignTarget<Root: AnyObject & Sendable, Value: Sendable>: Sendable 
   /// Writes `value` on `isolation` (the check that the subscription is still on, and the write,
   /// with no suspension between them); `false` once the subscription is cancelled or the object
   /// is gone.
+  @usableFromInline
   func write(_ value: Value, isolation: isolated (any Actor)?) -> Bool {
     guard !gate.isCancelled, let object else { return false }
     object[keyPath: keyPath] = value

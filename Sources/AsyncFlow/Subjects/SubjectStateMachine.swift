@@ -3,6 +3,12 @@
 /// and taken by the subscriber a whole batch at a time when unbounded, one element at a time when
 /// bounded (so that the bound holds for what it receives).
 ///
+/// A push subscriber (a `sink` or `assignFlow` on the source) has a mailbox instead of a waiting
+/// consumer: an element buffered for it while no drain runs returns "start a drain", and the drain
+/// takes batches through ``take(_:swapping:)`` until that event, under the same lock as `send`,
+/// finds nothing left and marks the mailbox idle. So a value sent while the drain ends either is in
+/// its last batch or starts the next drain: none waits in an idle mailbox.
+///
 /// For `shareFlow` the upstream's phase lives in the same `State` as the subscribers, under the
 /// same lock: deciding to stop the upstream and registering a newcomer, or sending an element and
 /// stopping, are each one step, so a subscriber arriving as the last one leaves keeps the upstream
@@ -40,6 +46,46 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     }
   }
 
+  @usableFromInline typealias Mailbox = SubjectMailbox<Element, Failure>
+
+  /// Whether a push subscriber's mailbox has a drain: scheduled or running, it takes what is
+  /// buffered; idle, the next element starts one.
+  @usableFromInline
+  enum MailboxPhase {
+    case idle
+    case draining
+  }
+
+  /// A push subscriber: its buffer, and whether a drain serves it. Idle, it costs this entry and
+  /// its mailbox object, no task.
+  @usableFromInline
+  struct PushSubscriber {
+    @usableFromInline let mailbox: Mailbox
+    @usableFromInline var buffer: [Element]
+    @usableFromInline var phase: MailboxPhase
+
+    @inlinable
+    init(mailbox: Mailbox, buffer: [Element], phase: MailboxPhase) {
+      self.mailbox = mailbox
+      self.buffer = buffer
+      self.phase = phase
+    }
+  }
+
+  /// What an element, or the end, asks of the storage once the lock is released.
+  @usableFromInline
+  struct SendAction {
+    /// Waiting iterators to resume.
+    @usableFromInline var resume: [Continuation] = []
+    /// Mailboxes that were idle and now have something to take: start one drain for each.
+    @usableFromInline var startDrains: [Mailbox] = []
+
+    @inlinable init() {}
+
+    /// Nothing to resume, nothing to start.
+    var isEmpty: Bool { resume.isEmpty && startDrains.isEmpty }
+  }
+
   @usableFromInline var state: State
   @usableFromInline let policy: FlowBufferingPolicy
   @usableFromInline let replayLimit: Int
@@ -48,6 +94,10 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   /// Subscribers, with `indexByID` for O(1) removal (the last one moves into the gap).
   @usableFromInline var subscribers: [Subscriber] = []
   private var indexByID: [Int: Int] = [:]
+  /// Push subscribers, with their index by mailbox identity (the entry keeps the mailbox alive, so
+  /// the identity is unique while it is registered).
+  @usableFromInline var pushSubscribers: [PushSubscriber] = []
+  @usableFromInline var pushIndexByMailbox: [ObjectIdentifier: Int] = [:]
   private var nextID = 0
   /// Tells the current upstream iteration from one still winding down after it was stopped.
   private var nextGeneration = 0
@@ -74,7 +124,10 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     self.keepsReplayWhenStopped = keepsReplayWhenStopped
   }
 
-  var subscriberCount: Int { subscribers.count }
+  var subscriberCount: Int { subscribers.count + pushSubscribers.count }
+
+  /// The mailboxes that have a drain scheduled or running: 0 when every push subscriber is idle.
+  var drainingCount: Int { pushSubscribers.count { $0.phase == .draining } }
 
   @usableFromInline var isEnded: Bool {
     if case .ended = state { return true }
@@ -90,15 +143,50 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     nextID += 1
     indexByID[id] = subscribers.count
     subscribers.append(Subscriber(id: id, buffer: isEnded ? [] : replay, consumer: nil))
-    guard !watchers.isEmpty else { return (id, []) }
+    return (id, watchersReached())
+  }
+
+  @usableFromInline
+  struct PushSubscribeAction {
+    @usableFromInline var resumeWatchers: [Continuation]
+    /// The share was idle: start its upstream iteration `generation`, as an iterator's first
+    /// `next()` does (a push subscriber asks at once).
+    @usableFromInline var startUpstream: Int?
+    /// The mailbox has the replay (a `CurrentValueFlow`'s current value) or the end to take.
+    @usableFromInline var startDrain: Bool
+  }
+
+  /// Registers a push subscriber with the replay in its mailbox; after the end, with nothing to
+  /// receive but the end.
+  mutating func subscribe(_ mailbox: Mailbox) -> PushSubscribeAction {
+    let key = ObjectIdentifier(mailbox)
+    guard pushIndexByMailbox[key] == nil else {
+      preconditionFailure("Internal inconsistency: state \(state), event subscribe(mailbox) twice")
+    }
+    let buffer = isEnded ? [] : replay
+    let startDrain = !buffer.isEmpty || isEnded
+    pushIndexByMailbox[key] = pushSubscribers.count
+    pushSubscribers.append(PushSubscriber(mailbox: mailbox, buffer: buffer, phase: startDrain ? .draining : .idle))
+    var startUpstream: Int?
+    if case .idle = state {
+      let generation = nextGeneration
+      nextGeneration += 1
+      state = .starting(generation: generation)
+      startUpstream = generation
+    }
+    return PushSubscribeAction(resumeWatchers: watchersReached(), startUpstream: startUpstream, startDrain: startDrain)
+  }
+
+  private mutating func watchersReached() -> [Continuation] {
+    guard !watchers.isEmpty else { return [] }
     var satisfied: [Continuation] = []
-    let count = subscribers.count
+    let count = subscriberCount
     watchers.removeAll { watcher in
       guard count >= watcher.count else { return false }
       satisfied.append(watcher.continuation)
       return true
     }
-    return (id, satisfied)
+    return satisfied
   }
 
   // MARK: Watcher events (subscribers(count:))
@@ -114,7 +202,7 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   mutating func watchSubscribers(
     count: Int, token: Int, _ continuation: Continuation, isCancelled: Bool
   ) -> Continuation? {
-    guard !isCancelled, subscribers.count < count else { return continuation }
+    guard !isCancelled, subscriberCount < count else { return continuation }
     watchers.append((token, count, continuation))
     return nil
   }
@@ -145,7 +233,72 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     }
     subscribers.removeLast()
     var action = UnsubscribeAction(resumeConsumer: removed.consumer)
-    guard subscribers.isEmpty else { return action }
+    action.cancelUpstream = stopIfNobodyListens()
+    return action
+  }
+
+  /// Removes a push subscriber (cancelled, or released); its drain, if one runs, finds it gone at
+  /// its next take. As for an iterator, the last one to leave stops a share's upstream.
+  mutating func unsubscribe(_ mailbox: Mailbox) -> UnsubscribeAction {
+    guard removePush(mailbox) != nil else { return UnsubscribeAction() }
+    return UnsubscribeAction(cancelUpstream: stopIfNobodyListens())
+  }
+
+  @usableFromInline
+  enum DrainAction {
+    /// Deliver the batch, then take again.
+    case deliver
+    /// Nothing is left: the mailbox is idle again and the drain ends (the next element starts
+    /// another).
+    case idle
+    /// The subscriber was cancelled: the drain ends, delivering nothing more.
+    case stop
+    /// The source ended and the mailbox is empty: deliver the end, once; the subscriber is removed.
+    case complete(Failure?)
+  }
+
+  /// The drain of `mailbox` has delivered `batch`; refills it with what is buffered, or decides,
+  /// in this one step, that the drain ends.
+  @inlinable
+  mutating func take(_ mailbox: Mailbox, swapping batch: inout [Element]) -> DrainAction {
+    batch.removeAll(keepingCapacity: true)
+    guard let index = pushIndexByMailbox[ObjectIdentifier(mailbox)] else { return .stop }
+    guard case .draining = pushSubscribers[index].phase else {
+      preconditionFailure("Internal inconsistency: state \(state), mailbox idle, event take")
+    }
+    if !pushSubscribers[index].buffer.isEmpty {
+      if policy.isBounded, pushSubscribers[index].buffer.count > 1 {
+        // One at a time, as for an iterator: what has not been delivered stays inside the bound.
+        batch.append(pushSubscribers[index].buffer.removeFirst())
+      } else {
+        swap(&batch, &pushSubscribers[index].buffer)
+      }
+      return .deliver
+    }
+    if case .ended(let failure) = state {
+      _ = removePush(mailbox)
+      return .complete(failure)
+    }
+    pushSubscribers[index].phase = .idle
+    return .idle
+  }
+
+  @usableFromInline
+  mutating func removePush(_ mailbox: Mailbox) -> PushSubscriber? {
+    guard let index = pushIndexByMailbox.removeValue(forKey: ObjectIdentifier(mailbox)) else { return nil }
+    let last = pushSubscribers.count - 1
+    if index != last {
+      pushSubscribers.swapAt(index, last)
+      pushIndexByMailbox[ObjectIdentifier(pushSubscribers[index].mailbox)] = index
+    }
+    return pushSubscribers.removeLast()
+  }
+
+  /// When the last subscriber of either kind left, a share stops its upstream in the same step: a
+  /// newcomer either came before (and the upstream stays) or comes after (and starts it again).
+  private mutating func stopIfNobodyListens() -> Task<Void, Never>? {
+    guard subscriberCount == 0 else { return nil }
+    var cancelUpstream: Task<Void, Never>?
     switch state {
     case .subject, .idle, .ended:
       break
@@ -154,11 +307,11 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
       state = .idle
     case .running(_, let task):
       state = .idle
-      action.cancelUpstream = task
+      cancelUpstream = task
     }
     // Emptied here, not at the restart: a subscriber registering in between gets the replay.
     if case .idle = state, !keepsReplayWhenStopped { replay.removeAll() }
-    return action
+    return cancelUpstream
   }
 
   @usableFromInline
@@ -208,26 +361,27 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
 
   // MARK: Subject events
 
-  /// Buffers `element` for every subscriber; returns the ones to wake (no allocation if none waits).
+  /// Buffers `element` for every subscriber; returns the iterators to wake and the mailboxes to
+  /// drain (no allocation if none waits and every mailbox has its drain).
   @inlinable
-  mutating func send(_ element: Element) -> [Continuation] {
+  mutating func send(_ element: Element) -> SendAction {
     switch state {
     case .subject:
       return deliver(element)
     case .ended:
-      return []
+      return SendAction()
     case .idle, .starting, .running:
       preconditionFailure("Internal inconsistency: state \(state), event send")
     }
   }
 
   /// Ends the subject: every subscriber drains its buffer, then sees the end.
-  mutating func end(failure: Failure?) -> [Continuation] {
+  mutating func end(failure: Failure?) -> SendAction {
     switch state {
     case .subject:
       return end(with: failure)
     case .ended:
-      return []
+      return SendAction()
     case .idle, .starting, .running:
       preconditionFailure("Internal inconsistency: state \(state), event end")
     }
@@ -253,7 +407,7 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
 
   /// Iteration `generation` produced `element`; returns the subscribers to wake, or `nil` if the
   /// iteration was stopped and must not deliver anything any more.
-  mutating func upstreamElement(_ element: Element, generation: Int) -> [Continuation]? {
+  mutating func upstreamElement(_ element: Element, generation: Int) -> SendAction? {
     switch state {
     case .starting(generation), .running(generation, _):
       return deliver(element)
@@ -265,12 +419,12 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   }
 
   /// Iteration `generation` finished or failed; ends the share unless that iteration was stopped.
-  mutating func upstreamEnded(failure: Failure?, generation: Int) -> [Continuation] {
+  mutating func upstreamEnded(failure: Failure?, generation: Int) -> SendAction {
     switch state {
     case .starting(generation), .running(generation, _):
       return end(with: failure)
     case .idle, .starting, .running, .ended:
-      return []
+      return SendAction()
     case .subject:
       preconditionFailure("Internal inconsistency: state subject, event upstreamEnded")
     }
@@ -279,25 +433,43 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   // MARK: Helpers
 
   @inlinable
-  mutating func deliver(_ element: Element) -> [Continuation] {
+  mutating func deliver(_ element: Element) -> SendAction {
     if replayLimit > 0 {
       if replay.count >= replayLimit { replay.removeFirst(replay.count - replayLimit + 1) }
       replay.append(element)
     }
-    var waking: [Continuation] = []
+    var action = SendAction()
     for index in subscribers.indices {
       policy.append(element, to: &subscribers[index].buffer)
-      if let consumer = subscribers[index].consumer.take() { waking.append(consumer) }
+      if let consumer = subscribers[index].consumer.take() { action.resume.append(consumer) }
     }
-    return waking
+    if !pushSubscribers.isEmpty { deliverToMailboxes(element, &action) }
+    return action
   }
 
-  private mutating func end(with failure: Failure?) -> [Continuation] {
-    state = .ended(failure: failure)
-    var waking: [Continuation] = []
-    for index in subscribers.indices {
-      if let consumer = subscribers[index].consumer.take() { waking.append(consumer) }
+  @inlinable
+  mutating func deliverToMailboxes(_ element: Element, _ action: inout SendAction) {
+    for index in pushSubscribers.indices {
+      policy.append(element, to: &pushSubscribers[index].buffer)
+      // `bufferingNewest(0)` keeps nothing: then there is nothing to drain either.
+      if case .idle = pushSubscribers[index].phase, !pushSubscribers[index].buffer.isEmpty {
+        pushSubscribers[index].phase = .draining
+        action.startDrains.append(pushSubscribers[index].mailbox)
+      }
     }
-    return waking
+  }
+
+  private mutating func end(with failure: Failure?) -> SendAction {
+    state = .ended(failure: failure)
+    var action = SendAction()
+    for index in subscribers.indices {
+      if let consumer = subscribers[index].consumer.take() { action.resume.append(consumer) }
+    }
+    // An idle mailbox is empty: its drain delivers the end. A draining one finds it at its next take.
+    for index in pushSubscribers.indices where pushSubscribers[index].phase == .idle {
+      pushSubscribers[index].phase = .draining
+      action.startDrains.append(pushSubscribers[index].mailbox)
+    }
+    return action
   }
 }

@@ -33,11 +33,48 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
 
   @inlinable
   func send(_ element: Element) {
-    for consumer in state.withLock({ $0.send(element) }) { consumer.resume() }
+    perform(state.withLock { $0.send(element) })
   }
 
   func end(failure: Failure?) {
-    for consumer in state.withLock({ $0.end(failure: failure) }) { consumer.resume() }
+    perform(state.withLock { $0.end(failure: failure) })
+  }
+
+  @inlinable
+  func perform(_ action: SubjectStateMachine<Element, Failure>.SendAction) {
+    for consumer in action.resume { consumer.resume() }
+    for mailbox in action.startDrains { startDrain(mailbox) }
+  }
+
+  // MARK: Push subscribers (sink, assignFlow)
+
+  /// Registers `mailbox`: from now on every element is buffered for it, and drained on its
+  /// receiver's isolation.
+  @usableFromInline
+  func subscribe(_ mailbox: SubjectMailbox<Element, Failure>) {
+    let action = state.withLock { $0.subscribe(mailbox) }
+    for watcher in action.resumeWatchers { watcher.resume() }
+    if let generation = action.startUpstream { startUpstream(generation: generation) }
+    if action.startDrain { startDrain(mailbox) }
+  }
+
+  @usableFromInline
+  func unsubscribe(_ mailbox: SubjectMailbox<Element, Failure>) {
+    state.withLock { $0.unsubscribe(mailbox) }.cancelUpstream?.cancel()
+  }
+
+  /// The one drain job of a mailbox that has something to take: it ends when the machine finds
+  /// the mailbox empty, so an idle subscriber holds no task.
+  @inlinable
+  func startDrain(_ mailbox: SubjectMailbox<Element, Failure>) {
+    _ = FlowScheduling.startTask { await mailbox.drain() }
+  }
+
+  @inlinable
+  func take(
+    _ mailbox: SubjectMailbox<Element, Failure>, swapping batch: inout [Element]
+  ) -> SubjectStateMachine<Element, Failure>.DrainAction {
+    state.withLock { $0.take(mailbox, swapping: &batch) }
   }
 
   // Out of line (unspecialized) but synchronous: they keep the subscriber's inlinable refill,
@@ -78,12 +115,12 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
     var iterator = base.makeAsyncIterator()
     do throws(Failure) {
       while let element = try await iterator.next(isolation: nil) {
-        guard let waking = state.withLock({ $0.upstreamElement(element, generation: generation) }) else { return }
-        for consumer in waking { consumer.resume() }
+        guard let action = state.withLock({ $0.upstreamElement(element, generation: generation) }) else { return }
+        perform(action)
       }
-      for consumer in state.withLock({ $0.upstreamEnded(failure: nil, generation: generation) }) { consumer.resume() }
+      perform(state.withLock { $0.upstreamEnded(failure: nil, generation: generation) })
     } catch {
-      for consumer in state.withLock({ $0.upstreamEnded(failure: error, generation: generation) }) { consumer.resume() }
+      perform(state.withLock { $0.upstreamEnded(failure: error, generation: generation) })
     }
   }
 }
