@@ -164,7 +164,7 @@ extension PassthroughFlow {
 
 extension PassthroughFlow where Failure == Never {
   /// Writes every value sent from now on into `object`'s property at `keyPath`, on the caller's
-  /// isolation, holding `object` weakly; as ``AsyncSequence/assignFlow(to:on:isolation:)``, with no
+  /// isolation, holding `object` weakly; as ``_Concurrency/AsyncSequence/assignFlow(to:on:isolation:)``, with no
   /// task while nothing arrives (the values wait in a mailbox drained on that isolation).
   ///
   /// ```swift
