@@ -461,6 +461,30 @@ struct TaskSlotsTests {
     #expect(!model.isRefreshing)
   }
 
+  /// A run cancelled in the step that started it, before its task got going: its operation never
+  /// starts, so neither does its `defer`. The token's spinner must still end up off, which is why
+  /// the guide turns it on inside the operation rather than before `run`.
+  @Test func aRunCancelledBeforeItsOperationStartsLeavesTheTokenSpinnerOff() async {
+    let clock = TestClock()
+    let slots = TaskSlots<String>()
+    let isRefreshing = LockedState(false)
+    let operationRan = LockedState(false)
+    // Nonisolated, so this block runs on the clock's serial executor: the run's task, which
+    // starts on that executor too, cannot check for cancellation before `cancel` below.
+    let task = await clock.onSchedule {
+      let task = slots.run("refresh") { run in
+        isRefreshing.withLock { $0 = true }
+        defer { if run.isLatest { isRefreshing.withLock { $0 = false } } }
+        operationRan.withLock { $0 = true }
+      }
+      slots.cancel("refresh")
+      return task
+    }
+    await task?.value
+    #expect(!operationRan.withLock { $0 })
+    #expect(!isRefreshing.withLock { $0 })
+  }
+
   @Test func generationTokensGoStaleWhenItAdvances() {
     var generation = Generation()
     let loadMore = generation.current
@@ -525,8 +549,8 @@ final class SpinnerModel {
         await fetch(number)
       }
     case .token:
-      isRefreshing = true
       return slots.run("refresh") { @MainActor [weak self] run in
+        self?.isRefreshing = true  // not before `run`: a run cancelled before it starts runs no cleanup
         defer { if run.isLatest { self?.isRefreshing = false } }
         await fetch(number)
       }
