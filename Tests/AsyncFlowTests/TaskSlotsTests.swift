@@ -426,6 +426,26 @@ struct TaskSlotsTests {
     #expect(slots.registry.state.withLock { $0.watchers.isEmpty })
   }
 
+  /// Parked for sure: a task on the clock's executor has run until it suspended once
+  /// `runCurrent()` returns. Its cancellation resumes it once, with the end, and removes its watcher.
+  @Test func isRunningFlowFinishesWhenItsConsumerIsCancelledWhileParked() async {
+    let clock = TestClock()
+    let slots = TaskSlots<String>()
+    let states = slots.isRunningFlow("load")
+    let consumer = clock.task {
+      var seen: [Bool] = []
+      for await running in states { seen.append(running) }
+      return seen
+    }
+    await clock.runCurrent()
+    #expect(slots.registry.state.withLock { $0.watchers.count } == 1)
+    consumer.cancel()
+    #expect(await consumer.value == [false])
+    #expect(slots.registry.state.withLock { $0.watchers.isEmpty })
+    // The state changes after the cancellation: nobody is left to resume.
+    #expect(slots.run("load") {} != nil)
+  }
+
   // MARK: Spinners under latestWins
 
   /// The second refresh supersedes the first; the first's cleanup runs while the second's request
