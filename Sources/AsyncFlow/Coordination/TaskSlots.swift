@@ -232,6 +232,8 @@ extension TaskSlots {
     ///
     /// That is the spinner's question: "does a newer run own it?". Whether to write a result is
     /// another one: a cancelled run writes nothing (`Task.isCancelled`), even when it is the latest.
+    /// Under `concurrent`, an older run may still run when the latest ends, and the latest is then
+    /// `true`: for a spinner over concurrent runs, bind ``TaskSlots/isRunningFlow(_:)`` instead.
     ///
     /// ```swift
     /// defer { if run.isLatest { isLoading = false } }
