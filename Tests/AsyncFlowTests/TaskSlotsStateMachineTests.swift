@@ -112,6 +112,20 @@ struct TaskSlotsStateMachineTests {
     }
   }
 
+  /// "Latest", not "last": the newest of two concurrent runs is latest though the older one still
+  /// runs; the guide binds the running state for a spinner over concurrent runs.
+  @Test func testIsLatest_whenAnOlderConcurrentRunOutlivesIt_isTrue() {
+    var machine = Machine()
+    let old = register(&machine, "id", policy: .concurrent)!
+    let new = register(&machine, "id", policy: .concurrent)!
+    #expect(machine.isLatest("id", token: new.token))
+    #expect(machine.isRunning("id"))
+    _ = machine.finished(id: "id", token: new.token)
+    #expect(machine.isLatest("id", token: new.token))
+    #expect(machine.isLatest("id", token: old.token))
+    #expect(machine.isRunning("id"))
+  }
+
   @Test func testIsLatest_whenCancelledWithNothingAfter_isTrue() {
     var machine = Machine()
     let run = register(&machine, "id", policy: .latestWins)!

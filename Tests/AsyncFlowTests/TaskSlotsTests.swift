@@ -426,6 +426,26 @@ struct TaskSlotsTests {
     #expect(slots.registry.state.withLock { $0.watchers.isEmpty })
   }
 
+  /// Parked for sure: a task on the clock's executor has run until it suspended once
+  /// `runCurrent()` returns. Its cancellation resumes it once, with the end, and removes its watcher.
+  @Test func isRunningFlowFinishesWhenItsConsumerIsCancelledWhileParked() async {
+    let clock = TestClock()
+    let slots = TaskSlots<String>()
+    let states = slots.isRunningFlow("load")
+    let consumer = clock.task {
+      var seen: [Bool] = []
+      for await running in states { seen.append(running) }
+      return seen
+    }
+    await clock.runCurrent()
+    #expect(slots.registry.state.withLock { $0.watchers.count } == 1)
+    consumer.cancel()
+    #expect(await consumer.value == [false])
+    #expect(slots.registry.state.withLock { $0.watchers.isEmpty })
+    // The state changes after the cancellation: nobody is left to resume.
+    #expect(slots.run("load") {} != nil)
+  }
+
   // MARK: Spinners under latestWins
 
   /// The second refresh supersedes the first; the first's cleanup runs while the second's request
@@ -459,6 +479,30 @@ struct TaskSlotsTests {
     model.cancelRefresh()
     await clock.runCurrent()
     #expect(!model.isRefreshing)
+  }
+
+  /// A run cancelled in the step that started it, before its task got going: its operation never
+  /// starts, so neither does its `defer`. The token's spinner must still end up off, which is why
+  /// the guide turns it on inside the operation rather than before `run`.
+  @Test func aRunCancelledBeforeItsOperationStartsLeavesTheTokenSpinnerOff() async {
+    let clock = TestClock()
+    let slots = TaskSlots<String>()
+    let isRefreshing = LockedState(false)
+    let operationRan = LockedState(false)
+    // Nonisolated, so this block runs on the clock's serial executor: the run's task, which
+    // starts on that executor too, cannot check for cancellation before `cancel` below.
+    let task = await clock.onSchedule {
+      let task = slots.run("refresh") { run in
+        isRefreshing.withLock { $0 = true }
+        defer { if run.isLatest { isRefreshing.withLock { $0 = false } } }
+        operationRan.withLock { $0 = true }
+      }
+      slots.cancel("refresh")
+      return task
+    }
+    await task?.value
+    #expect(!operationRan.withLock { $0 })
+    #expect(!isRefreshing.withLock { $0 })
   }
 
   @Test func generationTokensGoStaleWhenItAdvances() {
@@ -525,8 +569,8 @@ final class SpinnerModel {
         await fetch(number)
       }
     case .token:
-      isRefreshing = true
       return slots.run("refresh") { @MainActor [weak self] run in
+        self?.isRefreshing = true  // not before `run`: a run cancelled before it starts runs no cleanup
         defer { if run.isLatest { self?.isRefreshing = false } }
         await fetch(number)
       }

@@ -125,6 +125,8 @@ public final class LoadMoreListModel {
       case .failure: self.hasMore = false
       }
     }
+    // On at once, outside the run: a run cancelled before its operation starts runs no cleanup, but
+    // the one place that cancels a load-more, `refresh`, turns the spinner off itself.
     if started != nil { isLoadingMore = true }
   }
 }

@@ -25,12 +25,14 @@
 /// `defer { isLoading = false }` in the operation is wrong: a superseded run is cancelled, not
 /// awaited, and its cleanup runs after its successor started, so the old run turns off the new
 /// run's spinner while the new request is still in flight. Either let each run check that no newer
-/// run took its identity over, with the ``Run`` token:
+/// run took its identity over, with the ``Run`` token, and turn the spinner on inside the operation
+/// too: a run cancelled before its operation starts (by `cancel(_:)` right after `run`) runs
+/// nothing, not even its `defer`, so a spinner turned on before `run` would stay on:
 ///
 /// ```swift
 /// func refresh() {
-///   isRefreshing = true
 ///   slots.run(.refresh) { @MainActor [weak self] run in
+///     self?.isRefreshing = true
 ///     defer { if run.isLatest { self?.isRefreshing = false } }   // a successor owns the spinner
 ///     let page = await api.firstPage()
 ///     guard let self, !Task.isCancelled else { return }
@@ -117,6 +119,7 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   ///
   /// ```swift
   /// slots.run(.refresh) { @MainActor [weak self] run in
+  ///   self?.isRefreshing = true   // here, not before `run`: a run cancelled before it starts runs nothing
   ///   defer { if run.isLatest { self?.isRefreshing = false } }
   ///   await self?.reload()
   /// }
@@ -195,8 +198,12 @@ extension TaskSlots {
   /// operation takes a `Run`: it tells whether a newer run has taken the identity over, so that
   /// cleanup touches shared state (a spinner) only when no successor owns it.
   ///
+  /// A run cancelled before its operation starts never gets a `Run`: its operation, cleanup
+  /// included, does not run. So the operation turns the spinner on as well as off.
+  ///
   /// ```swift
   /// slots.run(.refresh) { @MainActor [weak self] run in
+  ///   self?.isRefreshing = true
   ///   defer { if run.isLatest { self?.isRefreshing = false } }
   ///   await self?.reload()
   /// }
@@ -225,6 +232,8 @@ extension TaskSlots {
     ///
     /// That is the spinner's question: "does a newer run own it?". Whether to write a result is
     /// another one: a cancelled run writes nothing (`Task.isCancelled`), even when it is the latest.
+    /// Under `concurrent`, an older run may still run when the latest ends, and the latest is then
+    /// `true`: for a spinner over concurrent runs, bind ``TaskSlots/isRunningFlow(_:)`` instead.
     ///
     /// ```swift
     /// defer { if run.isLatest { isLoading = false } }
