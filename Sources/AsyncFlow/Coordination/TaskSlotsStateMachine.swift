@@ -56,11 +56,31 @@ struct TaskSlotsStateMachine<ID: Hashable> {
   @usableFromInline var awaitedEnds: [Int: CompletionSignal] = [:]
   @usableFromInline var nextToken = 0
   @usableFromInline var runningCount = 0
-  /// Parked watchers, in the order they parked; empty unless someone binds a running state.
-  @usableFromInline var watchers: [Watcher] = []
+  /// Whether watchers may park, and the parked ones.
+  @usableFromInline enum Watching {
+    /// Watchers parked in the order they parked; empty unless someone binds a running state.
+    case open([Watcher])
+    /// The `TaskSlots` is gone: watchers finish instead of parking, so none is ever left parked.
+    case closed
+  }
+
+  @usableFromInline var watching = Watching.open([])
   @usableFromInline var nextWatcherID = 0
-  /// Set when the `TaskSlots` goes: watchers finish instead of parking.
-  @usableFromInline var isClosed = false
+
+  /// The parked watchers.
+  @inlinable var watchers: [Watcher] {
+    guard case .open(let parked) = watching else { return [] }
+    return parked
+  }
+
+  /// Changes the parked watchers in place: the array is taken out of the enum first, so that it is
+  /// uniquely referenced and changing it costs no copy.
+  @inlinable mutating func withParkedWatchers<Result>(_ body: (inout [Watcher]) -> Result) -> Result? {
+    guard case .open(var parked) = watching else { return nil }
+    watching = .open([])
+    defer { watching = .open(parked) }
+    return body(&parked)
+  }
 
   @inlinable init() {}
 
@@ -190,9 +210,8 @@ struct TaskSlotsStateMachine<ID: Hashable> {
   /// `false`, if it last saw `true`).
   @inlinable mutating func close() -> Cancellation {
     let cancellation = cancelAll()
-    isClosed = true
     let finishing = watchers.map { Wake(continuation: $0.continuation, running: nil) }
-    watchers.removeAll()
+    watching = .closed
     return Cancellation(tasks: cancellation.tasks, wakes: cancellation.wakes + finishing)
   }
 
@@ -228,15 +247,16 @@ struct TaskSlotsStateMachine<ID: Hashable> {
     if isCancelled { return .resume(nil) }
     let running = isRunning(id)
     if running != last { return .resume(running) }
-    if isClosed { return .resume(nil) }
-    watchers.append(Watcher(id: watcher, slot: id, continuation: continuation))
+    guard case .open = watching else { return .resume(nil) }
+    _ = withParkedWatchers { $0.append(Watcher(id: watcher, slot: id, continuation: continuation)) }
     return .parked
   }
 
   /// The watcher's consumer was cancelled: its continuation, to resume with `nil`, if it is parked.
   @inlinable mutating func cancelWatcher(_ watcher: Int) -> UnsafeContinuation<Bool?, Never>? {
-    guard let index = watchers.firstIndex(where: { $0.id == watcher }) else { return nil }
-    return watchers.remove(at: index).continuation
+    withParkedWatchers { parked in
+      parked.firstIndex { $0.id == watcher }.map { parked.remove(at: $0).continuation }
+    } ?? nil
   }
 
   /// Takes out the watchers of `id`: its running state just became `running`, which differs from
@@ -244,10 +264,12 @@ struct TaskSlotsStateMachine<ID: Hashable> {
   @inlinable mutating func wake(_ id: ID, running: Bool) -> [Wake] {
     guard !watchers.isEmpty else { return [] }
     var wakes: [Wake] = []
-    watchers.removeAll { watcher in
-      guard watcher.slot == id else { return false }
-      wakes.append(Wake(continuation: watcher.continuation, running: running))
-      return true
+    _ = withParkedWatchers { parked in
+      parked.removeAll { watcher in
+        guard watcher.slot == id else { return false }
+        wakes.append(Wake(continuation: watcher.continuation, running: running))
+        return true
+      }
     }
     return wakes
   }
