@@ -281,6 +281,23 @@ struct SinkMailboxTests {
     #expect(log.events == [.value(1)])
   }
 
+  /// The hot sources' `sink` is an overload chosen at compile time, as the docs say: through a
+  /// generic parameter the task-based `sink` of `AsyncSequence` runs, even on a subject.
+  @Test func aSinkThroughAGenericParameterIsTheTaskBasedOne() async {
+    func sinkGenerically(_ sequence: some AsyncSequence<Int, Never> & Sendable) -> FlowSubscription {
+      sequence.sink { _ in }
+    }
+    let subject = PassthroughFlow<Int, Never>()
+    let direct = subject.sink { _ in }
+    #expect(direct.task == nil)  // a mailbox, registered at once
+    #expect(subject.subscriberCount == 1)
+    let generic = sinkGenerically(subject)
+    #expect(generic.task != nil)
+    generic.cancel()
+    await generic.task?.value
+    withExtendedLifetime(direct) {}
+  }
+
   // MARK: CurrentValueFlow and shareFlow
 
   @Test func currentValueSinkReceivesTheCurrentValueFirst() async {
