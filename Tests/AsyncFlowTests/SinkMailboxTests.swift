@@ -364,6 +364,34 @@ struct SinkMailboxTests {
     withExtendedLifetime(subscription) {}
   }
 
+  /// The last sink leaving stops the share; the next sink starts it again, with the replay its
+  /// scope keeps (as `shareReplaysThePreviousRunAcrossRestartsWhenAsked` for iterators).
+  @Test(arguments: [(FlowReplayScope.whileRunning, [201]), (.acrossRestarts, [101, 201])])
+  func shareFlowSinkRestartsTheUpstreamWithItsReplayScope(scope: FlowReplayScope, expected: [Int]) async {
+    let runs = LockedState(0)
+    let gate = Gate()
+    let shared = Flow<Int, Never>(bufferSize: 0) { emitter in
+      let run = runs.withLock { runs in
+        runs += 1
+        return runs
+      }
+      await emitter.emit(run * 100 + 1)
+      await gate.wait()  // until cancelled
+    }.shareFlow(replay: 1, replayScope: scope)
+    let first = SinkLog()
+    var subscription: FlowSubscription? = shared.sink { first.append(.value($0)) }
+    await first.logged(count: 1)
+    subscription = nil  // the last subscriber leaves: the upstream stops
+    _ = subscription
+    #expect(shared.subscriberCount == 0)
+    let second = SinkLog()
+    let next = shared.sink { second.append(.value($0)) }
+    await second.logged(count: expected.count)
+    #expect(second.values == expected, "\(scope)")
+    #expect(first.values == [101])
+    withExtendedLifetime(next) {}
+  }
+
   // MARK: No task while idle, one drain while busy
 
   @Test func idleSinksStartNoTaskAndEachSendStartsOneDrainPerIdleMailbox() async {
