@@ -255,6 +255,30 @@ struct SinkMailboxTests {
     #expect(log.events == [.value(1), .value(2)])
   }
 
+  /// `cancel()` reaches the call in progress, as it does a task-based sink's: the drain running
+  /// the closure is cancelled, so an await in it that honours cancellation ends, and the drain with
+  /// it, instead of keeping the closure and what it captures (a model) alive.
+  @Test func cancelCancelsTheDrainRunningTheClosure() async {
+    let executor = CountingExecutor()
+    let subject = PassthroughFlow<Int, Never>()
+    let gate = Gate()
+    let sawCancellation = Signal()
+    let subscription = subject.sink { _ in
+      await withTaskCancellationHandler {
+        await gate.wait()
+      } onCancel: {
+        sawCancellation.fire()
+      }
+    }
+    executor.scheduling { subject.send(1) }
+    await gate.entered()
+    subscription.cancel()
+    #expect(sawCancellation.isFired)  // the handler ran inside cancel()
+    gate.release()  // lets the closure end if it was not cancelled
+    await executor.finished(count: 2)  // the drain: up to the gate, then to its end
+    #expect(subject.subscriberCount == 0)
+  }
+
   @Test func releasingTheSubscriptionCancelsEvenWhileItsDrainRuns() async {
     let executor = CountingExecutor()
     let subject = PassthroughFlow<Int, TestError>()

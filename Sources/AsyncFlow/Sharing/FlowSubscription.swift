@@ -128,9 +128,10 @@ public final class FlowSubscription: Sendable, Hashable {
   }
 
   /// Cancels the sink: its task, or its mailbox in a hot source (its pending values are dropped,
-  /// and a shared upstream stops if it was the last subscriber). Nothing is delivered after this
-  /// returns when it is called from the receiving closure's isolation; calling it again does
-  /// nothing.
+  /// the task of the drain delivering them is cancelled, and a shared upstream stops if it was the
+  /// last subscriber). Either way a closure call in progress sees the cancellation. Nothing is
+  /// delivered after this returns when it is called from the receiving closure's isolation;
+  /// calling it again does nothing.
   ///
   /// ```swift
   /// subscription.cancel()
