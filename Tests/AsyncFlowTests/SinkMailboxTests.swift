@@ -638,4 +638,95 @@ struct MailboxInterleavingTests {
       }
     }
   }
+
+  /// Leaving while drains start, run and end, explored as above, with the storage's report of each
+  /// drain's task (`drainStarted`) as a turn of its own that may come late. Whatever the order:
+  /// nothing is delivered after `unsubscribe`, and every drain still serving the mailbox then is
+  /// cancelled, at once or when its task is reported; a report for a drain that ended cancels
+  /// nothing.
+  static func exploreLeaving(seed: UInt64) -> String? {
+    var random = SplitMix64(state: seed)
+    var machine = Machine(policy: .unbounded, replayLimit: 0)
+    let mailbox = SubjectStateMachineTests.mailbox()
+    _ = machine.subscribe(mailbox)
+    let total = Int.random(in: 1...8, using: &random)
+    let leaveAfter = Int.random(in: 0...(total + 6), using: &random)  // turns before leaving
+    var sent = 0
+    var turns = 0
+    var left = false
+    var drains: [Drain] = []
+    var ids: [Int] = []  // of `drains`, in the same order
+    var unreported: [Int] = []
+    var tasks: [Int: Task<Void, Never>] = [:]
+    var servingWhenLeft: Set<Int> = []
+    var cancelled: Set<Int> = []
+    while sent < total || !drains.isEmpty || !unreported.isEmpty || !left {
+      turns += 1
+      if !left, turns > leaveAfter {
+        left = true
+        servingWhenLeft = Set(ids)
+        if let task = machine.unsubscribe(mailbox).cancelDrain, let id = tasks.first(where: { $0.value == task })?.key {
+          cancelled.insert(id)
+        }
+        continue
+      }
+      switch Int.random(in: 0..<3, using: &random) {
+      case 0 where sent < total:
+        for drain in machine.send(sent).startDrains {
+          if left { return "a drain started after leaving" }
+          drains.append(Drain())
+          ids.append(drain.id)
+          unreported.append(drain.id)
+          if drains.count > 1 { return "\(drains.count) drains at once" }
+        }
+        sent += 1
+      case 1 where !unreported.isEmpty:
+        let id = unreported.remove(at: Int.random(in: 0..<unreported.count, using: &random))
+        let task = Task<Void, Never> {}
+        tasks[id] = task
+        if let toCancel = machine.drainStarted(mailbox, id: id, task: task) {
+          if toCancel != task { return "drainStarted returned another task" }
+          if !servingWhenLeft.contains(id) { return "drain \(id) cancelled though it had ended" }
+          cancelled.insert(id)
+        }
+      case 2 where !drains.isEmpty:
+        let index = Int.random(in: 0..<drains.count, using: &random)
+        if left {  // the gate is closed: the drain delivers nothing more and ends
+          drains.remove(at: index)
+          ids.remove(at: index)
+          continue
+        }
+        if drains[index].mustTake {
+          switch machine.take(mailbox, swapping: &drains[index].batch) {
+          case .deliver:
+            drains[index].position = 0
+            drains[index].mustTake = false
+          case .idle, .stop, .complete:
+            drains.remove(at: index)
+            ids.remove(at: index)
+          }
+        } else {
+          drains[index].position += 1
+          drains[index].mustTake = drains[index].position == drains[index].batch.count
+        }
+      default:
+        if sent >= total, drains.isEmpty, unreported.isEmpty, left { break }
+        continue
+      }
+    }
+    if cancelled != servingWhenLeft {
+      return "cancelled \(cancelled.sorted()), serving when left \(servingWhenLeft.sorted())"
+    }
+    if machine.subscriberCount != 0 { return "still subscribed" }
+    return nil
+  }
+
+  @Test func leavingCancelsTheServingDrainWhateverTheOrder() {
+    for seed in stressSeeds(0..<2_000) {
+      if let problem = Self.exploreLeaving(seed: seed) {
+        Issue.record(Comment(rawValue: "\(problem); seed \(seed)"))
+        return
+      }
+    }
+  }
 }
