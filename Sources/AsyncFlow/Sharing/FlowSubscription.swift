@@ -129,7 +129,7 @@ public final class FlowSubscription: Sendable, Hashable {
 
   /// Cancels the sink: its task, or its mailbox in a hot source (its pending values are dropped,
   /// the task of the drain delivering them is cancelled, and a shared upstream stops if it was the
-  /// last subscriber). Either way a closure call in progress sees the cancellation. Nothing is
+  /// last subscriber). Either way a `receiveValue` call in progress sees the cancellation. Nothing is
   /// delivered after this returns when it is called from the receiving closure's isolation;
   /// calling it again does nothing.
   ///
