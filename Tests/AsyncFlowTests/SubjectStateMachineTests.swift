@@ -602,12 +602,25 @@ struct SubjectStateMachineTests {
       receiver: .sink(value: { _ in }, completion: { _ in }))
   }
 
-  private static func phase(_ machine: Machine, _ mailbox: Machine.Mailbox) -> Machine.MailboxPhase? {
-    machine.pushSubscribers.first { $0.mailbox === mailbox }?.phase
+  enum Phase { case idle, draining }
+
+  private static func phase(_ machine: Machine, _ mailbox: Machine.Mailbox) -> Phase? {
+    switch machine.pushSubscribers.first(where: { $0.mailbox === mailbox })?.phase {
+    case .idle: .idle
+    case .draining: .draining
+    case nil: nil
+    }
+  }
+
+  /// The task of the drain serving `mailbox`, once reported.
+  private static func drainTask(_ machine: Machine, _ mailbox: Machine.Mailbox) -> Task<Void, Never>? {
+    guard case .draining(_, let task) = machine.pushSubscribers.first(where: { $0.mailbox === mailbox })?.phase
+    else { return nil }
+    return task
   }
 
   private static func startsDrain(_ action: Machine.SendAction, _ mailbox: Machine.Mailbox) -> Bool {
-    action.startDrains.count == 1 && action.startDrains[0] === mailbox
+    action.startDrains.count == 1 && action.startDrains[0].mailbox === mailbox
   }
 
   /// Takes until the machine says something other than `deliver`; returns what was delivered and
@@ -626,7 +639,7 @@ struct SubjectStateMachineTests {
     var machine = Machine(policy: .unbounded, replayLimit: 0)
     let mailbox = Self.mailbox()
     let action = machine.subscribe(mailbox)
-    #expect(!action.startDrain && action.startUpstream == nil)
+    #expect(action.startDrain == nil && action.startUpstream == nil)
     #expect(Self.phase(machine, mailbox) == .idle)
     #expect(machine.subscriberCount == 1)
     #expect(machine.drainingCount == 0)
@@ -635,7 +648,7 @@ struct SubjectStateMachineTests {
   @Test func testSubscribeMailbox_whenSubjectHasAReplay_drainsTheCurrentValueFirst() {
     var machine = Machine(policy: .bufferingNewest(1), replay: [7], replayLimit: 1)
     let mailbox = Self.mailbox()
-    #expect(machine.subscribe(mailbox).startDrain)
+    #expect(machine.subscribe(mailbox).startDrain != nil)
     #expect(Self.phase(machine, mailbox) == .draining)
     let (delivered, last) = Self.drain(&machine, mailbox)
     #expect(delivered == [7])
@@ -653,7 +666,7 @@ struct SubjectStateMachineTests {
       Issue.record("expected startUpstream and starting, got \(machine.state)")
       return
     }
-    #expect(!action.startDrain)
+    #expect(action.startDrain == nil)
   }
 
   @Test func testSubscribeMailbox_whenStarting_doesNotStartAnotherUpstream() {
@@ -670,7 +683,7 @@ struct SubjectStateMachineTests {
     for value in 1...3 { _ = machine.upstreamElement(value, generation: generation) }
     let mailbox = Self.mailbox()
     let action = machine.subscribe(mailbox)
-    #expect(action.startDrain && action.startUpstream == nil)
+    #expect(action.startDrain != nil && action.startUpstream == nil)
     #expect(Self.drain(&machine, mailbox).0 == [2, 3])
     #expect(Self.isRunning(machine, generation: generation, task: upstreamTask))
   }
@@ -678,7 +691,7 @@ struct SubjectStateMachineTests {
   @Test func testSubscribeMailbox_whenEnded_drainsOnlyTheEnd() {
     var (machine, _) = Self.ended(failure: TestError(id: 4))
     let mailbox = Self.mailbox()
-    #expect(machine.subscribe(mailbox).startDrain)
+    #expect(machine.subscribe(mailbox).startDrain != nil)
     let (delivered, last) = Self.drain(&machine, mailbox)
     guard delivered.isEmpty, case .complete(TestError(id: 4)) = last else {
       Issue.record("expected only complete(4), got \(delivered), \(last)")
@@ -944,5 +957,81 @@ struct SubjectStateMachineTests {
     _ = machine.subscribe(mailbox)
     #expect(machine.unsubscribe(mailbox).cancelUpstream == nil)
     #expect(machine.isEnded)
+  }
+
+  // MARK: drainStarted, and leaving while a drain runs
+
+  @Test func testDrainStarted_whenDraining_recordsTheTaskThatLeavingCancels() {
+    var machine = Machine(policy: .unbounded, replayLimit: 0)
+    let mailbox = Self.mailbox()
+    _ = machine.subscribe(mailbox)
+    let drain = machine.send(1).startDrains[0]
+    #expect(machine.drainStarted(mailbox, id: drain.id, task: upstreamTask) == nil)
+    #expect(Self.drainTask(machine, mailbox) == upstreamTask)
+    #expect(machine.unsubscribe(mailbox).cancelDrain == upstreamTask)
+  }
+
+  @Test func testUnsubscribeMailbox_whenTheDrainIsNotReportedYet_cancelsItWhenItReports() {
+    var machine = Machine(policy: .unbounded, replayLimit: 0)
+    let mailbox = Self.mailbox()
+    _ = machine.subscribe(mailbox)
+    let drain = machine.send(1).startDrains[0]
+    #expect(machine.unsubscribe(mailbox).cancelDrain == nil)
+    #expect(machine.drainStarted(mailbox, id: drain.id, task: upstreamTask) == upstreamTask)
+  }
+
+  @Test func testUnsubscribeMailbox_whenIdle_cancelsNoDrain() {
+    var machine = Machine(policy: .unbounded, replayLimit: 0)
+    let mailbox = Self.mailbox()
+    _ = machine.subscribe(mailbox)
+    let drain = machine.send(1).startDrains[0]
+    #expect(machine.drainStarted(mailbox, id: drain.id, task: upstreamTask) == nil)
+    #expect(Self.drain(&machine, mailbox).0 == [1])
+    #expect(Self.phase(machine, mailbox) == .idle)
+    #expect(machine.unsubscribe(mailbox).cancelDrain == nil)
+  }
+
+  /// The drain found the mailbox empty and ended before its task was reported, and a later send
+  /// started another: the late report changes nothing, and leaving cancels the later drain.
+  @Test func testDrainStarted_whenThatDrainEndedAlready_keepsTheCurrentOne() {
+    var machine = Machine(policy: .unbounded, replayLimit: 0)
+    let mailbox = Self.mailbox()
+    _ = machine.subscribe(mailbox)
+    let first = machine.send(1).startDrains[0]
+    #expect(Self.drain(&machine, mailbox).0 == [1])
+    let second = machine.send(2).startDrains[0]
+    #expect(second.id != first.id)
+    let secondTask = Task<Void, Never> {}
+    #expect(machine.drainStarted(mailbox, id: second.id, task: secondTask) == nil)
+    #expect(machine.drainStarted(mailbox, id: first.id, task: upstreamTask) == nil)
+    #expect(machine.unsubscribe(mailbox).cancelDrain == secondTask)
+  }
+
+  /// The drain took the end, which removed the subscriber, before its task was reported: it is
+  /// delivering the end and is not cancelled.
+  @Test func testDrainStarted_whenTheDrainTookTheEnd_cancelsNothing() {
+    var machine = Machine(policy: .unbounded, replayLimit: 0)
+    let mailbox = Self.mailbox()
+    _ = machine.subscribe(mailbox)
+    let drain = machine.end(failure: nil).startDrains[0]
+    guard case .complete = Self.drain(&machine, mailbox).1 else {
+      Issue.record("expected complete")
+      return
+    }
+    #expect(machine.drainStarted(mailbox, id: drain.id, task: upstreamTask) == nil)
+  }
+
+  @Test func testDrainStarted_whenReportedTwice_isAnInternalInconsistency() async {
+    await #expect(processExitsWith: .failure) {
+      var machine = SubjectStateMachine<Int, Never>(policy: .unbounded, replayLimit: 0)
+      let mailbox = SubjectMailbox<Int, Never>(
+        storage: SubjectStorage(machine), gate: SinkDeliveryGate(),
+        receiver: .sink(value: { _ in }, completion: { _ in }))
+      _ = machine.subscribe(mailbox)
+      let drain = machine.send(1).startDrains[0]
+      let task = Task<Void, Never> {}
+      _ = machine.drainStarted(mailbox, id: drain.id, task: task)
+      _ = machine.drainStarted(mailbox, id: drain.id, task: task)
+    }
   }
 }

@@ -23,10 +23,14 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// from the closure's isolation (the main actor, for a `@MainActor` closure), nothing is
   /// delivered after it returns.
   ///
-  /// On a hot source (`PassthroughFlow`, `CurrentValueFlow`, `shareFlow`) the source's own `sink`
-  /// is chosen instead, with the same promises and no task while nothing arrives: the subscriber is
-  /// a mailbox in the source (about 340 bytes with its subscription, against about 1,600 for a
-  /// parked task), drained on the closure's isolation by one job while it holds values.
+  /// Called on a hot source's own type (`PassthroughFlow`, `CurrentValueFlow`,
+  /// `AsyncShareFlowSequence`), the source's own `sink` is chosen instead, with the same promises
+  /// and no task while nothing arrives: the subscriber is a mailbox in the source (about 340 bytes
+  /// with its subscription, against about 1,600 for a parked task), registered before `sink`
+  /// returns and drained on the closure's isolation by one job while it holds values. The choice is
+  /// made at compile time: through a generic parameter (`some AsyncSequence`, as in the example
+  /// below) this `sink` runs, and its task subscribes to a hot source only when it starts, so a
+  /// value sent just after `sink` returns may not reach it.
   ///
   /// ```swift
   /// @MainActor final class SearchModel {
@@ -77,11 +81,12 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 
 /// A running sink: cancel it, or release it, to stop the iteration.
 ///
-/// A sink on a hot source (`PassthroughFlow`, `CurrentValueFlow`, `shareFlow`) holds no task
-/// while idle: it is a mailbox in the source's subscriber table (about 340 bytes, with this
-/// object). A value sent to it waits in the mailbox under the source's buffering policy, and one
-/// job drains the mailbox on the closure's isolation, in order, ending when it is empty. A sink
-/// on any other sequence owns the task that iterates it.
+/// A sink made on a hot source's own type (`PassthroughFlow`, `CurrentValueFlow`,
+/// `AsyncShareFlowSequence`; not through a generic `some AsyncSequence`) holds no task while idle:
+/// it is a mailbox in the source's subscriber table (about 340 bytes, with this object). A value
+/// sent to it waits in the mailbox under the source's buffering policy, and one job drains the
+/// mailbox on the closure's isolation, in order, ending when it is empty. Any other sink owns the
+/// task that iterates its sequence.
 ///
 /// ```swift
 /// var subscriptions = Set<FlowSubscription>()
@@ -123,9 +128,10 @@ public final class FlowSubscription: Sendable, Hashable {
   }
 
   /// Cancels the sink: its task, or its mailbox in a hot source (its pending values are dropped,
-  /// and a shared upstream stops if it was the last subscriber). Nothing is delivered after this
-  /// returns when it is called from the receiving closure's isolation; calling it again does
-  /// nothing.
+  /// the task of the drain delivering them is cancelled, and a shared upstream stops if it was the
+  /// last subscriber). Either way a `receiveValue` call in progress sees the cancellation. Nothing is
+  /// delivered after this returns when it is called from the receiving closure's isolation;
+  /// calling it again does nothing.
   ///
   /// ```swift
   /// subscription.cancel()

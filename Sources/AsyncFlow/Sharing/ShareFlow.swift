@@ -1,13 +1,14 @@
 extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// Shares one iteration of this sequence among many consumers.
   ///
-  /// The upstream is iterated once, started by the first subscriber's first `next()`, and
-  /// cancelled when the last subscriber leaves (a later subscriber starts it again). Every
-  /// subscriber gets the elements sent after it subscribed, each buffered by `bufferingPolicy`; a
-  /// late subscriber first gets the last `replay` elements. Once the upstream stopped and started
-  /// again, `replayScope` says whether those include the previous run's: by default
-  /// (`.whileRunning`) they do not. The upstream's finish or failure reaches every subscriber; a
-  /// subscriber that comes after it ends at once.
+  /// The upstream is iterated once, started by the first subscriber's first `next()` (or by a
+  /// `sink` or `assignFlow` on the share, as it subscribes), and cancelled when the last
+  /// subscriber leaves (a later subscriber starts it again). Every subscriber gets the elements
+  /// sent after it subscribed, each buffered by `bufferingPolicy`; a late subscriber first gets
+  /// the last `replay` elements. Once the upstream stopped and started again, `replayScope` says
+  /// whether those include the previous run's: by default (`.whileRunning`) they do not. The
+  /// upstream's finish or failure reaches every subscriber; a subscriber that comes after it ends
+  /// at once.
   ///
   /// ```swift
   /// let prices = api.priceUpdates().shareFlow(replay: 1)
@@ -46,7 +47,8 @@ public struct AsyncShareFlowSequence<Element: Sendable, Failure: Error>: AsyncSe
     }
   }
 
-  /// The number of subscribers right now: iterators made and not yet released, cancelled or ended.
+  /// The number of subscribers right now: iterators made, and sinks subscribed, not yet released,
+  /// cancelled or ended.
   ///
   /// ```swift
   /// #expect(prices.subscriberCount == 0)   // the upstream is stopped
@@ -68,7 +70,7 @@ public struct AsyncShareFlowSequence<Element: Sendable, Failure: Error>: AsyncSe
   }
 
   /// Subscribes: the last `replay` elements first, then everything the upstream produces from
-  /// now on. The upstream starts at the first `next()` of any subscriber.
+  /// now on. The upstream starts at the first `next()` of any subscriber, or when a sink subscribes.
   ///
   /// ```swift
   /// var iterator = prices.makeAsyncIterator()

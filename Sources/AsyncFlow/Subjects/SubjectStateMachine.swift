@@ -53,7 +53,23 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   @usableFromInline
   enum MailboxPhase {
     case idle
-    case draining
+    /// Drain `id` serves the mailbox. Its task is `nil` until the storage, having started it outside
+    /// the lock, reports it (`drainStarted`): leaving cancels that task, so that the closure call in
+    /// progress sees the cancellation, as a task-based sink's does.
+    case draining(id: Int, task: Task<Void, Never>?)
+  }
+
+  /// A drain for the storage to start, outside the lock, then report with `drainStarted`.
+  @usableFromInline
+  struct StartDrain {
+    @usableFromInline let mailbox: Mailbox
+    @usableFromInline let id: Int
+
+    @inlinable
+    init(mailbox: Mailbox, id: Int) {
+      self.mailbox = mailbox
+      self.id = id
+    }
   }
 
   /// A push subscriber: its buffer, and whether a drain serves it. Idle, it costs this entry and
@@ -78,7 +94,7 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     /// Waiting iterators to resume.
     @usableFromInline var resume: [Continuation] = []
     /// Mailboxes that were idle and now have something to take: start one drain for each.
-    @usableFromInline var startDrains: [Mailbox] = []
+    @usableFromInline var startDrains: [StartDrain] = []
 
     @inlinable init() {}
 
@@ -99,6 +115,10 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   @usableFromInline var pushSubscribers: [PushSubscriber] = []
   @usableFromInline var pushIndexByMailbox: [ObjectIdentifier: Int] = [:]
   private var nextID = 0
+  /// Tells a drain from the mailbox's later ones, when its task is reported after it ended.
+  @usableFromInline var nextDrainID = 0
+  /// Drains whose subscriber left before their task was reported: cancelled when it is.
+  private var drainsLeftBeforeStart: Set<Int> = []
   /// Tells the current upstream iteration from one still winding down after it was stopped.
   private var nextGeneration = 0
   /// The last `replayLimit` elements, given to each new subscriber first.
@@ -127,7 +147,12 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   var subscriberCount: Int { subscribers.count + pushSubscribers.count }
 
   /// The mailboxes that have a drain scheduled or running: 0 when every push subscriber is idle.
-  var drainingCount: Int { pushSubscribers.count { $0.phase == .draining } }
+  var drainingCount: Int {
+    pushSubscribers.count {
+      if case .draining = $0.phase { return true }
+      return false
+    }
+  }
 
   @usableFromInline var isEnded: Bool {
     if case .ended = state { return true }
@@ -152,8 +177,9 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     /// The share was idle: start its upstream iteration `generation`, as an iterator's first
     /// `next()` does (a push subscriber asks at once).
     @usableFromInline var startUpstream: Int?
-    /// The mailbox has the replay (a `CurrentValueFlow`'s current value) or the end to take.
-    @usableFromInline var startDrain: Bool
+    /// The mailbox has the replay (a `CurrentValueFlow`'s current value) or the end to take: the
+    /// drain to start.
+    @usableFromInline var startDrain: Int?
   }
 
   /// Registers a push subscriber with the replay in its mailbox; after the end, with nothing to
@@ -164,9 +190,10 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
       preconditionFailure("Internal inconsistency: state \(state), event subscribe(mailbox) twice")
     }
     let buffer = isEnded ? [] : replay
-    let startDrain = !buffer.isEmpty || isEnded
-    pushIndexByMailbox[key] = pushSubscribers.count
-    pushSubscribers.append(PushSubscriber(mailbox: mailbox, buffer: buffer, phase: startDrain ? .draining : .idle))
+    let index = pushSubscribers.count
+    pushIndexByMailbox[key] = index
+    pushSubscribers.append(PushSubscriber(mailbox: mailbox, buffer: buffer, phase: .idle))
+    let startDrain = !buffer.isEmpty || isEnded ? beginDrain(at: index).id : nil
     var startUpstream: Int?
     if case .idle = state {
       let generation = nextGeneration
@@ -218,6 +245,8 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     var resumeConsumer: Continuation?
     /// The upstream's task, when the last subscriber left.
     var cancelUpstream: Task<Void, Never>?
+    /// The task of the leaving push subscriber's drain, if one runs.
+    var cancelDrain: Task<Void, Never>?
   }
 
   /// Removes a subscriber and frees its buffer. When it was the last, a share stops its upstream
@@ -237,11 +266,34 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     return action
   }
 
-  /// Removes a push subscriber (cancelled, or released); its drain, if one runs, finds it gone at
+  /// Removes a push subscriber (cancelled, or released); its drain, if one runs, is cancelled (a
+  /// drain whose task is still being created is cancelled when it reports) and finds it gone at
   /// its next take. As for an iterator, the last one to leave stops a share's upstream.
   mutating func unsubscribe(_ mailbox: Mailbox) -> UnsubscribeAction {
-    guard removePush(mailbox) != nil else { return UnsubscribeAction() }
-    return UnsubscribeAction(cancelUpstream: stopIfNobodyListens())
+    guard let removed = removePush(mailbox) else { return UnsubscribeAction() }
+    var action = UnsubscribeAction(cancelUpstream: stopIfNobodyListens())
+    if case .draining(let id, let task) = removed.phase {
+      if let task { action.cancelDrain = task } else { drainsLeftBeforeStart.insert(id) }
+    }
+    return action
+  }
+
+  /// The task of drain `id` exists; returns it if it must be cancelled at once (its subscriber left
+  /// while it was being created).
+  mutating func drainStarted(_ mailbox: Mailbox, id: Int, task: Task<Void, Never>) -> Task<Void, Never>? {
+    if drainsLeftBeforeStart.remove(id) != nil { return task }
+    guard let index = pushIndexByMailbox[ObjectIdentifier(mailbox)] else {
+      return nil  // the drain took the end and removed the subscriber: it is delivering the end
+    }
+    switch pushSubscribers[index].phase {
+    case .draining(id, nil):
+      pushSubscribers[index].phase = .draining(id: id, task: task)
+    case .draining(id, .some):
+      preconditionFailure("Internal inconsistency: state \(state), drain \(id) running, event drainStarted(\(id))")
+    case .idle, .draining:
+      break  // that drain has already found the mailbox empty and ended (another may serve it now)
+    }
+    return nil
   }
 
   @usableFromInline
@@ -453,10 +505,18 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
       policy.append(element, to: &pushSubscribers[index].buffer)
       // `bufferingNewest(0)` keeps nothing: then there is nothing to drain either.
       if case .idle = pushSubscribers[index].phase, !pushSubscribers[index].buffer.isEmpty {
-        pushSubscribers[index].phase = .draining
-        action.startDrains.append(pushSubscribers[index].mailbox)
+        action.startDrains.append(beginDrain(at: index))
       }
     }
+  }
+
+  /// Marks the idle mailbox at `index` as served by a new drain, for the storage to start.
+  @inlinable
+  mutating func beginDrain(at index: Int) -> StartDrain {
+    let id = nextDrainID
+    nextDrainID &+= 1
+    pushSubscribers[index].phase = .draining(id: id, task: nil)
+    return StartDrain(mailbox: pushSubscribers[index].mailbox, id: id)
   }
 
   private mutating func end(with failure: Failure?) -> SendAction {
@@ -466,9 +526,8 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
       if let consumer = subscribers[index].consumer.take() { action.resume.append(consumer) }
     }
     // An idle mailbox is empty: its drain delivers the end. A draining one finds it at its next take.
-    for index in pushSubscribers.indices where pushSubscribers[index].phase == .idle {
-      pushSubscribers[index].phase = .draining
-      action.startDrains.append(pushSubscribers[index].mailbox)
+    for index in pushSubscribers.indices {
+      if case .idle = pushSubscribers[index].phase { action.startDrains.append(beginDrain(at: index)) }
     }
     return action
   }

@@ -43,7 +43,7 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
   @inlinable
   func perform(_ action: SubjectStateMachine<Element, Failure>.SendAction) {
     for consumer in action.resume { consumer.resume() }
-    for mailbox in action.startDrains { startDrain(mailbox) }
+    for drain in action.startDrains { startDrain(drain.mailbox, id: drain.id) }
   }
 
   // MARK: Push subscribers (sink, assignFlow)
@@ -55,19 +55,23 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
     let action = state.withLock { $0.subscribe(mailbox) }
     for watcher in action.resumeWatchers { watcher.resume() }
     if let generation = action.startUpstream { startUpstream(generation: generation) }
-    if action.startDrain { startDrain(mailbox) }
+    if let id = action.startDrain { startDrain(mailbox, id: id) }
   }
 
   @usableFromInline
   func unsubscribe(_ mailbox: SubjectMailbox<Element, Failure>) {
-    state.withLock { $0.unsubscribe(mailbox) }.cancelUpstream?.cancel()
+    let action = state.withLock { $0.unsubscribe(mailbox) }
+    action.cancelUpstream?.cancel()
+    action.cancelDrain?.cancel()
   }
 
   /// The one drain job of a mailbox that has something to take: it ends when the machine finds
-  /// the mailbox empty, so an idle subscriber holds no task.
-  @inlinable
-  func startDrain(_ mailbox: SubjectMailbox<Element, Failure>) {
-    _ = FlowScheduling.startTask { await mailbox.drain() }
+  /// the mailbox empty, so an idle subscriber holds no task. Its task is reported to the machine,
+  /// so that the subscriber leaving cancels it.
+  @usableFromInline
+  func startDrain(_ mailbox: SubjectMailbox<Element, Failure>, id: Int) {
+    let task = FlowScheduling.startTask { await mailbox.drain() }
+    state.withLock { $0.drainStarted(mailbox, id: id, task: task) }?.cancel()
   }
 
   @inlinable
