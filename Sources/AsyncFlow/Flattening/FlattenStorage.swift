@@ -135,7 +135,12 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
     var iterator = operation.outer.makeAsyncIterator()
     var iteratorEnded = false
     pumping: while true {
-      switch await pumpStep() {
+      // Most of the time the answer is known at once: asked here, not in an async call. An async
+      // call per outer element (a frame allocation and two executor checks) made the superseding
+      // path of `W3.switchToLatest` ~15 % slower.
+      var step = state.withLock { $0.pumpStep(channel: { Channel(id: $0) }) }
+      if case .wait = step { step = await waitForPumpStep() }
+      switch step {
       case .pull:
         do throws(Outer.Failure) {
           guard let element = try await iterator.next(isolation: nil) else {
@@ -167,16 +172,15 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
     await iterator.stopPulling()
   }
 
-  /// The pump's next step; waits while an element is held and every slot is busy.
-  @inlinable func pumpStep() async -> Machine.PumpAction {
+  /// The pump's next step once the machine said `.wait`: waits while an element is held and every
+  /// slot is busy, then asks again.
+  @inlinable func waitForPumpStep() async -> Machine.PumpAction {
     while true {
-      // Most of the time the answer is known at once: suspending only to resume at once would
-      // cost a trip through the executor per outer element.
-      let action = state.withLock { $0.pumpStep(channel: { Channel(id: $0) }) }
-      guard case .wait = action else { return action }
       _ = await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
         if !state.withLock({ $0.pumpWait(continuation) }) { continuation.resume(returning: true) }
       }
+      let action = state.withLock { $0.pumpStep(channel: { Channel(id: $0) }) }
+      guard case .wait = action else { return action }
     }
   }
 
