@@ -496,9 +496,9 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     switch state {
     case .running(let running):
       // The task may have ended already (then its inner is gone).
-      guard let stage = running.inners[id]?.stage else { return nil }
-      running.inners[id]?.task = task
-      if case .superseded = stage { return task }
+      guard let index = running.inners.index(forKey: id) else { return nil }
+      running.inners.values[index].task = task
+      if case .superseded = running.inners.values[index].stage { return task }
       return nil
     case .ending:
       guard case .ending(let failure, var stopping) = state else { preconditionFailure("unreachable") }
@@ -523,11 +523,14 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     switch state {
     case .running(let running):
       // An inner is superseded or retired only once its task claimed its element.
-      guard let inner = running.inners[id], case .unclaimed(let element) = inner.stage else {
+      guard let index = running.inners.index(forKey: id),
+        case .unclaimed(let element) = running.inners.values[index].stage
+      else {
         preconditionFailure("Internal inconsistency: state running, event claim of inner \(id) that is not unclaimed")
       }
-      running.inners[id]?.stage = .running
-      return (inner.channel, element)
+      // Through the index: one hash lookup per event on the path every outer element may take.
+      running.inners.values[index].stage = .running
+      return (running.inners.values[index].channel, element)
     case .ending:
       guard case .ending(let failure, var stopping) = state else { preconditionFailure("unreachable") }
       stopping.innerTasks.removeValue(forKey: id)
@@ -568,15 +571,16 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   ) -> Effects {
     switch state {
     case .running(let running):
-      guard let inner = running.inners[id] else {
+      guard let index = running.inners.index(forKey: id) else {
         preconditionFailure("Internal inconsistency: state running, event innerEnded of unknown inner \(id)")
       }
+      let inner = running.inners.values[index]
       switch (inner.stage, end) {
       case (.superseded, _):
-        running.inners.removeValue(forKey: id)
+        running.inners.remove(at: index)
         return Effects()
       case (.running, .retire):
-        running.inners.removeValue(forKey: id)
+        running.inners.remove(at: index)
         return retire(inner, failure: failure, from: running)
       case (.running, .retireWhenDrained(let needsListing)):
         if let failure {
@@ -647,13 +651,14 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   }
 
   @inlinable mutating func supersede(_ id: Int, in running: Running, into effects: inout Effects) {
-    guard let inner = running.inners[id] else { return }
+    guard let index = running.inners.index(forKey: id) else { return }
+    let inner = running.inners.values[index]
     effects.drop.append(inner.channel)
     if case .draining = inner.stage {
       // It has no task left to report back: it leaves now.
-      running.inners.removeValue(forKey: id)
+      running.inners.remove(at: index)
     } else {
-      running.inners[id]?.stage = .superseded
+      running.inners.values[index].stage = .superseded
       if let task = inner.task { effects.cancel.append(task) }
     }
     running.activeCount -= 1
