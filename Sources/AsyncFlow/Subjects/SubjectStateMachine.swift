@@ -124,8 +124,7 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   /// The last `replayLimit` elements, given to each new subscriber first.
   @usableFromInline var replay: [Element] = []
   /// Tasks waiting until at least `count` subscribers are registered (`subscribers(count:)`).
-  private var watchers: [(token: Int, count: Int, continuation: Continuation)] = []
-  private var nextWatcherToken = 0
+  private var watchers = CountWatchers()
 
   /// A subject's machine.
   init(policy: FlowBufferingPolicy, replay: [Element] = [], replayLimit: Int) {
@@ -205,23 +204,14 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   }
 
   private mutating func watchersReached() -> [Continuation] {
-    guard !watchers.isEmpty else { return [] }
-    var satisfied: [Continuation] = []
-    let count = subscriberCount
-    watchers.removeAll { watcher in
-      guard count >= watcher.count else { return false }
-      satisfied.append(watcher.continuation)
-      return true
-    }
-    return satisfied
+    watchers.reached(subscriberCount)
   }
 
   // MARK: Watcher events (subscribers(count:))
 
   /// A token for a task about to wait for subscribers, so that its cancellation resumes that one.
   mutating func makeWatcherToken() -> Int {
-    defer { nextWatcherToken += 1 }
-    return nextWatcherToken
+    watchers.makeID()
   }
 
   /// Registers a task waiting until at least `count` subscribers are registered; returns the
@@ -229,15 +219,15 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   mutating func watchSubscribers(
     count: Int, token: Int, _ continuation: Continuation, isCancelled: Bool
   ) -> Continuation? {
-    guard !isCancelled, subscriberCount < count else { return continuation }
-    watchers.append((token, count, continuation))
+    guard !isCancelled, watchers.register(continuation, id: token, until: count, current: subscriberCount) else {
+      return continuation
+    }
     return nil
   }
 
   /// The task of the watcher `token` was cancelled; returns its continuation if it still waits.
   mutating func watcherCancelled(_ token: Int) -> Continuation? {
-    guard let index = watchers.firstIndex(where: { $0.token == token }) else { return nil }
-    return watchers.remove(at: index).continuation
+    watchers.cancel(token)
   }
 
   struct UnsubscribeAction {
