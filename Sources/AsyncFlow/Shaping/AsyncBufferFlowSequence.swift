@@ -102,9 +102,15 @@ struct BufferStateMachine<Element: Sendable, Failure: Error, Instant: InstantPro
 
   private let policy: FlowBufferingPolicy
   private var buffer: [Element] = []
-  /// The upstream's end (`.some(nil)`: a finish), delivered once the buffer is empty.
-  private var end: Failure??
-  private var endDelivered = false
+  private var ending = Ending.upstreamRunning
+
+  /// The upstream's end is delivered once the buffer is empty, and only once.
+  private enum Ending {
+    case upstreamRunning
+    /// The upstream ended (`nil`: it finished); not delivered yet.
+    case ended(Failure?)
+    case delivered
+  }
 
   init(policy: FlowBufferingPolicy) {
     self.policy = policy
@@ -117,21 +123,27 @@ struct BufferStateMachine<Element: Sendable, Failure: Error, Instant: InstantPro
   }
 
   mutating func upstreamEnded(_ failure: Failure?, at now: Instant) {
-    end = .some(failure)
+    ending = .ended(failure)
   }
 
   mutating func timerFired(at now: Instant) {}
 
   var deadline: Instant? { nil }
-  var wantsUpstream: Bool { end == nil }
-  var hasOutput: Bool { !buffer.isEmpty || (end != nil && !endDelivered) }
+  var wantsUpstream: Bool { !isEnding }
+  var hasOutput: Bool {
+    if case .ended = ending { return true }
+    return !buffer.isEmpty
+  }
   // The upstream is over once its end arrived: what the buffer holds still comes first.
-  var isEnding: Bool { end != nil }
+  var isEnding: Bool {
+    if case .upstreamRunning = ending { return false }
+    return true
+  }
 
   mutating func nextOutput(at now: Instant) -> TimedOutput<Element, Failure>? {
     if !buffer.isEmpty { return .element(buffer.removeFirst()) }
-    guard let end, !endDelivered else { return nil }
-    endDelivered = true
-    return .end(end)
+    guard case .ended(let failure) = ending else { return nil }
+    ending = .delivered
+    return .end(failure)
   }
 }
