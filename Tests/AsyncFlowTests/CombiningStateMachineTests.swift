@@ -604,7 +604,7 @@ struct MergeStateMachineTests {
       _ = machine.suspendProducer(parked)
       let action = machine.inputFailed(TestError(id: 3))
       #expect(action.cancelTasks.count == 2)
-      #expect(action.stopProducers.count == 1 && same(action.stopProducers.first, parked))
+      #expect(action.stopInputs.count == 1 && same(action.stopInputs.first, parked))
     }
     guard case .stop = machine.offer(2) else {
       Issue.record("nothing is buffered after the end")

@@ -192,24 +192,7 @@ struct CombiningStateMachine<Failure: Error> {
     }
   }
 
-  @usableFromInline
-  struct EndAction {
-    @usableFromInline var resumeConsumer: UnsafeContinuation<Void, Never>?
-    /// Parked inputs, to be resumed with `false`: stop.
-    @usableFromInline var stopInputs: [UnsafeContinuation<Bool, Never>]
-    @usableFromInline var cancelTasks: [Task<Void, Never>]
-
-    @inlinable init(
-      resumeConsumer: UnsafeContinuation<Void, Never>? = nil, stopInputs: [UnsafeContinuation<Bool, Never>] = [],
-      cancelTasks: [Task<Void, Never>] = []
-    ) {
-      self.resumeConsumer = resumeConsumer
-      self.stopInputs = stopInputs
-      self.cancelTasks = cancelTasks
-    }
-
-    @inlinable var isEmpty: Bool { resumeConsumer == nil && stopInputs.isEmpty && cancelTasks.isEmpty }
-  }
+  @usableFromInline typealias EndAction = CombiningEndAction
 
   /// The consumer's task was cancelled or its iterator was released.
   @inlinable mutating func consumerCancelled() -> EndAction {
@@ -416,4 +399,25 @@ enum CombiningMode: Sendable {
   /// only replace its latest (slot 1 is pulled eagerly, keeping one). Slot 0's elements before
   /// slot 1's first are dropped. Slot 0's end ends it; slot 1's end does not.
   case withLatestFrom
+}
+
+/// What ending (or leaving) a combining or merge iteration asks the storage to do, after the lock is
+/// released. One type for both machines: their ends have the same effects.
+@usableFromInline
+struct CombiningEndAction {
+  @usableFromInline var resumeConsumer: UnsafeContinuation<Void, Never>?
+  /// Parked inputs, to be resumed with `false`: stop.
+  @usableFromInline var stopInputs: [UnsafeContinuation<Bool, Never>]
+  @usableFromInline var cancelTasks: [Task<Void, Never>]
+
+  @inlinable init(
+    resumeConsumer: UnsafeContinuation<Void, Never>? = nil, stopInputs: [UnsafeContinuation<Bool, Never>] = [],
+    cancelTasks: [Task<Void, Never>] = []
+  ) {
+    self.resumeConsumer = resumeConsumer
+    self.stopInputs = stopInputs
+    self.cancelTasks = cancelTasks
+  }
+
+  @inlinable var isEmpty: Bool { resumeConsumer == nil && stopInputs.isEmpty && cancelTasks.isEmpty }
 }

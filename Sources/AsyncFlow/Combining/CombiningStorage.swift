@@ -122,7 +122,7 @@ struct CombiningState<Values: CombiningValues, Failure: Error> {
   }
 }
 
-extension CombiningStateMachine.EndAction {
+extension CombiningEndAction {
   /// Cancels first, so that an input resumed to stop sees its task cancelled.
   @inlinable func perform() {
     for task in cancelTasks { task.cancel() }

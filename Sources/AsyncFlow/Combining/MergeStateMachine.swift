@@ -114,29 +114,7 @@ struct MergeStateMachine<Element, Failure: Error> {
     }
   }
 
-  @usableFromInline
-  struct EndAction {
-    @usableFromInline var resumeConsumer: UnsafeContinuation<Void, Never>?
-    /// Parked inputs, to be resumed with `false`: stop.
-    @usableFromInline var stopProducers: [UnsafeContinuation<Bool, Never>]
-    @usableFromInline var cancelTasks: [Task<Void, Never>]
-
-    @inlinable init(
-      resumeConsumer: UnsafeContinuation<Void, Never>? = nil, stopProducers: [UnsafeContinuation<Bool, Never>] = [],
-      cancelTasks: [Task<Void, Never>] = []
-    ) {
-      self.resumeConsumer = resumeConsumer
-      self.stopProducers = stopProducers
-      self.cancelTasks = cancelTasks
-    }
-
-    /// Cancels first, so that an input resumed to stop sees its task cancelled.
-    @inlinable func perform() {
-      for task in cancelTasks { task.cancel() }
-      for producer in stopProducers { producer.resume(returning: false) }
-      resumeConsumer?.resume()
-    }
-  }
+  @usableFromInline typealias EndAction = CombiningEndAction
 
   /// The consumer's task was cancelled or its iterator was released.
   @inlinable mutating func consumerCancelled() -> EndAction {
@@ -146,7 +124,7 @@ struct MergeStateMachine<Element, Failure: Error> {
       return EndAction()
     case .running(let running):
       state = .cancelled(tasks: running.tasks)
-      return EndAction(resumeConsumer: running.consumer, stopProducers: running.producers, cancelTasks: running.tasks)
+      return EndAction(resumeConsumer: running.consumer, stopInputs: running.producers, cancelTasks: running.tasks)
     case .draining(_, _, let tasks):
       // A cancelled consumer neither drains nor throws.
       state = .cancelled(tasks: tasks)
@@ -251,7 +229,7 @@ struct MergeStateMachine<Element, Failure: Error> {
     switch state {
     case .running(let running):
       state = .draining(buffer: running.buffer, failure: failure, tasks: running.tasks)
-      return EndAction(resumeConsumer: running.consumer, stopProducers: running.producers, cancelTasks: running.tasks)
+      return EndAction(resumeConsumer: running.consumer, stopInputs: running.producers, cancelTasks: running.tasks)
     case .draining, .cancelled, .finished:
       return EndAction()
     case .initial, .modifying:
