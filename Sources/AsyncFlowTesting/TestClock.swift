@@ -26,6 +26,11 @@ import AsyncFlow
 /// await clock.advance(by: .seconds(1))
 /// ```
 public final class TestClock: Clock, Sendable {
+  /// The standard library's `Duration`, so ``TestClock`` stands in wherever a `Clock<Duration>` is expected.
+  ///
+  /// ```swift
+  /// let step: TestClock.Duration = .milliseconds(300)
+  /// ```
   public typealias Duration = Swift.Duration
 
   /// A point on a ``TestClock``: the time since the clock was made.

@@ -15,6 +15,11 @@
 /// }
 /// ```
 public struct AnyFlowClock: Clock, Sendable {
+  /// The standard library's `Duration`, so ``AnyFlowClock`` stands in wherever a `Clock<Duration>` is expected.
+  ///
+  /// ```swift
+  /// let step: AnyFlowClock.Duration = .milliseconds(300)
+  /// ```
   public typealias Duration = Swift.Duration
 
   /// A point on an ``AnyFlowClock``: the time since the clock was made.
