@@ -104,8 +104,10 @@ struct TestClockTests {
   // MARK: A plain Task instead of clock.task
 
   /// The mistake: the code under test in `Task { }`. The clock wakes it but cannot wait for its
-  /// second sleep, which is registered after `run()` returned; the test would wait for it forever.
-  /// The clock says so, naming the fix.
+  /// second sleep: whether that sleep is registered before `run()` returns (then `run()` wakes the
+  /// plain task again and reports it a second time) or after (then a test waiting for what follows
+  /// would wait forever) depends on the global executor. The clock says so at least once, naming
+  /// the fix.
   @Test func wakingATaskThatIsNotOnTheClockRecordsAnIssueNamingTheFix() async {
     let clock = TestClock()
     let plain = Task {
