@@ -45,7 +45,33 @@ package final class LockedState<State>: @unchecked Sendable {
     _ body: (inout State) throws(Failure) -> Result
   ) throws(Failure) -> Result {
     pthread_mutex_lock(mutex)
+    #if DEBUG
+      LocksHeld.enter()
+      defer { LocksHeld.leave() }
+    #endif
     defer { pthread_mutex_unlock(mutex) }
     return try body(&state)
   }
 }
+
+#if DEBUG
+  /// How many `LockedState` locks the current thread holds, in debug builds only: the tests'
+  /// witness for the rule that no user value is released and no user code runs under a lock. An
+  /// element whose `deinit` (or a closure that) finds `LocksHeld.count > 0` ran inside one, which
+  /// deadlocks as soon as it calls back into the same operator; the count finds it without the hang.
+  @usableFromInline
+  package enum LocksHeld {
+    @usableFromInline static let key: pthread_key_t = {
+      var key = pthread_key_t()
+      let result = pthread_key_create(&key, nil)
+      precondition(result == 0, "pthread_key_create failed with \(result)")
+      return key
+    }()
+
+    /// Locks held by the calling thread.
+    package static var count: Int { Int(bitPattern: pthread_getspecific(key)) }
+
+    @usableFromInline static func enter() { pthread_setspecific(key, UnsafeRawPointer(bitPattern: count + 1)) }
+    @usableFromInline static func leave() { pthread_setspecific(key, UnsafeRawPointer(bitPattern: count - 1)) }
+  }
+#endif
