@@ -1,9 +1,14 @@
 import AsyncFlow
 
-/// Which entry points' tasks have returned.
+/// Which entry points' tasks have returned, and what the model showed when one returned after
+/// the cancellation point.
 @MainActor
 private final class StepProgress {
   var finished: [Bool]
+  var hasLeft = false
+  /// Seen by the entry point's own task, which still holds the model: once the explorer has let
+  /// it go, that is the last moment its state can be read.
+  var shownAfterLeaving: String?
   init(count: Int) { finished = Array(repeating: false, count: count) }
 }
 
@@ -123,6 +128,7 @@ struct ExplorerRunner<Model: AnyObject> {
         action: "LEAVE: cancelled \(running) running entry point\(running == 1 ? "" : "s"), released the model",
         wrote: nil, isStale: false))
     let callsAtLeave = state.run.stubs.map { $0.count() }
+    state.progress.hasLeft = true
     for task in state.tasks { task.cancel() }
     state.model = nil
     let shownAtLeave = state.shown
@@ -163,7 +169,7 @@ struct ExplorerRunner<Model: AnyObject> {
   }
 
   private func noteWriteAfterLeaving(_ state: inout Run, by cause: String, since before: String?) {
-    guard let before, let now = state.shown, now != before else { return }
+    guard let before, let now = state.progress.shownAfterLeaving ?? state.shown, now != before else { return }
     if !state.record.problems.contains(where: { $0.hasPrefix("written after the release") }) {
       state.record.problems.append("written after the release (\(cause)): \(before) -> \(now)")
     }
@@ -204,7 +210,7 @@ struct ExplorerRunner<Model: AnyObject> {
       state.nextStep += 1
       if let model = state.model {
         let step = exploration.steps[index].action
-        let (clock, progress) = (state.run.clock, state.progress)
+        let (clock, progress, describe) = (state.run.clock, state.progress, exploration.describe)
         // Weak: a cancellation point releases the model; a task that has not reached its step by
         // then does nothing, as a `.task` of a view that is gone.
         state.tasks.append(
@@ -212,6 +218,7 @@ struct ExplorerRunner<Model: AnyObject> {
             guard let model else { return }
             await clock.onSchedule { await step(model) }
             progress.finished[index] = true
+            if progress.hasLeft, let describe { progress.shownAfterLeaving = describe(model) }
           })
       }
     case .answer(let stub, let call, let response):
