@@ -45,6 +45,10 @@ struct ExplorationGuideTests {
     #expect(report.cancellationPoints == 16)
   }
 
+  @Test func theGuidesCheckOfTheFixedModelsRecordsNoIssue() async {
+    await checkTheFixedModels()
+  }
+
   /// `HistoryModel` fixes the order race with a `Generation` alone: every order passes. Leaving the
   /// screen while a load-more is in flight is another matter: the cancelled request fails, the
   /// generation is still current, and the failure switches paging off after the release.

@@ -101,3 +101,13 @@ public func historyExploration() -> Exploration<LoadMoreListModel> {
   .invariant("no spinner left on") { !$0.isRefreshing && !$0.isLoadingMore }
 }
 // endregion: explore-history-fixed
+
+// region: explore-in-a-test
+/// In a test, `check()` explores and records a failure (problems, timeline, replay line) as a
+/// test issue; `explore()` returns the same report to code outside a test, as `race-demo` does.
+@MainActor
+public func checkTheFixedModels() async {
+  await articlesExploration(ArticlesModel.self).check()
+  await historyExploration().check(ExplorationBudget(orders: 1_000, seed: 7))
+}
+// endregion: explore-in-a-test
