@@ -231,3 +231,9 @@ public struct ControlledCall<Argument: Hashable & Sendable>: Hashable, Sendable 
     self.isAnswered = isAnswered
   }
 }
+
+extension ControlledCalls {
+  /// Whether a cancelled call returns `whenCancelled` at once: the explorer then counts a call
+  /// still waiting after the model was released as work that nobody cancelled.
+  package var answersCancellation: Bool { whenCancelled != nil }
+}

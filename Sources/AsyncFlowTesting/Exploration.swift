@@ -1,0 +1,259 @@
+import AsyncFlow
+
+#if canImport(Testing)
+  import Testing
+#endif
+
+/// Runs your model in every order its requests can be answered, and leaves it at every point in
+/// between: the orders a race needs, found instead of waited for.
+///
+/// A scenario is three things: a `model` closure that builds fresh stubs and a fresh model for
+/// each run, the entry points the user triggers (``step(_:_:)``, in script order), and what must
+/// hold at the end (``invariant(_:_:)``). At each quiescent point (the run's ``TestClock`` settled,
+/// every call parked on a ``ControlledCalls`` stub) the explorer chooses what happens next: the
+/// next entry point, the answer to one of the waiting calls, a gate, or the clock. So an answer
+/// that starts or cancels further calls is explored too, not only the permutations of a fixed set.
+///
+/// - **Every answer order**: all orders, depth first, up to ``ExplorationBudget/orders``; seeded
+///   samples (PCT, as in awslabs/shuttle) beyond it. The invariants are checked after each run.
+/// - **Every cancellation point**: for a few orders, the scenario runs once per quiescent point k
+///   and leaves the screen at k: the entry points' tasks are cancelled and the model is released.
+///   Then, with no help from you: nothing the model shows (``state(_:)``) changes any more, no
+///   stub is called again, no call on a stub made with `whenCancelled:` and no gate is still
+///   waiting, and once every request on the wire is answered the model is deallocated and no
+///   sleeper is left on the clock.
+/// - **Seeded and replayable**: the explorer makes every choice itself and waits for quiescence
+///   between two, so a `@MainActor` model, whose steps the clock's executor does not run, repeats
+///   itself too. A failure names its order and the one line that runs it again.
+///
+/// ```swift
+/// let exploration = Exploration("history") { run in
+///   let pages = ControlledCalls<Int, Result<[String], any Error>>()
+///   run.answer(pages, as: "pages") { offset in .success(["item \(offset)", "item \(offset + 1)"]) }
+///   return NaiveHistoryModel(fetch: run.stub(pages))
+/// }
+/// .step("refresh") { await $0.refresh() }
+/// .step("load more") { await $0.loadMore() }
+/// .step("refresh") { await $0.refresh() }
+/// .state { "items \($0.items)" }
+/// .invariant("no item twice") { Set($0.items).count == $0.items.count }
+///
+/// let report = await exploration.explore()   // or, in a test: await exploration.check()
+/// print(report.failure?.replay ?? "passed")
+/// ```
+///
+/// A scenario can be built anywhere; it is explored on the main actor, which must be serviced (it is under Swift Testing, XCTest
+/// and an async `main`). Entry points run on the clock's schedule, so the tasks that AsyncFlow
+/// starts for them (`TaskSlots`, sinks, operators) are part of each quiescent point; stubs handed
+/// over with ``ExplorationRun/stub(_:)`` wait on the clock too.
+public struct Exploration<Model: AnyObject> {
+  struct Step {
+    var name: String
+    var action: @MainActor (Model) async -> Void
+  }
+
+  struct Invariant {
+    var name: String
+    var holds: @MainActor (Model) -> Bool
+  }
+
+  let name: String
+  let make: @MainActor (ExplorationRun) async -> Model
+  var steps: [Step] = []
+  var invariants: [Invariant] = []
+  var describe: (@MainActor (Model) -> String)?
+  var timeStep: Duration = .seconds(1)
+
+  /// A scenario named `name` whose runs each start from the model that `model` builds.
+  ///
+  /// Build everything fresh in `model`: the stubs (register each with ``ExplorationRun/answer(_:as:with:)``)
+  /// and the model itself; start what the screen starts when it appears there, on the run's clock.
+  ///
+  /// ```swift
+  /// let exploration = Exploration("articles") { run in
+  ///   let fetches = ControlledCalls<ArticlesQuery, Result<[String], any Error>>()
+  ///   run.answer(fetches, as: "fetch") { query in .success([query.category]) }
+  ///   return ArticlesModel(fetch: run.stub(fetches))
+  /// }
+  /// ```
+  public init(_ name: String = "scenario", model: @escaping @MainActor (ExplorationRun) async -> Model) {
+    self.name = name
+    self.make = model
+  }
+
+  /// Adds an entry point, run after the ones before it, at whichever quiescent point the explorer
+  /// chooses. It runs in a task of its own (the task a view's `.task` or a button gives it), which
+  /// a cancellation point cancels.
+  ///
+  /// ```swift
+  /// .step("pull to refresh") { model in model.refresh() }
+  /// .step("scroll to the end") { model in await model.loadMore() }
+  /// ```
+  public func step(_ name: String, _ action: @escaping @MainActor (Model) async -> Void) -> Self {
+    var copy = self
+    copy.steps.append(Step(name: name, action: action))
+    return copy
+  }
+
+  /// Adds a condition that must hold at the end of every order, once every call was answered and
+  /// the clock settled.
+  ///
+  /// ```swift
+  /// .invariant("shows the current query's articles") { $0.articles == [$0.query.category] }
+  /// ```
+  public func invariant(_ name: String, _ holds: @escaping @MainActor (Model) -> Bool) -> Self {
+    var copy = self
+    copy.invariants.append(Invariant(name: name, holds: holds))
+    return copy
+  }
+
+  /// Describes what the model shows, for the timeline of a failure (`wrote ...`), for broken
+  /// invariants, and for the check that nothing changes after a cancellation point.
+  ///
+  /// ```swift
+  /// .state { "items \($0.items), hasMore \($0.hasMore)" }
+  /// ```
+  public func state(_ describe: @escaping @MainActor (Model) -> String) -> Self {
+    var copy = self
+    copy.describe = describe
+    return copy
+  }
+
+  /// How far the clock moves when the explorer chooses time (whenever a task sleeps on the run's
+  /// clock); one second unless set.
+  ///
+  /// ```swift
+  /// .timeStep(.milliseconds(300))  // the debounce interval
+  /// ```
+  public func timeStep(_ step: Duration) -> Self {
+    precondition(step > .zero, "Exploration.timeStep(_:): step must be positive, got \(step)")
+    var copy = self
+    copy.timeStep = step
+    return copy
+  }
+
+  /// Explores every order up to the budget, seeded samples beyond it, then every cancellation
+  /// point of a few orders; stops at the first failure.
+  ///
+  /// ```swift
+  /// let report = await exploration.explore()
+  /// print(report)   // history: passed: 6 orders (all), 21 cancellation points, 30 runs in 0.2 seconds
+  /// ```
+  @MainActor
+  public func explore(_ budget: ExplorationBudget = ExplorationBudget()) async -> ExplorationReport {
+    let started = ContinuousClock.now
+    var report = ExplorationReport(
+      scenario: name, orders: 0, isExhaustive: false, sampledOrders: 0, cancellationPoints: 0, runs: 0,
+      failure: nil, duration: .zero)
+    await explore(budget, into: &report)
+    report.duration = ContinuousClock.now - started
+    return report
+  }
+
+  /// Fills `report` run by run; returns at the first failure.
+  @MainActor
+  private func explore(_ budget: ExplorationBudget, into report: inout ExplorationReport) async {
+    let runner = ExplorerRunner(exploration: self, budget: budget)
+    var longest = 1
+
+    // Every order, depth first: the first is every entry point as early as possible, answers
+    // oldest first; each next one changes the latest choice that has an alternative left.
+    var next: DepthFirstOracle? = DepthFirstOracle(prefix: [], counts: [])
+    while report.orders < budget.orders, var oracle = next {
+      let record = await runner.run(&oracle)
+      report.orders += 1
+      report.runs += 1
+      longest = max(longest, record.positions.count)
+      if let failure = record.failure { report.failure = failure; return }
+      next = DepthFirstOracle.next(after: record.positions, counts: record.counts)
+    }
+    report.isExhaustive = next == nil
+    if !report.isExhaustive {
+      for sample in 0..<budget.samples {
+        var oracle = PriorityOracle(seed: Self.mix(budget.seed, sample), depth: 3, length: longest)
+        let record = await runner.run(&oracle)
+        report.orders += 1
+        report.sampledOrders += 1
+        report.runs += 1
+        if let failure = record.failure { report.failure = failure; return }
+      }
+    }
+
+    // Every cancellation point of a few orders: one run to record the order and count its points,
+    // then one run per point.
+    var tried: Set<[ExplorerChoice]> = []
+    for series in 0..<budget.cancellationOrders {
+      let record: ExplorerRunner<Model>.Record
+      switch series {
+      case 0:
+        var oracle = AnswersFirstOracle()
+        record = await runner.run(&oracle)
+      case 1:
+        var oracle = DepthFirstOracle(prefix: [], counts: [])
+        record = await runner.run(&oracle)
+      default:
+        var oracle = PriorityOracle(seed: Self.mix(budget.seed, -series), depth: 3, length: longest)
+        record = await runner.run(&oracle)
+      }
+      report.runs += 1
+      if let failure = record.failure { report.failure = failure; return }
+      guard tried.insert(record.choices).inserted else { continue }
+      for point in 0..<record.choices.count {
+        var oracle = FollowingOracle(choices: record.choices, leaveAt: point)
+        let leaving = await runner.run(&oracle)
+        report.cancellationPoints += 1
+        report.runs += 1
+        if let failure = leaving.failure { report.failure = failure; return }
+      }
+    }
+  }
+
+  /// Runs one order again, written as ``ExplorationFailure/order`` writes it; the run goes on with
+  /// the first choice once the order is used up.
+  ///
+  /// ```swift
+  /// let report = await exploration.replay("s0 pages#0 s1 s2 pages#2 pages#1")
+  /// #expect(report.failure?.problems.isEmpty == false)
+  /// ```
+  @MainActor
+  public func replay(_ order: String) async -> ExplorationReport {
+    let started = ContinuousClock.now
+    let tokens = order.split(separator: " ").map(String.init)
+    var oracle = ReplayOracle(tokens: tokens)
+    let record = await ExplorerRunner(exploration: self, budget: ExplorationBudget()).run(&oracle)
+    let leaves = tokens.contains("leave")
+    return ExplorationReport(
+      scenario: name, orders: leaves ? 0 : 1, isExhaustive: false, sampledOrders: 0,
+      cancellationPoints: leaves ? 1 : 0, runs: 1, failure: record.failure, duration: ContinuousClock.now - started)
+  }
+
+  #if canImport(Testing)
+    /// Explores like ``explore(_:)`` and records a test issue with the failure (its problems,
+    /// timeline and replay line) if a run fails.
+    ///
+    /// ```swift
+    /// @Test @MainActor func theHistoryListSurvivesEveryOrder() async {
+    ///   await historyExploration(HistoryModel.self).check()
+    /// }
+    /// ```
+    @MainActor @discardableResult
+    public func check(
+      _ budget: ExplorationBudget = ExplorationBudget(), fileID: String = #fileID, filePath: String = #filePath,
+      line: Int = #line, column: Int = #column
+    ) async -> ExplorationReport {
+      let report = await explore(budget)
+      if !report.passed {
+        Issue.record(
+          Comment(rawValue: report.description),
+          sourceLocation: SourceLocation(fileID: fileID, filePath: filePath, line: line, column: column))
+      }
+      return report
+    }
+  #endif
+
+  /// A seed per sample, far apart even for neighbouring samples.
+  private static func mix(_ seed: UInt64, _ index: Int) -> UInt64 {
+    var random = ExplorerRandom(seed: seed ^ (UInt64(bitPattern: Int64(index)) &* 0x2545_F491_4F6C_DD1D))
+    return random.next()
+  }
+}

@@ -1,0 +1,126 @@
+import AsyncFlow
+
+/// One run of an ``Exploration``: a fresh ``TestClock``, and the stubs and gates whose answers the
+/// explorer chooses. The scenario's `model` closure receives it, registers its stubs and returns a
+/// new model.
+///
+/// ```swift
+/// let exploration = Exploration("history") { run in
+///   let pages = ControlledCalls<Int, Result<[String], any Error>>()
+///   run.answer(pages, as: "pages") { offset in .success(["item \(offset)"]) }
+///   return NaiveHistoryModel(fetch: run.stub(pages))
+/// }
+/// ```
+@MainActor
+public final class ExplorationRun {
+  /// The run's clock: settled at every quiescent point, advanced when the explorer chooses time.
+  ///
+  /// ```swift
+  /// await run.clock.onSchedule { model.start() }  // the model's flows run on the clock
+  /// ```
+  public let clock: TestClock
+
+  struct Stub {
+    var name: String
+    /// Whether a cancelled call returns at once (`whenCancelled:`), so that one still waiting
+    /// after the model was released shows work that nobody cancelled.
+    var answersCancellation: Bool
+    var count: () -> Int
+    var answered: () -> Int
+    var waiting: () -> [Int]
+    var responses: (Int) -> Int
+    var respond: (_ call: Int, _ response: Int) -> Void
+    var describe: (Int) -> String
+  }
+
+  struct RegisteredGate {
+    var name: String
+    var gate: Gate
+  }
+
+  private(set) var stubs: [Stub] = []
+  private(set) var gates: [RegisteredGate] = []
+
+  init(clock: TestClock) {
+    self.clock = clock
+  }
+
+  /// Lets the explorer answer `calls`, with the response `respond` gives for each argument.
+  ///
+  /// `name` appears in orders and timelines (`pages#2` is the third call to `pages`): letters,
+  /// digits, `-` and `_`, different for every stub and gate of the run.
+  ///
+  /// ```swift
+  /// let pages = ControlledCalls<Int, Result<[String], any Error>>()
+  /// run.answer(pages, as: "pages") { offset in .success(["item \(offset)"]) }
+  /// ```
+  public func answer<Argument, Response>(
+    _ calls: ControlledCalls<Argument, Response>, as name: String,
+    with respond: @escaping @MainActor (Argument) -> Response
+  ) {
+    answer(calls, as: name, eitherOf: { call in [respond(call.argument)] })
+  }
+
+  /// Lets the explorer answer `calls` with each of the responses `responses` lists for a call:
+  /// every order is then tried with every response (a success and a failure, say), so the order
+  /// names the response too (`pages#2.1` is the second response to the third call).
+  ///
+  /// The call's place in the log is there for answers that depend on what came before.
+  ///
+  /// ```swift
+  /// run.answer(pages, as: "pages", eitherOf: { call in [.success(["item \(call.argument)"]), .failure(Offline())] })
+  /// ```
+  public func answer<Argument, Response>(
+    _ calls: ControlledCalls<Argument, Response>, as name: String,
+    eitherOf responses: @escaping @MainActor (ControlledCall<Argument>) -> [Response]
+  ) {
+    checkName(name)
+    stubs.append(
+      Stub(
+        name: name, answersCancellation: calls.answersCancellation,
+        count: { calls.log.count },
+        answered: { calls.log.count { $0.isAnswered } },
+        waiting: { calls.log.filter { !$0.isAnswered }.map(\.index) },
+        responses: { index in
+          let count = responses(calls.log[index]).count
+          precondition(count > 0, "ExplorationRun.answer(_:as:eitherOf:): no response for call \(index) of '\(name)'")
+          return count
+        },
+        respond: { index, response in calls.respond(toCall: index, with: responses(calls.log[index])[response]) },
+        describe: { index in "\(name)#\(index)(\(calls.log[index].argument))" }))
+  }
+
+  /// Lets the explorer release `gate` whenever someone waits there, at any point of the order.
+  ///
+  /// ```swift
+  /// let parsing = Gate()
+  /// run.gate(parsing, as: "parsing")
+  /// ```
+  public func gate(_ gate: Gate, as name: String) {
+    checkName(name)
+    gates.append(RegisteredGate(name: name, gate: gate))
+  }
+
+  /// A function that calls `calls` on this run's clock, to hand a `@MainActor` model as its
+  /// request: the call waits on the clock's executor and returns to the main actor, so that the
+  /// explorer sees each call arrive and each answer handled.
+  ///
+  /// ```swift
+  /// let model = ArticlesModel(fetch: run.stub(fetches))
+  /// ```
+  public func stub<Argument, Response>(
+    _ calls: ControlledCalls<Argument, Response>
+  ) -> @Sendable (Argument) async -> Response {
+    let clock = self.clock
+    return { @MainActor argument in await clock.onSchedule { await calls.call(argument) } }
+  }
+
+  private func checkName(_ name: String) {
+    precondition(
+      !name.isEmpty && name.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" },
+      "ExplorationRun: name '\(name)' must be letters, digits, '-' and '_'")
+    precondition(
+      !stubs.contains { $0.name == name } && !gates.contains { $0.name == name },
+      "ExplorationRun: name '\(name)' is already used by another stub or gate of this run")
+  }
+}
