@@ -19,7 +19,8 @@ import AsyncFlow
 ///   let search = ControlledCalls<String, Result<[String], SearchError>>()
 ///   let model = SearchModel { query in try await search.call(query).get() }
 ///   model.queryChanged("sw")
-///   model.queryChanged("swift")
+///   await search.calls(count: 1)                       // the first request is on the wire...
+///   model.queryChanged("swift")                        // ...when the query changes
 ///   await search.parked(count: 2)                       // both requests are in flight
 ///   search.respond(to: "swift", with: .success(["swift"]))
 ///   await clock.runCurrent()
