@@ -1,6 +1,6 @@
 import AsyncFlow
 
-/// A suspension seam for tests: code under test parks in ``wait()``, the test waits until it is
+/// A suspension seam for tests: code under test parks in ``wait(isolation:)``, the test waits until it is
 /// parked with ``entered(count:)``, inspects the state, then lets it go with ``release()``.
 ///
 /// Forcing an order this way replaces sleeps: the test knows that the code reached the seam.
@@ -81,7 +81,7 @@ public final class Gate: Sendable {
     }
   }
 
-  /// Suspends until at least `count` callers are parked in ``wait()``. A cancelled caller returns
+  /// Suspends until at least `count` callers are parked in ``wait(isolation:)``. A cancelled caller returns
   /// at once, so a test waiting for a caller that never comes fails at its time limit instead of
   /// hanging.
   ///
@@ -95,7 +95,7 @@ public final class Gate: Sendable {
     await state.waitUntil(count: count, of: { $0.parked.count }, watchers: \.watchers)
   }
 
-  /// The number of callers parked in ``wait()`` right now.
+  /// The number of callers parked in ``wait(isolation:)`` right now.
   ///
   /// ```swift
   /// #expect(gate.parkedCount == 0)
@@ -104,7 +104,7 @@ public final class Gate: Sendable {
     state.withLock { $0.parked.count }
   }
 
-  /// Resumes every caller parked in ``wait()``; later callers park until the next release.
+  /// Resumes every caller parked in ``wait(isolation:)``; later callers park until the next release.
   ///
   /// ```swift
   /// await gate.entered()
