@@ -207,7 +207,8 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
       // calls: an `Argument` whose `==` reads this stub would otherwise deadlock on its own lock.
       let waiting = waitingCalls
       guard let index = waiting.first(where: { $0.argument == argument })?.index else {
-        precondition(Task.isCancelled, "ControlledCalls.respond(to:with:): no call with argument \(argument) is waiting")
+        precondition(
+          Task.isCancelled, "ControlledCalls.respond(to:with:): no call with argument \(argument) is waiting")
         return
       }
       // Answered by another thread between the copy and now: look again.

@@ -62,9 +62,10 @@ public func withTestClock<Success, Failure: Error>(
     clock,
     operation: { () async -> Result<Success, Failure> in
       do throws(Failure) {
-        return .success(try await clock.onSchedule(isolation: isolation) { () async throws(Failure) -> Success in
-          try await body(clock)
-        })
+        return .success(
+          try await clock.onSchedule(isolation: isolation) { () async throws(Failure) -> Success in
+            try await body(clock)
+          })
       } catch {
         return .failure(error)
       }

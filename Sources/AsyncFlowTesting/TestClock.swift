@@ -11,19 +11,24 @@ import AsyncFlow
 /// suspends again, so a task woken at 1 s has registered its next sleep before anything at 2 s
 /// fires: timed operators behave exactly as on a real clock, in microseconds.
 ///
-/// Tasks take part in that schedule when they run on the clock's executor: start the code under
-/// test with ``task(_:)``. AsyncFlow's operators start their internal tasks there too, and
-/// ``onSchedule(isolation:_:)`` puts code there that the test does not start itself. Settling also
-/// lets the main actor run what those tasks hand over to it, so a `@MainActor` model is up to date
-/// when ``runCurrent()`` or `advance` returns. Waking a task that is not on the executor records a
-/// test issue: the clock could not wait for it.
+/// Tasks take part in that schedule when they run on the clock's executor. Mark the test
+/// `@Test(.onTestClock)` (or wrap it in ``withTestClock(isolation:_:)``) and read the clock from
+/// ``current``: every task AsyncFlow starts in the test (operators, sinks, `TaskSlots`) then runs
+/// there, so the code under test is called directly. ``task(_:)`` starts work that the test itself
+/// awaits there, and ``onSchedule(isolation:_:)`` puts a piece of code there outside such a scope.
+/// Settling also lets the main actor run what those tasks hand over to it, so a `@MainActor` model
+/// is up to date when ``runCurrent()`` or `advance` returns. Waking a task that is not on the
+/// executor records a test issue: the clock could not wait for it.
 ///
 /// ```swift
-/// let clock = TestClock()
-/// let results = clock.task {
-///   await Array(terms.debounceFlow(for: .milliseconds(300), clock: clock))
+/// @Test(.onTestClock) func debouncesTheTerms() async {
+///   let clock = TestClock.current
+///   let results = clock.task {
+///     await Array(terms.debounceFlow(for: .milliseconds(300), clock: clock))
+///   }
+///   await clock.advance(by: .seconds(1))
+///   #expect(await clock.value(of: results) == ["swift"])
 /// }
-/// await clock.advance(by: .seconds(1))
 /// ```
 public final class TestClock: Clock, Sendable {
   /// The standard library's `Duration`, so ``TestClock`` stands in wherever a `Clock<Duration>` is expected.

@@ -33,8 +33,8 @@ struct ControlledCallsExampleTests {
     let search = ControlledCalls<String, Result<[String], SearchError>>()
     let model = SearchModel { query in try await search.call(query).get() }
     model.queryChanged("sw")
-    await search.calls(count: 1)                       // the first request is on the wire...
-    model.queryChanged("swift")                        // ...when the query changes
+    await search.calls(count: 1)  // the first request is on the wire...
+    model.queryChanged("swift")  // ...when the query changes
     await search.parked(count: 2)  // both requests are in flight
     search.respond(to: "swift", with: .success(["swift"]))
     await clock.runCurrent()

@@ -69,7 +69,10 @@ struct ValueOfTests {
     let clock = TestClock.current
     let never = clock.task {
       await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-        Task.detached { await waitForRelease(); continuation.resume() }
+        Task.detached {
+          await waitForRelease()
+          continuation.resume()
+        }
       }
     }
     await withKnownIssue {
