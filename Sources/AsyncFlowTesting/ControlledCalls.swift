@@ -9,15 +9,26 @@ import AsyncFlow
 /// test answers, whenever that is. Pass `whenCancelled:` to make a cancelled call return that
 /// response at once instead.
 ///
+/// In a test on the clock (`@Test(.onTestClock)`), call the model directly: the tasks it starts
+/// through AsyncFlow run on the clock, and ``TestClock/runCurrent()`` waits until the model has
+/// handled each answer (`ControlledCallsExampleTests` runs this example):
+///
 /// ```swift
-/// let search = ControlledCalls<String, Result<[String], SearchError>>()
-/// let model = SearchModel { query in try await search.call(query).get() }
-/// model.queryChanged("sw")
-/// model.queryChanged("swift")
-/// await search.parked(count: 2)                       // both requests are in flight
-/// search.respond(to: "swift", with: .success(["swift"]))
-/// search.respond(to: "sw", with: .success(["sw"]))    // the old answer arrives last...
-/// #expect(await model.results == ["swift"])           // ...and must not win
+/// @Test(.onTestClock) @MainActor func theLatestQueryWins() async {
+///   let clock = TestClock.current
+///   let search = ControlledCalls<String, Result<[String], SearchError>>()
+///   let model = SearchModel { query in try await search.call(query).get() }
+///   model.queryChanged("sw")
+///   await search.calls(count: 1)                       // the first request is on the wire...
+///   model.queryChanged("swift")                        // ...when the query changes
+///   await search.parked(count: 2)                       // both requests are in flight
+///   search.respond(to: "swift", with: .success(["swift"]))
+///   await clock.runCurrent()
+///   #expect(model.results == ["swift"])
+///   search.respond(to: "sw", with: .success(["sw"]))    // the old answer arrives last...
+///   await clock.runCurrent()
+///   #expect(model.results == ["swift"])                 // ...and must not win
+/// }
 /// ```
 public final class ControlledCalls<Argument: Hashable & Sendable, Response: Sendable>: Sendable {
   private struct Parked {
@@ -42,8 +53,17 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
     }
   }
 
+  private enum Arrival {
+    case parked([UnsafeContinuation<Void, Never>])
+    /// Cancelled before it could wait, with `whenCancelled` set: answered at once.
+    case answered([UnsafeContinuation<Void, Never>])
+  }
+
   private let state = LockedState(State())
   private let whenCancelled: Response?
+  /// The clock's executor in effect where the stub was made, if any: where a call from a task
+  /// that lost the clock's task-local (a `Task.detached { }`) moves its wait.
+  private let home: TestExecutor?
 
   /// Creates a stub with no calls yet.
   ///
@@ -52,30 +72,65 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
   /// let stopsAtCancel = ControlledCalls<Int, String?>(whenCancelled: nil as String?)
   /// ```
   ///
-  /// - Parameter whenCancelled: What a call returns at once when its task is cancelled while it
-  ///   waits. Without it, a cancelled call keeps waiting for the test's answer.
+  /// - Parameter whenCancelled: What a call returns at once when its task is cancelled, before or
+  ///   while it waits. Without it, a cancelled call keeps waiting for the test's answer.
   public init(whenCancelled: Response? = nil) {
     self.whenCancelled = whenCancelled
+    home = FlowScheduling.executor as? TestExecutor
+    home?.watch(self)
   }
 
   /// The code under test calls this: the call is logged, then waits for the test's answer.
   ///
+  /// On a test clock's schedule, a call reached from a task that does not run on the clock (a
+  /// `Task { }` of the code under test's own, not on the main actor) moves its wait onto the clock
+  /// and records a test issue: the clock cannot wait for what that task does with the answer.
+  ///
   /// ```swift
   /// let client = SearchClient { query in await calls.call(query) }
   /// ```
-  public func call(_ argument: Argument) async -> Response {
+  public func call(_ argument: Argument, isolation: isolated (any Actor)? = #isolation) async -> Response {
+    if let executor = OffClock.executor(home: home) {
+      executor.watch(self)
+      if OffClock.isOff(executor, isolation: isolation) {
+        OffClock.report("ControlledCalls.call(\(String(reflecting: argument)))")
+        // Nonisolated, under the clock's preference: the wait and the wake-up after the answer run
+        // on the clock's executor, where settling sees them.
+        return await withTaskExecutorPreference(executor) { await self.park(argument, isolation: nil) }
+      }
+    }
+    // On the caller's isolation: a main-actor caller parks and resumes on the main actor, which
+    // the clock settles, without a hop through the global executor that it cannot see.
+    return await park(argument, isolation: isolation)
+  }
+
+  private func park(_ argument: Argument, isolation: isolated (any Actor)?) async -> Response {
     let index = state.withLock { state -> Int in
       state.log.append(ControlledCall(index: state.log.count, argument: argument))
       return state.log.count - 1
     }
     return await withTaskCancellationHandler {
-      await withUnsafeContinuation { (continuation: UnsafeContinuation<Response, Never>) in
-        let watchers = state.withLock { state in
-          state.parked.append(Parked(index: index, continuation: continuation))
+      await withUnsafeContinuation(isolation: isolation) { (continuation: UnsafeContinuation<Response, Never>) in
+        let arrival = state.withLock { state -> Arrival in
           state.arrived += 1
-          return state.callWatchers.reached(state.arrived) + state.parkedWatchers.reached(state.parked.count)
+          let arrivals = state.callWatchers.reached(state.arrived)
+          // Cancelled before it could wait: the handler below ran first and found nothing parked
+          // (or runs now and will find nothing), so this is the only place left to answer it.
+          if Task.isCancelled, whenCancelled != nil {
+            state.log[index].wasCancelled = true
+            state.log[index].isAnswered = true
+            return .answered(arrivals)
+          }
+          state.parked.append(Parked(index: index, continuation: continuation))
+          return .parked(arrivals + state.parkedWatchers.reached(state.parked.count))
         }
-        for watcher in watchers { watcher.resume() }
+        switch arrival {
+        case .parked(let watchers):
+          for watcher in watchers { watcher.resume() }
+        case .answered(let watchers):
+          for watcher in watchers { watcher.resume() }
+          if let whenCancelled { continuation.resume(returning: whenCancelled) }
+        }
       }
     } onCancel: {
       let answer = state.withLock { state -> (UnsafeContinuation<Response, Never>, [UnsafeContinuation<Void, Never>])? in
@@ -104,6 +159,16 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
   /// ```
   public var arguments: [Argument] { state.withLock { $0.log.map(\.argument) } }
 
+  /// The calls waiting for an answer right now, oldest first: what ``respond(toCall:with:)`` can
+  /// answer.
+  ///
+  /// ```swift
+  /// #expect(calls.waitingCalls.map(\.argument) == ["sw", "swift"])
+  /// ```
+  public var waitingCalls: [ControlledCall<Argument>] {
+    state.withLock { state in state.parked.map { state.log[$0.index] } }
+  }
+
   /// Suspends until at least `count` calls have been made (answered or not) and each has reached
   /// the wait for its answer, so that the test can answer it at once; or until the waiting task is
   /// cancelled.
@@ -113,6 +178,7 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
   /// await calls.calls(count: 1)  // the request is on the wire
   /// ```
   public func calls(count: Int) async {
+    precondition(count >= 0, "ControlledCalls.calls(count:): count must be 0 or greater, got \(count)")
     await state.waitUntil(count: count, of: { $0.arrived }, watchers: \.callWatchers)
   }
 
@@ -123,6 +189,7 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
   /// await calls.parked(count: 2)  // the old and the new request are both in flight
   /// ```
   public func parked(count: Int) async {
+    precondition(count >= 0, "ControlledCalls.parked(count:): count must be 0 or greater, got \(count)")
     await state.waitUntil(count: count, of: { $0.parked.count }, watchers: \.parkedWatchers)
   }
 
@@ -135,14 +202,18 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
   /// calls.respond(to: "swift", with: ["swift", "swiftui"])
   /// ```
   public func respond(to argument: Argument, with response: Response) {
-    let index = state.withLock { state in
-      state.parked.first { state.log[$0.index].argument == argument }?.index
+    while true {
+      // `==` is the code under test's, so it runs outside the lock, on a copy of the waiting
+      // calls: an `Argument` whose `==` reads this stub would otherwise deadlock on its own lock.
+      let waiting = waitingCalls
+      guard let index = waiting.first(where: { $0.argument == argument })?.index else {
+        precondition(
+          Task.isCancelled, "ControlledCalls.respond(to:with:): no call with argument \(argument) is waiting")
+        return
+      }
+      // Answered by another thread between the copy and now: look again.
+      if answer(index, with: response) { return }
     }
-    guard let index else {
-      precondition(Task.isCancelled, "ControlledCalls.respond(to:with:): no call with argument \(argument) is waiting")
-      return
-    }
-    respond(toCall: index, with: response)
   }
 
   /// Answers the call made `index`-th (from 0, in the order of ``log``).
@@ -156,12 +227,28 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
   /// calls.respond(toCall: 0, with: ["late"])  // the first request answers last
   /// ```
   public func respond(toCall index: Int, with response: Response) {
-    guard let (continuation, watchers) = state.withLock({ $0.unpark(index) }) else {
+    guard answer(index, with: response) else {
       precondition(Task.isCancelled, "ControlledCalls.respond(toCall:with:): call \(index) is not waiting")
       return
     }
+  }
+
+  /// Resumes the parked call `index` with `response`, after the lock; `false` if it is not parked.
+  private func answer(_ index: Int, with response: Response) -> Bool {
+    guard let (continuation, watchers) = state.withLock({ $0.unpark(index) }) else { return false }
     for watcher in watchers { watcher.resume() }
     continuation.resume(returning: response)
+    return true
+  }
+}
+
+extension ControlledCalls: WaitSource {
+  func describeWaits() -> [String] {
+    // Described outside the lock: `String(reflecting:)` runs the argument's own description.
+    waitingCalls.map { call in
+      "ControlledCalls<\(Argument.self), \(Response.self)>: call \(call.index) (\(String(reflecting: call.argument))) "
+        + "waits for its answer\(call.wasCancelled ? ", though its task was cancelled" : "")"
+    }
   }
 }
 

@@ -1,6 +1,6 @@
 import AsyncFlow
 
-/// A suspension seam for tests: code under test parks in ``wait()``, the test waits until it is
+/// A suspension seam for tests: code under test parks in ``wait(isolation:)``, the test waits until it is
 /// parked with ``entered(count:)``, inspects the state, then lets it go with ``release()``.
 ///
 /// Forcing an order this way replaces sleeps: the test knows that the code reached the seam.
@@ -22,16 +22,26 @@ public final class Gate: Sendable {
   }
 
   private let state = LockedState(State())
+  /// The clock's executor in effect where the gate was made, if any: where a caller from a task
+  /// that lost the clock's task-local (a `Task.detached { }`) moves its wait.
+  private let home: TestExecutor?
 
   /// Creates a gate with nobody parked.
   ///
   /// ```swift
   /// let responseGate = Gate()
   /// ```
-  public init() {}
+  public init() {
+    home = FlowScheduling.executor as? TestExecutor
+    home?.watch(self)
+  }
 
   /// Parks the caller until the next ``release()``. A cancelled caller leaves at once, so a
   /// cancelled task never hangs on a gate.
+  ///
+  /// On a test clock's schedule, a caller from a task that does not run on the clock (a `Task { }`
+  /// of the code under test's own, not on the main actor) moves its wait onto the clock and records
+  /// a test issue: the clock cannot wait for what that task does once released.
   ///
   /// ```swift
   /// let fetch: @Sendable (String) async -> [String] = { query in
@@ -39,13 +49,25 @@ public final class Gate: Sendable {
   ///   return [query]
   /// }
   /// ```
-  public func wait() async {
+  public func wait(isolation: isolated (any Actor)? = #isolation) async {
+    if let executor = OffClock.executor(home: home) {
+      executor.watch(self)
+      if OffClock.isOff(executor, isolation: isolation) {
+        OffClock.report("Gate.wait()")
+        // Nonisolated, under the clock's preference: the wake-up runs on the clock's executor.
+        return await withTaskExecutorPreference(executor) { await self.park(isolation: nil) }
+      }
+    }
+    await park(isolation: isolation)
+  }
+
+  private func park(isolation: isolated (any Actor)?) async {
     let id = state.withLock { state in
       defer { state.nextID += 1 }
       return state.nextID
     }
     await withTaskCancellationHandler {
-      await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+      await withUnsafeContinuation(isolation: isolation) { (continuation: UnsafeContinuation<Void, Never>) in
         let (resumeNow, watchers) = state.withLock { state -> (Bool, [UnsafeContinuation<Void, Never>]) in
           if Task.isCancelled { return (true, []) }
           state.parked[id] = continuation
@@ -59,7 +81,7 @@ public final class Gate: Sendable {
     }
   }
 
-  /// Suspends until at least `count` callers are parked in ``wait()``. A cancelled caller returns
+  /// Suspends until at least `count` callers are parked in ``wait(isolation:)``. A cancelled caller returns
   /// at once, so a test waiting for a caller that never comes fails at its time limit instead of
   /// hanging.
   ///
@@ -73,7 +95,7 @@ public final class Gate: Sendable {
     await state.waitUntil(count: count, of: { $0.parked.count }, watchers: \.watchers)
   }
 
-  /// The number of callers parked in ``wait()`` right now.
+  /// The number of callers parked in ``wait(isolation:)`` right now.
   ///
   /// ```swift
   /// #expect(gate.parkedCount == 0)
@@ -82,7 +104,7 @@ public final class Gate: Sendable {
     state.withLock { $0.parked.count }
   }
 
-  /// Resumes every caller parked in ``wait()``; later callers park until the next release.
+  /// Resumes every caller parked in ``wait(isolation:)``; later callers park until the next release.
   ///
   /// ```swift
   /// await gate.entered()
@@ -94,5 +116,12 @@ public final class Gate: Sendable {
       return Array(state.parked.values)
     }
     for continuation in parked { continuation.resume() }
+  }
+}
+
+extension Gate: WaitSource {
+  func describeWaits() -> [String] {
+    let parked = parkedCount
+    return parked == 0 ? [] : ["Gate: \(parked) caller\(parked == 1 ? "" : "s") parked in wait(), until release()"]
   }
 }

@@ -11,19 +11,24 @@ import AsyncFlow
 /// suspends again, so a task woken at 1 s has registered its next sleep before anything at 2 s
 /// fires: timed operators behave exactly as on a real clock, in microseconds.
 ///
-/// Tasks take part in that schedule when they run on the clock's executor: start the code under
-/// test with ``task(_:)``. AsyncFlow's operators start their internal tasks there too, and
-/// ``onSchedule(isolation:_:)`` puts code there that the test does not start itself. Settling also
-/// lets the main actor run what those tasks hand over to it, so a `@MainActor` model is up to date
-/// when ``runCurrent()`` or `advance` returns. Waking a task that is not on the executor records a
-/// test issue: the clock could not wait for it.
+/// Tasks take part in that schedule when they run on the clock's executor. Mark the test
+/// `@Test(.onTestClock)` (or wrap it in ``withTestClock(isolation:_:)``) and read the clock from
+/// ``current``: every task AsyncFlow starts in the test (operators, sinks, `TaskSlots`) then runs
+/// there, so the code under test is called directly. ``task(_:)`` starts work that the test itself
+/// awaits there, and ``onSchedule(isolation:_:)`` puts a piece of code there outside such a scope.
+/// Settling also lets the main actor run what those tasks hand over to it, so a `@MainActor` model
+/// is up to date when ``runCurrent()`` or `advance` returns. Waking a task that is not on the
+/// executor records a test issue: the clock could not wait for it.
 ///
 /// ```swift
-/// let clock = TestClock()
-/// let results = clock.task {
-///   await Array(terms.debounceFlow(for: .milliseconds(300), clock: clock))
+/// @Test(.onTestClock) func debouncesTheTerms() async {
+///   let clock = TestClock.current
+///   let results = clock.task {
+///     await Array(terms.debounceFlow(for: .milliseconds(300), clock: clock))
+///   }
+///   await clock.advance(by: .seconds(1))
+///   #expect(await clock.value(of: results) == ["swift"])
 /// }
-/// await clock.advance(by: .seconds(1))
 /// ```
 public final class TestClock: Clock, Sendable {
   /// The standard library's `Duration`, so ``TestClock`` stands in wherever a `Clock<Duration>` is expected.
@@ -91,8 +96,6 @@ public final class TestClock: Clock, Sendable {
   }
 
   private struct Sleeper {
-    var id: Int
-    var deadline: Instant
     var continuation: UnsafeContinuation<Void, any Error>
     /// Whether the sleeping task runs on the clock's executor, so that the clock can wait for what
     /// it does once woken.
@@ -101,20 +104,19 @@ public final class TestClock: Clock, Sendable {
 
   private struct State {
     var now = Instant(offset: .zero)
-    /// Ordered by deadline, then by registration.
-    var sleepers: [Sleeper] = []
+    /// Ordered by deadline, then by registration (id).
+    var sleepers = SleeperQueue<Sleeper>()
     var nextID = 0
     var watchers = CountWatchers()
 
-    mutating func insert(_ sleeper: Sleeper) -> [UnsafeContinuation<Void, Never>] {
-      let index = sleepers.firstIndex { $0.deadline > sleeper.deadline } ?? sleepers.endIndex
-      sleepers.insert(sleeper, at: index)
+    mutating func insert(_ sleeper: Sleeper, id: Int, deadline: Instant) -> [UnsafeContinuation<Void, Never>] {
+      sleepers.insert(sleeper, id: id, deadline: deadline)
       return watchers.reached(sleepers.count)
     }
   }
 
   private let state = LockedState(State())
-  private let executor = TestExecutor()
+  let executor = TestExecutor()
 
   /// Creates a clock at offset zero, with no sleepers.
   ///
@@ -170,8 +172,7 @@ public final class TestClock: Clock, Sendable {
           if Task.isCancelled { return .cancelled }
           if deadline <= state.now { return .due }
           return .parked(
-            state.insert(
-              Sleeper(id: id, deadline: deadline, continuation: continuation, onSchedule: onSchedule)))
+            state.insert(Sleeper(continuation: continuation, onSchedule: onSchedule), id: id, deadline: deadline))
         }
         switch outcome {
         case .cancelled:
@@ -183,10 +184,9 @@ public final class TestClock: Clock, Sendable {
         }
       }
     } onCancel: {
-      let sleeper = state.withLock { state -> Sleeper? in
-        guard let index = state.sleepers.firstIndex(where: { $0.id == id }) else { return nil }
-        return state.sleepers.remove(at: index)
-      }
+      // Taken out under the lock, resumed after it: resuming runs no user code here, but the rule
+      // keeps every resume of this file in one place, after `withLock` returns.
+      let sleeper = state.withLock { $0.sleepers.remove(id: id) }
       sleeper?.continuation.resume(throwing: CancellationError())
     }
   }
@@ -252,6 +252,61 @@ public final class TestClock: Clock, Sendable {
   /// ```
   public func runCurrent() async {
     await settle()
+  }
+
+  /// The value of `task`, awaited without the risk of hanging: lets the clock's schedule run until
+  /// it is idle, as ``runCurrent()`` does, then returns what `task` returned, or `nil` if it has
+  /// not finished by then. Time does not move.
+  ///
+  /// A `nil` comes with a test issue naming what AsyncFlowTesting can see the code under test
+  /// waiting in: the calls parked on ``ControlledCalls`` stubs (with their arguments), the callers
+  /// parked in ``Gate``s, the sleepers on this clock. Where `await task.value` on work that
+  /// ignores cancellation hangs the test process past its time limit, this fails the test and
+  /// returns. The task is left running: cancel it if it should stop.
+  ///
+  /// ```swift
+  /// let refresh = clock.task { await model.refresh() }
+  /// pages.respond(toCall: 0, with: .success(["1", "2"]))
+  /// #expect(await clock.value(of: refresh) != nil)  // ended; or an issue naming what it waits in
+  /// ```
+  ///
+  /// Work that runs off the clock (a task started with `Task { }`) is not waited for: if it is
+  /// still running when the schedule is idle, the result is `nil` too. A throwing task's error is
+  /// rethrown.
+  public func value<Success: Sendable, Failure: Error>(
+    of task: Task<Success, Failure>, fileID: String = #fileID, filePath: String = #filePath, line: Int = #line,
+    column: Int = #column
+  ) async throws(Failure) -> Success? {
+    let outcome = LockedState<Result<Success, Failure>?>(nil)
+    // On the clock's executor: the watcher's wake-up when `task` ends is a job there, so settling
+    // waits for it, and the outcome is stored before `settle()` returns.
+    Task(executorPreference: executor) {
+      let result = await task.result
+      outcome.withLock { $0 = result }
+    }
+    await settle()
+    if let result = outcome.withLock({ $0 }) { return try result.get() }
+    let waits = describeWaits()
+    let seen =
+      waits.isEmpty
+      ? "nothing AsyncFlowTesting can see (no parked call, gate or sleeper): is it waiting on work off the clock?"
+      : waits.map { "\n- \($0)" }.joined()
+    report(
+      """
+      TestClock.value(of:): the task has not finished once the clock's schedule is idle\
+      \(Task.isCancelled ? " (the waiting test was cancelled)" : ""). It may be waiting in: \(seen)
+      """, caller: Caller(fileID: fileID, filePath: filePath, line: line, column: column))
+    return nil
+  }
+
+  /// What the code under test on this clock waits in right now: the stubs' parked calls and the
+  /// gates' parked callers (those used on this clock's schedule), then the sleepers in firing order.
+  package func describeWaits() -> [String] {
+    let sleepers = state.withLock { $0.sleepers.ordered }
+    return executor.describeWaits()
+      + sleepers.map { sleeper in
+        "a sleeper until \(sleeper.deadline)\(sleeper.sleeper.onSchedule ? "" : " (its task is not on the clock)")"
+      }
   }
 
   /// Suspends until at least `count` tasks are sleeping on this clock: a barrier that replaces
@@ -331,19 +386,18 @@ public final class TestClock: Clock, Sendable {
   private func fire(until deadline: Instant?, caller: Caller) async {
     while true {
       await settle()
-      let due = state.withLock { state -> Sleeper? in
+      let due = state.withLock { state -> (deadline: Instant, sleeper: Sleeper)? in
         if Task.isCancelled { return nil }
-        guard let first = state.sleepers.first, deadline.map({ first.deadline <= $0 }) ?? true else {
+        guard let first = state.sleepers.popFirst(dueBy: deadline) else {
           if let deadline { state.now = deadline }
           return nil
         }
-        state.sleepers.removeFirst()
         state.now = first.deadline
         return first
       }
       guard let due else { return }
-      if !due.onSchedule { reportUnscheduled(due, caller: caller) }
-      due.continuation.resume()
+      if !due.sleeper.onSchedule { reportUnscheduled(deadline: due.deadline, caller: caller) }
+      due.sleeper.continuation.resume()
     }
   }
 
@@ -383,12 +437,16 @@ public final class TestClock: Clock, Sendable {
     }
   }
 
-  private func reportUnscheduled(_ sleeper: Sleeper, caller: Caller) {
-    let message = """
-      TestClock woke a task sleeping until \(sleeper.deadline) that does not run on the clock's executor \
+  private func reportUnscheduled(deadline: Instant, caller: Caller) {
+    report(
+      """
+      TestClock woke a task sleeping until \(deadline) that does not run on the clock's executor \
       (started with `Task { }`?): the clock cannot wait for what it does next, so the test may hang or \
       see it late. Start the code under test with `clock.task { }`.
-      """
+      """, caller: caller)
+  }
+
+  private func report(_ message: String, caller: Caller) {
     #if canImport(Testing)
       Issue.record(
         Comment(rawValue: message),

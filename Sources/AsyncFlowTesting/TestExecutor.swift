@@ -9,8 +9,9 @@ import AsyncFlow
 /// its wake-ups were made.
 final class TestExecutor: TaskExecutor, Sendable {
   private struct State {
-    var jobs: [UnownedJob] = []
-    var next = 0
+    /// Drained from the front while tasks keep enqueueing at the back: two tasks that yield in
+    /// turn never let it empty, so an array reset only when empty would grow without bound.
+    var jobs = RingBuffer<UnownedJob>()
     var draining = false
     /// Jobs run so far: lets ``TestClock`` see whether a round of settling ran anything here.
     var jobsRun = 0
@@ -18,18 +19,15 @@ final class TestExecutor: TaskExecutor, Sendable {
     var nextWaiterID = 0
 
     mutating func popJob() -> UnownedJob? {
-      guard next < jobs.count else { return nil }
-      defer {
-        next += 1
-        jobsRun += 1
-        if next == jobs.count {
-          jobs.removeAll(keepingCapacity: true)
-          next = 0
-        }
-      }
-      return jobs[next]
+      guard let job = jobs.popFirst() else { return nil }
+      jobsRun += 1
+      return job
     }
   }
+
+  /// The stubs and gates used with this executor's clock, held weakly: what
+  /// ``TestClock/value(of:fileID:filePath:line:column:)`` names when the work it waits for is stuck.
+  private let waitSources = LockedState<[WeakWaitSource]>([])
 
   private enum Step {
     case run(UnownedJob)
@@ -73,6 +71,26 @@ final class TestExecutor: TaskExecutor, Sendable {
     }
   }
 
+  /// Remembers `source` (once) as something the code under test on this clock may wait in.
+  func watch(_ source: some WaitSource) {
+    let id = ObjectIdentifier(source)
+    // Pruned and appended under the lock; nothing is released there but the boxes of sources that
+    // are gone (a weak reference to a deallocated object), which run no user code.
+    waitSources.withLock { sources in
+      guard !sources.contains(where: { $0.id == id }) else { return }
+      sources.removeAll { $0.source == nil }
+      sources.append(WeakWaitSource(id: id, source: source))
+    }
+  }
+
+  /// What the code under test waits in right now, one line per wait, in the order the sources were
+  /// first used. Described outside the lock: a description reads the source's own state and
+  /// formats the code under test's arguments.
+  func describeWaits() -> [String] {
+    let sources = waitSources.withLock { $0.compactMap(\.source) }
+    return sources.flatMap { $0.describeWaits() }
+  }
+
   /// The number of jobs this executor has run.
   var jobsRun: Int {
     state.withLock { $0.jobsRun }
@@ -108,4 +126,16 @@ final class TestExecutor: TaskExecutor, Sendable {
       waiter?.resume()
     }
   }
+}
+
+/// A stub or gate that can say what the code under test is waiting in: the parked calls of a
+/// ``ControlledCalls``, the callers parked in a ``Gate``.
+protocol WaitSource: AnyObject, Sendable {
+  /// One line per wait, e.g. `ControlledCalls<String, Int>: call 0 ("sw") waits for its answer`.
+  func describeWaits() -> [String]
+}
+
+private struct WeakWaitSource {
+  var id: ObjectIdentifier
+  weak var source: (any WaitSource)?
 }

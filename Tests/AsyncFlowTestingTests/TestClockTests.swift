@@ -57,6 +57,36 @@ struct TestClockTests {
     }
   }
 
+  /// Thousands of sleepers registered in a scrambled order, a third of them cancelled before they
+  /// fire: the rest fire in deadline order, equal deadlines in registration order.
+  @Test func manySleepersFireInDeadlineThenRegistrationOrderAroundCancellations() async {
+    let clock = TestClock()
+    let log = Log()
+    let count = 3_000
+    var sleepers: [Task<Void, Never>] = []
+    for index in 0..<count {
+      let deadline = TestClock.Instant(offset: .seconds(1 + (index * 7_919) % 500))  // 6 sleepers per deadline
+      sleepers.append(
+        clock.task {
+          do {
+            try await clock.sleep(until: deadline)
+            log.append("\(deadline.offset.components.seconds).\(index)")
+          } catch {}
+        })
+      await clock.sleepers(count: index + 1)  // registered in this order, so ids follow `index`
+    }
+    for index in stride(from: 0, to: count, by: 3) { sleepers[index].cancel() }
+    await clock.runCurrent()
+    #expect(clock.pendingSleepers == count - (count + 2) / 3)
+    await clock.run()
+    let expected = (0..<count).filter { $0 % 3 != 0 }
+      .map { (seconds: 1 + ($0 * 7_919) % 500, index: $0) }
+      .sorted { ($0.seconds, $0.index) < ($1.seconds, $1.index) }
+      .map { "\($0.seconds).\($0.index)" }
+    #expect(log.all == expected)
+    #expect(clock.pendingSleepers == 0)
+  }
+
   @Test func cancelledSleepThrowsAndRemovesItsSleeperAtOnce() async {
     let clock = TestClock()
     let sleeper = clock.task { () -> Bool in

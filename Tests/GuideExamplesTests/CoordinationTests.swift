@@ -3,20 +3,20 @@ import AsyncFlowTesting
 import GuideExamples
 import Testing
 
-/// A stub on the clock's schedule: the call waits and wakes on the clock's executor and returns to
-/// the main actor, so that after `respond(...)` a `runCurrent()` returns once the model has handled
-/// the response: a barrier, where polling could only guess.
-///
-/// Requests are waited for with `waitForRequests(_:)` instead (a barrier that a cancelled test
-/// leaves): `TaskSlots` starts its tasks on the global executor, where the clock cannot see them.
+/// A main-actor stub: the naive models call it from their own `Task { }` (on the main actor, which
+/// the clock settles), the fixed ones from their `TaskSlots` tasks (on the clock's executor, under
+/// `.onTestClock`). Either way the call parks and resumes on the main actor, so after
+/// `respond(...)` a `runCurrent()` returns once the model has handled the response: a barrier,
+/// where polling could only guess. A nonisolated stub called from the naive models' `Task { }`
+/// would return through the global executor, which the clock cannot see: the stub reports that.
 @MainActor
 private func stub<Request, Response>(
-  _ calls: ControlledCalls<Request, Response>, on clock: TestClock
+  _ calls: ControlledCalls<Request, Response>
 ) -> @Sendable (Request) async -> Response {
-  { @MainActor request in await clock.onSchedule { await calls.call(request) } }
+  { @MainActor request in await calls.call(request) }
 }
 
-@Suite("Coordination worked examples", .timeLimit(.minutes(1)))
+@Suite("Coordination worked examples", .onTestClock, .timeLimit(.minutes(1)))
 @MainActor
 struct CoordinationTests {
   // MARK: 1. Articles list: sent A, B, C; returned C, A, B.
@@ -27,9 +27,9 @@ struct CoordinationTests {
     _ makeModel: (@escaping FetchArticles) -> Model, changeCategory: (Model, String) -> Void,
     finishedLoads: (Model) -> Int, articles: (Model) -> [String], oneLoadAtATime: Bool = false
   ) async -> [String] {
-    let clock = TestClock()
+    let clock = TestClock.current
     let calls = ControlledCalls<ArticlesQuery, Result<[String], any Error>>()
-    let model = makeModel(stub(calls, on: clock))
+    let model = makeModel(stub(calls))
     for (sent, category) in ["A", "B", "C"].enumerated() {
       changeCategory(model, category)
       await calls.calls(count: sent + 1)  // the request is on the wire before the next change
@@ -58,9 +58,9 @@ struct CoordinationTests {
   }
 
   @Test func articlesListFunnelsEveryEntryPointIntoOneLoad() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     let calls = ControlledCalls<ArticlesQuery, Result<[String], any Error>>()
-    let model = ArticlesModel(fetch: stub(calls, on: clock))
+    let model = ArticlesModel(fetch: stub(calls))
     let entryPoints: [() -> Void] = [model.onAppear, model.refresh, model.retry, { model.keywordChanged("swift") }]
     for (sent, entryPoint) in entryPoints.enumerated() {
       entryPoint()
@@ -82,9 +82,9 @@ struct CoordinationTests {
     _ makeModel: (@escaping FetchPage) -> Model, refresh: @escaping @Sendable (Model) async -> Void,
     loadMore: @escaping @Sendable (Model) async -> Void, loadMoreFails: Bool
   ) async -> Model where Model: Sendable {
-    let clock = TestClock()
+    let clock = TestClock.current
     let calls = ControlledCalls<Int, Result<[String], any Error>>()
-    let model = makeModel(stub(calls, on: clock))
+    let model = makeModel(stub(calls))
     // The first page.
     clock.task { await refresh(model) }
     await calls.calls(count: 1)
@@ -125,16 +125,16 @@ struct CoordinationTests {
   // MARK: 3. Search screen: latest search, one load per row, first-wins submit.
 
   @Test func searchScreenKeepsOneLiveSearchOneLoadPerRowAndOneSubmission() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     let searches = ControlledCalls<String, [String]>()
     let detailCalls = ControlledCalls<[Int], String>()
     let submits = ControlledCalls<String, Void>()
-    let search = stub(searches, on: clock)
+    let search = stub(searches)
     // @MainActor like the stubs: a nonisolated closure would return through the global executor.
     let details: LoadDetails = { @MainActor row, version in
-      await clock.onSchedule { await detailCalls.call([row, version]) }
+      await detailCalls.call([row, version])
     }
-    let submit = stub(submits, on: clock)
+    let submit = stub(submits)
     let fixed = SearchScreen(search: search, loadDetails: details, submit: submit)
     let naive = NaiveSearchScreen(search: search, loadDetails: details, submit: submit)
 
@@ -178,7 +178,7 @@ struct CoordinationTests {
   // MARK: 4. The same search as a stream.
 
   @Test func theStreamOperatorEnforcesTheSameRuleAsTheSlot() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     let searches = ControlledCalls<String, [String]>()
     let terms = PassthroughFlow<String, Never>()
     // On the clock, the operator's tasks run on its executor, the stub's calls with them.

@@ -3,7 +3,7 @@ import AsyncFlowTesting
 import GuideExamples
 import Testing
 
-@Suite("Guide snippets run", .timeLimit(.minutes(1)))
+@Suite("Guide snippets run", .onTestClock, .timeLimit(.minutes(1)))
 struct GuideSnippetsTests {
   let client = ArticlesClient(pages: [
     [Article(title: "swift")], [Article(title: "swiftui"), Article(title: "kotlin")],
@@ -20,7 +20,7 @@ struct GuideSnippetsTests {
   }
 
   @Test func flatteningPoliciesCompileAndRun() async {
-    let clock = TestClock()  // for its deterministic schedule: nothing here sleeps
+    let clock = TestClock.current  // for its deterministic schedule: nothing here sleeps
     let queries = PassthroughFlow<String, Never>()
     let taps = PassthroughFlow<Void, Never>()
     let (results, _) = flatteningPolicies(queries: queries, payTaps: taps, client: client) { "receipt" }
@@ -35,7 +35,7 @@ struct GuideSnippetsTests {
   }
 
   @Test func searchBoxOnATestClock() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     let text = Flow.sequence(["s", "sw", "swiftui"])
     let states = clock.task { await Array(searchBox(text, client: self.client, clock: clock)) }
     await clock.run()
@@ -45,10 +45,10 @@ struct GuideSnippetsTests {
   }
 
   @Test @MainActor func hotSourceSink() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     // Made on the clock's schedule, the model's pipeline runs there, and runCurrent() waits for it
     // and for the sink's write back to the main actor.
-    let model = await clock.onSchedule { SearchFieldModel(client: client) }
+    let model = SearchFieldModel(client: client)
     await clock.runCurrent()
     #expect(model.searchText.subscriberCount == 1)
     model.textChanged("kotlin")

@@ -7,7 +7,7 @@ import Testing
 /// `ControlledCalls` stub (by offset; it answers even when cancelled, like a request already on the
 /// wire), the model's tasks run on the `TestClock`'s schedule, and `runCurrent()` waits for the
 /// main-actor writes. The spinner flags are checked after every step.
-@Suite("Load-more list with pull-to-refresh", .timeLimit(.minutes(1)))
+@Suite("Load-more list with pull-to-refresh", .onTestClock, .timeLimit(.minutes(1)))
 @MainActor
 struct LoadMoreListTests {
   typealias Pages = ControlledCalls<Int, Result<[String], any Error>>
@@ -18,8 +18,8 @@ struct LoadMoreListTests {
   private func makeModel(_ clock: TestClock) async -> (LoadMoreListModel, Pages) {
     let pages = Pages()
     let model = LoadMoreListModel { offset in await pages.call(offset) }
-    await clock.onSchedule { model.start() }
-    await clock.onSchedule { model.refresh() }
+    model.start()
+    model.refresh()
     await pages.calls(count: 1)
     await clock.runCurrent()
     #expect(model.isRefreshing)
@@ -31,9 +31,9 @@ struct LoadMoreListTests {
   }
 
   @Test func loadMoreAppendsTheNextPageWithItsSpinner() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     let (model, pages) = await makeModel(clock)
-    await clock.onSchedule { model.loadMore() }
+    model.loadMore()
     #expect(model.isLoadingMore)
     await pages.calls(count: 2)
     #expect(pages.arguments == [0, 2])
@@ -44,12 +44,10 @@ struct LoadMoreListTests {
   }
 
   @Test func aSecondLoadMoreWhileOneRunsSendsNothing() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     let (model, pages) = await makeModel(clock)
-    await clock.onSchedule {
-      model.loadMore()
-      model.loadMore()
-    }
+    model.loadMore()
+    model.loadMore()
     await pages.calls(count: 2)
     await clock.runCurrent()
     #expect(pages.arguments == [0, 2])
@@ -62,11 +60,11 @@ struct LoadMoreListTests {
   /// load-more starts for the new list; then the stale page arrives.
   @Test(arguments: [false, true])
   func aLoadMoreInFlightWhenARefreshCompletesNeverWritesItsStaleResult(staleFails: Bool) async {
-    let clock = TestClock()
+    let clock = TestClock.current
     let (model, pages) = await makeModel(clock)
-    await clock.onSchedule { model.loadMore() }
+    model.loadMore()
     await pages.calls(count: 2)
-    await clock.onSchedule { model.refresh() }
+    model.refresh()
     await pages.calls(count: 3)
     await clock.runCurrent()
     #expect(model.isRefreshing && model.isLoadingMore)
@@ -76,7 +74,7 @@ struct LoadMoreListTests {
     #expect(!model.isRefreshing && !model.isLoadingMore)  // the stale load-more's spinner went with it
     #expect(pages.log[1].wasCancelled)
 
-    await clock.onSchedule { model.loadMore() }  // the new list's next page, at once
+    model.loadMore()  // the new list's next page, at once
     await pages.calls(count: 4)
     #expect(model.isLoadingMore)
     pages.respond(toCall: 1, with: staleFails ? .failure(Offline()) : .success(["3", "4"]))  // the stale answer
@@ -91,18 +89,18 @@ struct LoadMoreListTests {
   }
 
   @Test func aFailedLoadMoreSwitchesPagingOffUntilTheNextRefresh() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     let (model, pages) = await makeModel(clock)
-    await clock.onSchedule { model.loadMore() }
+    model.loadMore()
     await pages.calls(count: 2)
     pages.respond(toCall: 1, with: .failure(Offline()))
     await clock.runCurrent()
     #expect(!model.hasMore && !model.isLoadingMore)
-    await clock.onSchedule { model.loadMore() }
+    model.loadMore()
     await clock.runCurrent()
     #expect(pages.arguments == [0, 2])  // paging is off: nothing sent
     #expect(!model.isLoadingMore)
-    await clock.onSchedule { model.refresh() }
+    model.refresh()
     await pages.calls(count: 3)
     pages.respond(toCall: 2, with: .success(["1", "2"]))
     await clock.runCurrent()
@@ -113,11 +111,11 @@ struct LoadMoreListTests {
   /// second ends, and the first's answer, whenever it comes, is never shown.
   @Test(arguments: [false, true])
   func pullToRefreshWhileRefreshingShowsTheSecondPull(oldAnswersFirst: Bool) async {
-    let clock = TestClock()
+    let clock = TestClock.current
     let (model, pages) = await makeModel(clock)
-    await clock.onSchedule { model.refresh() }
+    model.refresh()
     await pages.calls(count: 2)
-    await clock.onSchedule { model.refresh() }
+    model.refresh()
     await pages.calls(count: 3)
     await clock.runCurrent()
     #expect(model.isRefreshing)
@@ -141,13 +139,11 @@ struct LoadMoreListTests {
   }
 
   @Test func aReleasedListIsDeinitialisedAndItsRequestsCancelled() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     var (model, pages): (LoadMoreListModel?, Pages) = await makeModel(clock)
     weak let released = model
-    await clock.onSchedule {
-      model?.loadMore()
-      model?.refresh()
-    }
+    model?.loadMore()
+    model?.refresh()
     await pages.calls(count: 3)
     model = nil
     #expect(released == nil)

@@ -5,7 +5,7 @@ import Testing
 
 /// The Observation guide's search model, tested on the test clock: no sleeps, no polling, no
 /// helper of our own; `runCurrent()` and `advance` wait for the main actor too.
-@Suite("Observed search model", .timeLimit(.minutes(1)))
+@Suite("Observed search model", .onTestClock, .timeLimit(.minutes(1)))
 @MainActor
 struct ObservedSearchTests {
   typealias Answer = Result<[String], SearchServiceError>
@@ -17,13 +17,13 @@ struct ObservedSearchTests {
       try await calls.call(query).get()
     }
     // The pipeline's tasks start on the clock's schedule, so the clock can wait for them.
-    await clock.onSchedule { model.start() }
+    model.start()
     await clock.runCurrent()
     return (model, calls)
   }
 
   @Test func typingSearchesOnceTheTypingPausesAndShowsTheStates() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     let (model, calls) = await makeModel(clock)
     model.query = "s"
     await clock.advance(by: .milliseconds(100))
@@ -39,7 +39,7 @@ struct ObservedSearchTests {
   }
 
   @Test func aSlowResponseForAnOldQueryNeverOverwritesANewerOne() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     let (model, calls) = await makeModel(clock)
     model.query = "sw"
     await clock.advance(by: .milliseconds(300))
@@ -56,7 +56,7 @@ struct ObservedSearchTests {
   }
 
   @Test func aFailedSearchIsAStateAndTheNextQuerySearchesAgain() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     let (model, calls) = await makeModel(clock)
     model.query = "swi"
     await clock.advance(by: .milliseconds(300))
@@ -71,7 +71,7 @@ struct ObservedSearchTests {
   }
 
   @Test func repeatsAndEmptyTextDoNotSearch() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     let (model, calls) = await makeModel(clock)
     model.query = "sw"
     await clock.advance(by: .milliseconds(300))
@@ -85,7 +85,7 @@ struct ObservedSearchTests {
   }
 
   @Test func aReleasedModelIsDeinitialisedAndItsPipelineEnds() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     var (model, calls): (ObservedSearchModel?, ControlledCalls<String, Answer>) = await makeModel(clock)
     weak let released = model
     model?.query = "sw"

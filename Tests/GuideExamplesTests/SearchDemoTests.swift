@@ -4,7 +4,7 @@ import Foundation
 import GuideExamples
 import Testing
 
-@Suite("Search demo pipelines", .timeLimit(.minutes(1)))
+@Suite("Search demo pipelines", .onTestClock, .timeLimit(.minutes(1)))
 struct SearchDemoTests {
   @Test func catchingAtTheEndDiesAtTheFailureAndCatchingInsideSurvives() async {
     let run = await runDemo()
@@ -34,7 +34,7 @@ struct SearchDemoTests {
   }
 }
 
-@Suite("Interactive search demo", .timeLimit(.minutes(1)))
+@Suite("Interactive search demo", .onTestClock, .timeLimit(.minutes(1)))
 struct InteractiveSearchTests {
   /// A line typed at `at`, as a person would: the next one comes only later.
   private static let typed: [(text: String, at: Duration)] = [
@@ -42,7 +42,7 @@ struct InteractiveSearchTests {
   ]
 
   @Test func eachStateIsShownAsItHappensWhileTheUserKeepsTyping() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     let shown = LockedState<[DemoEvent]>([])
     let lines = Flow<String, Never> { emitter in
       for line in Self.typed {

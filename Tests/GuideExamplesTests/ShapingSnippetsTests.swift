@@ -3,7 +3,7 @@ import AsyncFlowTesting
 import GuideExamples
 import Testing
 
-@Suite("Shaping and observing snippets run", .timeLimit(.minutes(1)))
+@Suite("Shaping and observing snippets run", .onTestClock, .timeLimit(.minutes(1)))
 struct ShapingSnippetsTests {
   @Test func cartAndAnalytics() async {
     #expect(await Array(cartTotals(Flow.sequence([5, 7, 8]))) == [5, 12, 20])
@@ -13,7 +13,7 @@ struct ShapingSnippetsTests {
   }
 
   @Test func theTraceIsTheRequestLog() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     let log = LockedState<[String]>([])
     let queries = Flow<String, Never> { emitter in
       await emitter.emit("sw")

@@ -6,7 +6,7 @@ import Testing
 /// The Observation guide's sign-up form, tested with AsyncFlowTesting alone: the clock is a
 /// `TestClock`, the service's two calls are `ControlledCalls` stubs that answer when the test says
 /// so, and `runCurrent()`/`advance` wait for the main-actor writes.
-@Suite("Sign-up form", .timeLimit(.minutes(1)))
+@Suite("Sign-up form", .onTestClock, .timeLimit(.minutes(1)))
 @MainActor
 struct SignUpFormTests {
   typealias Check = ControlledCalls<String, Result<Bool, SignUpError>>
@@ -20,7 +20,7 @@ struct SignUpFormTests {
       clock: clock,
       checkName: { name throws(SignUpError) in try await checks.call(name).get() },
       register: { form throws(SignUpError) in try await registrations.call(form).get() })
-    await clock.onSchedule { model.start() }
+    model.start()
     await clock.runCurrent()
     return (model, checks, registrations)
   }
@@ -38,7 +38,7 @@ struct SignUpFormTests {
   }
 
   @Test func validationFollowsEveryField() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     let (model, _, _) = await makeModel(clock)
     #expect(!model.validation.isValid)
     model.name = "anna"
@@ -54,7 +54,7 @@ struct SignUpFormTests {
   }
 
   @Test func theNameIsCheckedOnceTheTypingPausesWithItsLoadStates() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     let (model, checks, _) = await makeModel(clock)
     model.name = "an"
     await clock.advance(by: .milliseconds(300))
@@ -73,7 +73,7 @@ struct SignUpFormTests {
   }
 
   @Test func aStaleAvailabilityAnswerNeverOverwritesANewerOne() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     let (model, checks, _) = await makeModel(clock)
     model.name = "ann"
     await clock.advance(by: .milliseconds(300))
@@ -90,7 +90,7 @@ struct SignUpFormTests {
   }
 
   @Test func aFailedCheckIsAStateAndTheNextNameIsCheckedAgain() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     let (model, checks, _) = await makeModel(clock)
     model.name = "anna"
     await clock.advance(by: .milliseconds(300))
@@ -105,24 +105,24 @@ struct SignUpFormTests {
   }
 
   @Test func anInvalidFormCannotSubmit() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     let (model, checks, registrations) = await makeModel(clock)
     await fillValidForm(model, checks, clock)
     model.password = "short"  // the shown validation has not caught up yet: canSubmit reads the fields
     #expect(!model.canSubmit)
-    await clock.onSchedule { model.submit() }
+    model.submit()
     await clock.runCurrent()
     #expect(registrations.arguments == [])
     #expect(!model.isSubmitting)
   }
 
   @Test func aNameWhoseAvailabilityIsNotKnownYetCannotSubmit() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     let (model, checks, registrations) = await makeModel(clock)
     await fillValidForm(model, checks, clock)
     model.name = "annabel"  // "anna" was available; "annabel" is not checked yet
     #expect(!model.canSubmit)
-    await clock.onSchedule { model.submit() }
+    model.submit()
     await clock.advance(by: .milliseconds(300))
     #expect(model.availability == .loading)
     #expect(!model.canSubmit)
@@ -133,17 +133,15 @@ struct SignUpFormTests {
   }
 
   @Test func aDoubleSubmitSendsOneRequest() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     let (model, checks, registrations) = await makeModel(clock)
     await fillValidForm(model, checks, clock)
-    await clock.onSchedule {
-      model.submit()
-      model.submit()  // the double tap: before `isSubmitting` could even disable the button
-    }
+    model.submit()
+    model.submit()  // the double tap: before `isSubmitting` could even disable the button
     await registrations.calls(count: 1)
     await clock.runCurrent()
     #expect(model.isSubmitting)
-    await clock.onSchedule { model.submit() }  // and a third tap while the request is in flight
+    model.submit()  // and a third tap while the request is in flight
     await clock.runCurrent()
     let form = SignUp(name: "anna", email: "anna@example.com", password: "correct horse")
     #expect(registrations.arguments == [form])
@@ -154,16 +152,16 @@ struct SignUpFormTests {
   }
 
   @Test func aRejectedSubmitIsReportedAndTheFormCanBeSentAgain() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     let (model, checks, registrations) = await makeModel(clock)
     await fillValidForm(model, checks, clock)
-    await clock.onSchedule { model.submit() }
+    model.submit()
     await registrations.calls(count: 1)
     registrations.fail(call: 0, with: SignUpError.rejected("name taken meanwhile"))
     await clock.runCurrent()
     #expect(model.outcome == .failure(.rejected("name taken meanwhile")))
     #expect(!model.isSubmitting)
-    await clock.onSchedule { model.submit() }
+    model.submit()
     await registrations.calls(count: 2)
     registrations.respond(toCall: 1, with: .success("account-2"))
     await clock.runCurrent()
@@ -171,11 +169,11 @@ struct SignUpFormTests {
   }
 
   @Test func aReleasedFormIsDeinitialisedAndItsSubmitCancelled() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     var (model, checks, registrations): (SignUpFormModel?, Check, Register) = await makeModel(clock)
     weak let released = model
     await fillValidForm(model!, checks, clock)
-    await clock.onSchedule { model?.submit() }
+    model?.submit()
     await registrations.calls(count: 1)
     model = nil
     #expect(released == nil)

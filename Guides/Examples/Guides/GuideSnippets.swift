@@ -144,13 +144,14 @@ public func cancelWhileInFlight() async -> Bool {
 // region: testing-clock-task
 /// Code under test runs on the clock's executor; `advance` runs it until it suspends again.
 public func timerTicks() async -> [Duration] {
-  let clock = TestClock()
-  let ticks = clock.task {
-    var offsets: [Duration] = []
-    for await tick in Flow.timer(every: .seconds(1), clock: clock).prefix(3) { offsets.append(tick.offset) }
-    return offsets
+  await withTestClock { clock in
+    let ticks = clock.task {
+      var offsets: [Duration] = []
+      for await tick in Flow.timer(every: .seconds(1), clock: clock).prefix(3) { offsets.append(tick.offset) }
+      return offsets
+    }
+    await clock.advance(by: .seconds(3))
+    return await clock.value(of: ticks) ?? []  // [1 s, 2 s, 3 s]
   }
-  await clock.advance(by: .seconds(3))
-  return await ticks.value  // [1 s, 2 s, 3 s]
 }
 // endregion: testing-clock-task

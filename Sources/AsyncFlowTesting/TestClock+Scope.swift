@@ -1,0 +1,159 @@
+import AsyncFlow
+
+#if canImport(Testing)
+  import Testing
+#endif
+
+extension TestClock {
+  /// The clock of the enclosing ``withTestClock(isolation:_:)`` scope: the one that a test marked
+  /// `@Test(.onTestClock)` runs on.
+  @TaskLocal static var scoped: TestClock?
+
+  /// The clock that the current test runs on: the one that `.onTestClock` (or
+  /// ``withTestClock(isolation:_:)``) made for it. Reading it outside such a scope is a programmer
+  /// error.
+  ///
+  /// ```swift
+  /// @Test(.onTestClock) func debouncesTheQuery() async {
+  ///   let clock = TestClock.current
+  ///   let model = SearchModel(clock: clock)
+  ///   model.queryChanged("swift")
+  ///   await clock.advance(by: .milliseconds(300))
+  /// }
+  /// ```
+  public static var current: TestClock {
+    guard let scoped else {
+      preconditionFailure(
+        "TestClock.current: read outside a test clock's scope; mark the test `@Test(.onTestClock)` or wrap it in `withTestClock { clock in ... }`"
+      )
+    }
+    return scoped
+  }
+}
+
+/// Runs `body` on a new ``TestClock``'s schedule, as Kotlin's `runTest` runs a test on its test
+/// dispatcher: every task that AsyncFlow starts inside (operators, sinks, `TaskSlots`), however
+/// deep in the code under test, runs on the clock's executor, and ``TestClock/runCurrent()`` and
+/// `advance` wait for it. The nonisolated code of `body` runs there too. ``TestClock/current`` is
+/// the clock, inside.
+///
+/// What AsyncFlow does not start stays off the schedule: a `Task { }` of the code under test's own,
+/// or the main actor's own jobs (which the clock settles without running them). A
+/// ``ControlledCalls/call(_:isolation:)`` or ``Gate/wait(isolation:)`` reached from a task off the
+/// clock moves its wait onto the clock and records a test issue.
+///
+/// In a Swift Testing test, the trait says the same in one word: `@Test(.onTestClock)`.
+///
+/// ```swift
+/// let results = await withTestClock { clock in
+///   let model = SearchModel(clock: clock, search: { query in await calls.call(query) })
+///   model.queryChanged("swift")   // TaskSlots, sinks and operators start on the clock
+///   await clock.advance(by: .milliseconds(300))
+///   calls.respond(to: "swift", with: ["swift"])
+///   await clock.runCurrent()
+///   return model.results
+/// }
+/// ```
+public func withTestClock<Success, Failure: Error>(
+  isolation: isolated (any Actor)? = #isolation, _ body: (TestClock) async throws(Failure) -> Success
+) async throws(Failure) -> Success {
+  let clock = TestClock()
+  let result = await TestClock.$scoped.withValue(
+    clock,
+    operation: { () async -> Result<Success, Failure> in
+      do throws(Failure) {
+        return .success(
+          try await clock.onSchedule(isolation: isolation) { () async throws(Failure) -> Success in
+            try await body(clock)
+          })
+      } catch {
+        return .failure(error)
+      }
+    }, isolation: isolation)
+  return try result.get()
+}
+
+#if canImport(Testing)
+  /// The trait behind `.onTestClock`: each test case it applies to runs in
+  /// ``withTestClock(isolation:_:)`` on a clock of its own, ``TestClock/current``.
+  ///
+  /// ```swift
+  /// @Suite(.onTestClock) struct SearchModelTests {
+  ///   @Test func showsTheLatestQuery() async { let clock = TestClock.current /* ... */ }
+  /// }
+  /// ```
+  public struct TestClockTrait: TestTrait, SuiteTrait, TestScoping {
+    /// Applied to a suite, the trait reaches every test in it, nested suites included; Swift
+    /// Testing then asks for a scope per test case (none for the suite itself), so each case gets a
+    /// fresh clock.
+    ///
+    /// ```swift
+    /// let trait: TestClockTrait = .onTestClock
+    /// #expect(trait.isRecursive)
+    /// ```
+    public var isRecursive: Bool { true }
+
+    /// Runs the test case in ``withTestClock(isolation:_:)``. Swift Testing calls it for each case
+    /// of a test marked with the trait.
+    ///
+    /// ```swift
+    /// @Test(.onTestClock, arguments: ["sw", "swift"]) func eachCaseHasItsOwnClock(query: String) async {
+    ///   #expect(TestClock.current.now == .init(offset: .zero))
+    /// }
+    /// ```
+    public func provideScope(
+      for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
+    ) async throws {
+      try await withTestClock { _ in try await function() }
+    }
+  }
+
+  extension Trait where Self == TestClockTrait {
+    /// Runs each test case on a test clock of its own, ``TestClock/current``, with every task that
+    /// AsyncFlow starts in it on the clock's schedule: Kotlin's `runTest` as a trait. Call the
+    /// model's entry points directly; ``TestClock/runCurrent()`` and `advance` wait for what they
+    /// start.
+    ///
+    /// ```swift
+    /// @Test(.onTestClock) @MainActor func theLatestSearchWins() async {
+    ///   let clock = TestClock.current
+    ///   model.queryChanged("swift")
+    ///   await clock.runCurrent()
+    /// }
+    /// ```
+    public static var onTestClock: Self { Self() }
+  }
+#endif
+
+/// Where a stub or gate moves the wait of a caller that runs off the clock, and how it says so.
+enum OffClock {
+  /// The executor of the clock whose schedule the current task belongs to (the task-local that
+  /// `clock.task`, `onSchedule` and `withTestClock` set, inherited by `Task { }`), else `home`:
+  /// the one in effect where the stub or gate was made.
+  static func executor(home: TestExecutor?) -> TestExecutor? {
+    (FlowScheduling.executor as? TestExecutor) ?? home
+  }
+
+  /// Whether a caller with this isolation is off the clock when it does not run on `executor`:
+  /// the clock settles the main actor, so a main-actor caller is not.
+  static func isOff(_ executor: TestExecutor, isolation: (any Actor)?) -> Bool {
+    if executor.isPreferredByCurrentTask { return false }
+    guard let isolation else { return true }
+    return isolation !== MainActor.shared
+  }
+
+  static func report(_ what: String) {
+    let message = """
+      \(what) was reached from a task that does not run on the test clock's executor (a `Task { }` or \
+      `Task.detached { }` of the code under test?). The wait was moved onto the clock, but the clock \
+      cannot wait for what that task does after it, so `runCurrent()` may return before it is done. \
+      Start that work through AsyncFlow (an operator, a sink, `TaskSlots`) inside `@Test(.onTestClock)`, \
+      start it with `clock.task { }`, or make the caller `@MainActor`.
+      """
+    #if canImport(Testing)
+      Issue.record(Comment(rawValue: message))
+    #else
+      print(message)
+    #endif
+  }
+}
