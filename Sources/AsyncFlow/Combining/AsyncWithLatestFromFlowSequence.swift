@@ -27,7 +27,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 /// - An element of the base that arrives before the other's first element is dropped.
 /// - It finishes when the base finishes (the other is cancelled). The other finishing does not
 ///   finish it: its last element stays the latest.
-/// - The first failure of either fails the result and cancels the other.
+/// - The first failure of either fails the result when it happens and cancels the other.
 /// - When the iteration ends (finish, failure, cancellation or a dropped iterator), every task it
 ///   started has ended (a dropped iterator: has been cancelled). A cancelled consumer finishes
 ///   (`nil`), it does not throw.
