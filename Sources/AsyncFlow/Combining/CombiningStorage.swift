@@ -179,11 +179,15 @@ final class CombiningStorage<Values: CombiningValues, Failure: Error>: Sendable 
   /// Each input's pulling loop, by slot.
   @usableFromInline let inputs: [@Sendable (CombiningStorage) async -> Void]
   @usableFromInline let keepsLatest: Bool
+  /// withLatestFrom: the other input (slot 1) is started before the base, and runs at once until it
+  /// suspends; see `startInputs`.
+  @usableFromInline let startsOtherFirst: Bool
 
   @inlinable init(mode: Machine.Mode, values: Values, inputs: [@Sendable (CombiningStorage) async -> Void]) {
     self.state = LockedState(CombiningState(machine: Machine(mode: mode, count: inputs.count), values: values))
     self.inputs = inputs
     self.keepsLatest = mode != .zip
+    self.startsOtherFirst = mode == .withLatestFrom
   }
 
   // MARK: Consumer
@@ -246,6 +250,19 @@ final class CombiningStorage<Values: CombiningValues, Failure: Error>: Sendable 
   }
 
   @inlinable func startInputs() {
+    if startsOtherFirst {
+      // withLatestFrom: `other` is started first and runs here until it suspends, so that a value
+      // it has at once (a `CurrentValueFlow`'s) is its latest before the base is even started:
+      // the base's first element then pairs with it, whatever the scheduling. (Its pump yields
+      // after that first value, so an input that never suspends cannot hold the caller.)
+      let other = inputs[1]
+      let otherTask = FlowScheduling.startTaskRunningAtOnce { await other(self) }
+      for task in state.withLock({ $0.machine.inputsStarted([otherTask]) }) { task.cancel() }
+      let base = inputs[0]
+      let baseTask = FlowScheduling.startTask { await base(self) }
+      for task in state.withLock({ $0.machine.inputsStarted([baseTask]) }) { task.cancel() }
+      return
+    }
     var tasks: [Task<Void, Never>] = []
     tasks.reserveCapacity(inputs.count)
     for input in inputs {
@@ -262,6 +279,9 @@ final class CombiningStorage<Values: CombiningValues, Failure: Error>: Sendable 
     _ input: Input, slot: Int, failure: (Input.Failure) -> Failure, store: (inout Values, Input.Element) -> Void
   ) async {
     var iterator = input.makeAsyncIterator()
+    // withLatestFrom's other, started at once in the caller: it gives the caller back after its
+    // first value.
+    var yieldsToTheCaller = startsOtherFirst && slot == 1
     while true {
       let element: Input.Element
       do throws(Input.Failure) {
@@ -303,7 +323,13 @@ final class CombiningStorage<Values: CombiningValues, Failure: Error>: Sendable 
         parks = !pullOn
       case .hold:
         parks = true
-      case .store, .replaceLatest:
+      case .store:
+        parks = false
+      case .replaceLatest:
+        if yieldsToTheCaller {
+          yieldsToTheCaller = false
+          await Task.yield()
+        }
         parks = false
       case .drop(let pullAgain):
         if !pullAgain {
