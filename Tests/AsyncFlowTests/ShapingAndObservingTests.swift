@@ -165,7 +165,10 @@ struct ShapingAndObservingTests {
       log.append("asking")
       _ = try? await iterator.next()
     }
-    for _ in 0..<1_000_000 where !log.all.contains("asking") { await Task.yield() }
+    for _ in 0..<1_000_000 {
+      if log.all.contains("asking") { break }
+      await Task.yield()
+    }
     consumer.cancel()
     await consumer.value
     #expect(bodyEnded.isFired)
@@ -189,7 +192,10 @@ struct ShapingAndObservingTests {
       var iterator = second.makeAsyncIterator()
       _ = try? await iterator.next()
     }
-    for _ in 0..<1_000_000 where !bodyEndedAfterRelease.isFired { await Task.yield() }
+    for _ in 0..<1_000_000 {
+      if bodyEndedAfterRelease.isFired { break }
+      await Task.yield()
+    }
     #expect(bodyEndedAfterRelease.isFired)
     #expect(log.all.suffix(3) == ["start", "cancel", "body end"])
   }

@@ -16,7 +16,10 @@ struct WithLatestFromStartTests {
       defer { done.fire() }
       return await iterator.next().map { "\($0.0)\($0.1)" } ?? "nil"
     }
-    for _ in 0..<1_000_000 where !done.isFired { await Task.yield() }
+    for _ in 0..<1_000_000 {
+      if done.isFired { break }
+      await Task.yield()
+    }
     if !done.isFired { consumer.cancel() }
     return await consumer.value
   }
@@ -42,7 +45,10 @@ struct WithLatestFromStartTests {
         defer { done.fire() }
         return await Self.firstOutputOnTheMainActor()
       }
-      for _ in 0..<1_000_000 where !done.isFired { await Task.yield() }
+      for _ in 0..<1_000_000 {
+        if done.isFired { break }
+        await Task.yield()
+      }
       if !done.isFired {
         Issue.record("the base's first element was dropped (run \(run))")
         consumer.cancel()
