@@ -48,9 +48,10 @@ extension CombiningStateMachine {
   }
 }
 
-/// A machine whose inputs started, every slot pulling.
-private func running(_ mode: CombiningMode, count: Int = 2) -> Machine {
-  var machine = Machine(mode: mode, count: count)
+/// A machine whose inputs started, every slot pulling. With `readAhead: 1` (the default here) a
+/// slot parks on its first held element, as every slot did before inputs read ahead.
+private func running(_ mode: CombiningMode, count: Int = 2, readAhead: Int = 1) -> Machine {
+  var machine = Machine(mode: mode, count: count, readAhead: readAhead)
   guard case .startInputs = machine.next() else { preconditionFailure("expected startInputs") }
   #expect(machine.inputsStarted([]).isEmpty)
   return machine
@@ -101,7 +102,7 @@ struct CombiningStateMachineTests {
     _ = machine.received(1)
     await withInput { parked in
       #expect(machine.suspendInput(0, parked) == .park)
-      guard case .deliver(.all, let resume) = machine.next() else {
+      guard case .deliver(.all, let resume, _) = machine.next() else {
         Issue.record("expected deliver all")
         return
       }
@@ -114,17 +115,17 @@ struct CombiningStateMachineTests {
     var machine = running(.combineLatest)
     _ = machine.received(0)
     _ = machine.received(1)
-    guard case .deliver(.all, _) = machine.next() else {
+    guard case .deliver(.all, _, _) = machine.next() else {
       Issue.record("expected the first output")
       return
     }
     _ = machine.received(1)
     _ = machine.received(0)
-    guard case .deliver(.one(1), _) = machine.next() else {
+    guard case .deliver(.one(1), _, _) = machine.next() else {
       Issue.record("expected slot 1 first")
       return
     }
-    guard case .deliver(.one(0), _) = machine.next() else {
+    guard case .deliver(.one(0), _, _) = machine.next() else {
       Issue.record("expected slot 0 next")
       return
     }
@@ -182,7 +183,7 @@ struct CombiningStateMachineTests {
       #expect(isHold(machine.received(0)))  // one slot is not enough
       // Slot 1 completes the pair: the output is made for the consumer at once, and slot 1's own
       // task pulls on without parking. (Slot 0's task has not parked yet, so none is resumed.)
-      guard case .handOff(.all, let resumed, let inputs) = machine.received(1), inputs.isEmpty else {
+      guard case .handOff(.all, let resumed, let inputs, _, _) = machine.received(1), inputs.isEmpty else {
         Issue.record("expected handOff")
         return
       }
@@ -214,7 +215,7 @@ struct CombiningStateMachineTests {
         return
       }
       #expect(machine.suspendConsumer(consumer) == nil)
-      guard case .handOff(.one(1), _, let inputs) = machine.received(1), inputs.isEmpty else {
+      guard case .handOff(.one(1), _, let inputs, _, _) = machine.received(1), inputs.isEmpty else {
         Issue.record("expected handOff of slot 1")
         return
       }
@@ -224,7 +225,7 @@ struct CombiningStateMachineTests {
       Issue.record("expected the handed-over output first")
       return
     }
-    guard case .deliver(.one(1), _) = machine.next() else {
+    guard case .deliver(.one(1), _, _) = machine.next() else {
       Issue.record("then the held one")
       return
     }
@@ -305,7 +306,7 @@ struct CombiningStateMachineTests {
       return
     }
     #expect(isHold(machine.received(0)))
-    guard case .deliver(.one(0), _) = machine.next() else {
+    guard case .deliver(.one(0), _, _) = machine.next() else {
       Issue.record("expected the base's element")
       return
     }
@@ -384,7 +385,7 @@ struct CombiningStateMachineTests {
     #expect(machine.inputFinished(0).isEmpty)
     #expect(machine.summary == "running(finished,pulling)")
     _ = machine.received(1)
-    guard case .deliver(.one(1), _) = machine.next() else {
+    guard case .deliver(.one(1), _, _) = machine.next() else {
       Issue.record("expected delivery")
       return
     }
@@ -444,7 +445,7 @@ struct CombiningStateMachineTests {
   }
 
   @Test func testConsumerCancelled_whenRunning_cancelsTasksAndStopsParkedInputs() async {
-    var machine = Machine(mode: .combineLatest, count: 2)
+    var machine = Machine(mode: .combineLatest, count: 2, readAhead: 1)
     _ = machine.next()
     _ = machine.inputsStarted([Task<Void, Never> {}])
     _ = machine.received(1)
@@ -492,12 +493,106 @@ struct CombiningStateMachineTests {
 
   @Test func testReceived_whenTheSlotAlreadyHolds_isAnInternalInconsistency() async {
     await #expect(processExitsWith: .failure) {
-      var machine = CombiningStateMachine<Never>(mode: .zip, count: 2)
+      var machine = CombiningStateMachine<Never>(mode: .zip, count: 2, readAhead: 1)
       _ = machine.next()
       _ = machine.received(0)
       _ = machine.received(0)
     }
   }
+
+  // MARK: Reading ahead
+
+  private func isStore(_ action: Machine.ReceiveAction) -> Bool {
+    if case .store = action { return true }
+    return false
+  }
+
+  @Test(arguments: [CombiningMode.zip, .combineLatest])
+  func testReceived_whenItsElementWaitsForAnother_readsAheadUpToTheLimit(_ mode: CombiningMode) {
+    var machine = running(mode, readAhead: 3)
+    #expect(isStore(machine.received(0)))
+    #expect(isStore(machine.received(0)))
+    #expect(isHold(machine.received(0)))  // the third: at the limit, it parks
+    #expect(machine.summary == "running(holding,pulling)")
+  }
+
+  @Test func testReceived_whenZipsOutputIsComplete_parks() {
+    var machine = running(.zip, readAhead: 3)
+    #expect(isStore(machine.received(0)))
+    #expect(isHold(machine.received(1)))  // its element makes the first pair: it waits for the consumer
+    #expect(isStore(machine.received(0)))  // slot 0's second waits for slot 1's second
+    guard case .deliver(.all, _, _) = machine.next() else {
+      Issue.record("expected the first pair")
+      return
+    }
+    #expect(isHold(machine.received(1)))  // (a2, b2) is complete: slot 1 waits for the consumer
+  }
+
+  @Test func testReceived_whenCombineLatestMadeItsFirstOutput_parksOnEachElement() {
+    var machine = running(.combineLatest, readAhead: 3)
+    _ = machine.received(0)
+    _ = machine.received(1)
+    _ = machine.next()
+    #expect(isHold(machine.received(0)))
+  }
+
+  @Test func testNext_whenASlotReadAhead_takesItsElementsInArrivalOrderAndWakesItOnceEmpty() async {
+    var machine = running(.combineLatest, readAhead: 2)
+    _ = machine.received(0)
+    #expect(isHold(machine.received(0)))  // a1, a2: at the limit
+    await withInput { parked in
+      #expect(machine.suspendInput(0, parked) == .park)
+      #expect(isHold(machine.received(1)))  // b1 completes the first output
+      guard case .deliver(.all, let resume, _) = machine.next(), resume.isEmpty else {
+        Issue.record("expected (a1, b1), slot 0 still holding a2")
+        return
+      }
+      guard case .deliver(.one(0), let resume, _) = machine.next() else {
+        Issue.record("expected (a2, b1)")
+        return
+      }
+      #expect(resume.count == 1 && same(resume.first, parked))
+    }
+    #expect(machine.summary == "running(pulling,pulling)")
+  }
+
+  @Test func testInputFinished_whenZipsFinishedSlotStillHolds_endsOnceItsElementsAreTaken() {
+    var machine = running(.zip, readAhead: 3)
+    _ = machine.received(0)
+    _ = machine.received(0)
+    #expect(machine.inputFinished(0).isEmpty)  // two elements left to pair
+    _ = machine.received(1)
+    guard case .deliver(.all, _, let end) = machine.next(), end.isEmpty else {
+      Issue.record("expected the first pair, the result going on")
+      return
+    }
+    _ = machine.received(1)
+    guard case .deliver(.all, _, _) = machine.next() else {
+      Issue.record("expected the second pair")
+      return
+    }
+    #expect(machine.summary == "ended")  // slot 0 finished and holds nothing: no pair can be made
+  }
+
+  @Test func testInputFinished_whenCombineLatestSlotsFinishedHolding_endsOnceEveryElementIsTaken() {
+    var machine = running(.combineLatest, readAhead: 3)
+    _ = machine.received(0)
+    _ = machine.received(0)
+    _ = machine.inputFinished(0)
+    _ = machine.received(1)
+    guard case .deliver(.all, _, _) = machine.next() else {
+      Issue.record("expected (a1, b1)")
+      return
+    }
+    _ = machine.inputFinished(1)
+    #expect(machine.summary == "running(finished,finished)")  // a2 is left to take
+    guard case .deliver(.one(0), _, _) = machine.next() else {
+      Issue.record("expected (a2, b1)")
+      return
+    }
+    #expect(machine.summary == "ended")
+  }
+
 }
 
 @Suite("MergeStateMachine", .timeLimit(.minutes(1)))

@@ -121,6 +121,85 @@ struct ShapingAndObservingTests {
     #expect(log.all == ["cancel", "cancel"])
   }
 
+  /// When each hook runs relative to the upstream's end, with a `Flow` source whose body logs its
+  /// last line: a pull-based sequence has no dispose hook, so this order is the documented rule
+  /// (RxSwift's `testDoOnOrder_Completed_Async` and `_Dispose` differ: there `onCompleted` runs
+  /// before the source is disposed). Finish, failure and a cancelled consumer's task: the body has
+  /// ended before the hook. A released iterator: `onCancel` runs first, then the body, cancelled,
+  /// ends.
+  @Test func handleEventsHooksRunInADocumentedOrderAgainstTheBodysLastLine() async {
+    let log = EventLog<String>()
+    let handlers = { (base: Flow<Int, TestError>) in
+      base.handleEventsFlow(
+        onStart: { log.append("start") }, onFinish: { log.append("finish") },
+        onFailure: { _ in log.append("failure") }, onCancel: { log.append("cancel") })
+    }
+    // Finish and failure.
+    _ = await collect(handlers(Flow { _ in log.append("body end") }))
+    _ = await collect(
+      handlers(
+        Flow { _ throws(TestError) in
+          defer { log.append("body end") }
+          throw TestError(id: 1)
+        }))
+    #expect(log.all == ["start", "body end", "finish", "start", "body end", "failure"])
+
+    // A body that waits until it is cancelled, then logs its last line.
+    let bodyEnded = Signal()
+    let waiting = handlers(
+      Flow { emitter in
+        defer {
+          log.append("body end")
+          bodyEnded.fire()
+        }
+        await emitter.emit(1)
+        let (never, keep) = AsyncStream<Never>.makeStream()
+        for await _ in never {}  // ends when the body's task is cancelled
+        withExtendedLifetime(keep) {}
+      })
+
+    // The consumer's task is cancelled while it waits: the body ends before `onCancel`.
+    let consumer = Task {
+      var iterator = waiting.makeAsyncIterator()
+      _ = try? await iterator.next()
+      log.append("asking")
+      _ = try? await iterator.next()
+    }
+    for _ in 0..<1_000_000 {
+      if log.all.contains("asking") { break }
+      await Task.yield()
+    }
+    consumer.cancel()
+    await consumer.value
+    #expect(bodyEnded.isFired)
+    #expect(log.all.suffix(4) == ["start", "asking", "body end", "cancel"])
+
+    // The iterator is released after an element: `onCancel` runs in its release, before the
+    // body, cancelled by that release, ends.
+    let bodyEndedAfterRelease = Signal()
+    let second = handlers(
+      Flow { emitter in
+        defer {
+          log.append("body end")
+          bodyEndedAfterRelease.fire()
+        }
+        await emitter.emit(1)
+        let (never, keep) = AsyncStream<Never>.makeStream()
+        for await _ in never {}
+        withExtendedLifetime(keep) {}
+      })
+    do {
+      var iterator = second.makeAsyncIterator()
+      _ = try? await iterator.next()
+    }
+    for _ in 0..<1_000_000 {
+      if bodyEndedAfterRelease.isFired { break }
+      await Task.yield()
+    }
+    #expect(bodyEndedAfterRelease.isFired)
+    #expect(log.all.suffix(3) == ["start", "cancel", "body end"])
+  }
+
   // MARK: traceFlow
 
   @Test func traceNumbersIterationsAndReportsEachEventInOrder() async {

@@ -67,14 +67,17 @@ extension Flow where Element == Never, Failure == Never {
 
 /// The sequence `Flow.combineLatest` returns: the latest element of every input, each time one changes.
 ///
-/// - Each input runs in a task of its own, started when the consumer first asks, and is pulled on
-///   demand: it runs at most one element ahead of the consumer, so no input is buffered beyond one.
-/// - The first output comes once every input has produced, and pairs their first elements (an
-///   input is not pulled again before then). From then on, one output per element of any input, in
-///   the order they arrive, with the latest of the others.
+/// - Each input runs in a task of its own, started when the consumer first asks. Once every input
+///   has produced, an input is pulled on demand: it runs at most one element ahead of the consumer.
+///   Before then, an input that has produced is pulled on while it waits for the others (up to 64
+///   elements, kept in order), so that its end or failure is seen when it happens.
+/// - The first output comes once every input has produced, and pairs their first elements. From
+///   then on, one output per element of any input, in the order they arrive, with the latest of
+///   the others.
 /// - An input that finishes without ever producing finishes the result at once (no output can be
-///   made); otherwise the result finishes when every input has finished.
-/// - The first failure of any input fails the result and cancels the other inputs.
+///   made); otherwise the result finishes when every input has finished and its elements are used.
+/// - The first failure of any input fails the result when it happens and cancels the other inputs;
+///   an output not yet taken is dropped, except the one already made for a waiting consumer.
 /// - When the iteration ends (finish, failure, cancellation or a dropped iterator), every task it
 ///   started has ended (a dropped iterator: has been cancelled). A cancelled consumer finishes
 ///   (`nil`), it does not throw.

@@ -24,10 +24,16 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 /// - The base and the other sequence each run in a task of their own, started when the consumer
 ///   first asks. The base is pulled on demand (at most one element ahead); the other is pulled as
 ///   fast as it produces, keeping only its latest element.
+/// - The other is started first, and runs in the caller of the first `next()` until it suspends
+///   (or has produced its first element); only then is the base started. So a value the other has
+///   at once (a `CurrentValueFlow`, a `Flow.just`-like source that produces without suspending)
+///   is its latest before the base's first element, which pairs with it, whatever the scheduling.
+///   (Where the OS lacks `Task.immediate`, before macOS 26 and iOS 26, the other is only started
+///   first, and such a first element may still be dropped.)
 /// - An element of the base that arrives before the other's first element is dropped.
 /// - It finishes when the base finishes (the other is cancelled). The other finishing does not
 ///   finish it: its last element stays the latest.
-/// - The first failure of either fails the result and cancels the other.
+/// - The first failure of either fails the result when it happens and cancels the other.
 /// - When the iteration ends (finish, failure, cancellation or a dropped iterator), every task it
 ///   started has ended (a dropped iterator: has been cancelled). A cancelled consumer finishes
 ///   (`nil`), it does not throw.

@@ -63,11 +63,14 @@ extension Flow where Element == Never, Failure == Never {
 
 /// The sequence `Flow.zip` returns: the n-th output holds the n-th element of every input.
 ///
-/// - Each input runs in a task of its own, started when the consumer first asks, and is pulled on
-///   demand: it runs at most one element ahead of the consumer.
-/// - It finishes as soon as any input finishes (no further output can be made): the other inputs
-///   are cancelled, and have ended before `next()` returns `nil`.
-/// - The first failure of any input fails the result and cancels the other inputs.
+/// - Each input runs in a task of its own, started when the consumer first asks. An input whose
+///   n-th element can make an output (every input has its n-th) is pulled on demand: it runs at
+///   most one output ahead of the consumer. An input whose elements wait for another's is pulled on,
+///   up to 64 elements kept in order, so that its end or failure is seen when it happens.
+/// - It finishes as soon as an input has finished and its elements are used (no further output can
+///   be made): the other inputs are cancelled, and have ended before `next()` returns `nil`.
+/// - The first failure of any input fails the result when it happens and cancels the other inputs;
+///   an output not yet taken is dropped, except the one already made for a waiting consumer.
 /// - When the iteration ends (finish, failure, cancellation or a dropped iterator), every task it
 ///   started has ended (a dropped iterator: has been cancelled). A cancelled consumer finishes
 ///   (`nil`), it does not throw.

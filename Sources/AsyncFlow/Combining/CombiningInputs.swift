@@ -12,8 +12,8 @@ enum CombiningInputs {
   ) -> @Sendable () -> CombiningPull<(A.Element, B.Element), Failure> {
     typealias Values = CombiningValues2<A.Element, B.Element>
     let pumps: [Pump<Values, Failure>] = [
-      { await $0.pump(a, slot: 0, failure: failureA, store: { $0.pending.0 = $1 }) },
-      { await $0.pump(b, slot: 1, failure: failureB, store: { $0.pending.1 = $1 }) },
+      { await $0.pump(a, slot: 0, failure: failureA, store: { $0.pending.0.append($1) }) },
+      { await $0.pump(b, slot: 1, failure: failureB, store: { $0.pending.1.append($1) }) },
     ]
     return { CombiningStorage.pull(mode: mode, values: Values(), inputs: pumps) }
   }
@@ -27,9 +27,9 @@ enum CombiningInputs {
   where A.Failure == Failure, B.Failure == Failure, C.Failure == Failure {
     typealias Values = CombiningValues3<A.Element, B.Element, C.Element>
     let pumps: [Pump<Values, Failure>] = [
-      { await $0.pump(a, slot: 0, failure: { $0 }, store: { $0.pending.0 = $1 }) },
-      { await $0.pump(b, slot: 1, failure: { $0 }, store: { $0.pending.1 = $1 }) },
-      { await $0.pump(c, slot: 2, failure: { $0 }, store: { $0.pending.2 = $1 }) },
+      { await $0.pump(a, slot: 0, failure: { $0 }, store: { $0.pending.0.append($1) }) },
+      { await $0.pump(b, slot: 1, failure: { $0 }, store: { $0.pending.1.append($1) }) },
+      { await $0.pump(c, slot: 2, failure: { $0 }, store: { $0.pending.2.append($1) }) },
     ]
     return { CombiningStorage.pull(mode: mode, values: Values(), inputs: pumps) }
   }
@@ -44,10 +44,10 @@ enum CombiningInputs {
   where A.Failure == Failure, B.Failure == Failure, C.Failure == Failure, D.Failure == Failure {
     typealias Values = CombiningValues4<A.Element, B.Element, C.Element, D.Element>
     let pumps: [Pump<Values, Failure>] = [
-      { await $0.pump(a, slot: 0, failure: { $0 }, store: { $0.pending.0 = $1 }) },
-      { await $0.pump(b, slot: 1, failure: { $0 }, store: { $0.pending.1 = $1 }) },
-      { await $0.pump(c, slot: 2, failure: { $0 }, store: { $0.pending.2 = $1 }) },
-      { await $0.pump(d, slot: 3, failure: { $0 }, store: { $0.pending.3 = $1 }) },
+      { await $0.pump(a, slot: 0, failure: { $0 }, store: { $0.pending.0.append($1) }) },
+      { await $0.pump(b, slot: 1, failure: { $0 }, store: { $0.pending.1.append($1) }) },
+      { await $0.pump(c, slot: 2, failure: { $0 }, store: { $0.pending.2.append($1) }) },
+      { await $0.pump(d, slot: 3, failure: { $0 }, store: { $0.pending.3.append($1) }) },
     ]
     return { CombiningStorage.pull(mode: mode, values: Values(), inputs: pumps) }
   }
@@ -57,7 +57,7 @@ enum CombiningInputs {
   ) -> @Sendable () -> CombiningPull<[Input.Element], Input.Failure> {
     typealias Values = CombiningValuesArray<Input.Element>
     let pumps: [Pump<Values, Input.Failure>] = inputs.enumerated().map { slot, input in
-      { await $0.pump(input, slot: slot, failure: { $0 }, store: { $0.pending[slot] = $1 }) }
+      { await $0.pump(input, slot: slot, failure: { $0 }, store: { $0.pending[slot].append($1) }) }
     }
     let count = inputs.count
     return { CombiningStorage.pull(mode: mode, values: Values(count: count), inputs: pumps) }

@@ -1,10 +1,14 @@
 /// The one machine behind `Flow.combineLatest`, `Flow.zip` and `withLatestFromFlow`, for any number
-/// of inputs ("slots"). Each input runs in a task of its own that pulls one element, offers it
-/// (`received`), and then parks until the consumer has taken it: an input is never more than one
-/// element ahead of the consumer. When the element completes an output while the consumer is
-/// suspended, the output is made for the consumer there and then (a hand-off), so the input pulls
-/// on without parking. The machine only tracks which slot holds what; the elements themselves live
-/// in the storage's typed values, so one machine serves every arity.
+/// of inputs ("slots"). Each input runs in a task of its own that pulls an element and offers it
+/// (`received`). An element that can already make an output (zip: every slot has its n-th;
+/// combineLatest: every slot has produced) parks its input until the consumer has taken it: then no
+/// input is more than one element ahead of the consumer. An element that cannot make an output yet
+/// (it waits for another input) does not park its input, which is pulled on, up to `readAhead`
+/// elements: so an input's end or failure is seen when it happens, not once the others catch up
+/// (the first failure wins). When an element completes an output while the consumer is suspended,
+/// the output is made for the consumer there and then (a hand-off). The machine only counts what
+/// each slot holds; the elements themselves live in the storage's typed values, so one machine
+/// serves every arity.
 @usableFromInline
 struct CombiningStateMachine<Failure: Error> {
   @usableFromInline typealias Mode = CombiningMode
@@ -13,21 +17,23 @@ struct CombiningStateMachine<Failure: Error> {
   enum Slot {
     /// Its task is pulling the next element (or about to).
     case pulling
-    /// It holds an element the consumer has not taken; its task parks (`continuation`) until then.
+    /// Its elements wait for the consumer; its task parks (`continuation`) until one is taken.
     case holding(UnsafeContinuation<Bool, Never>?)
-    /// Its input finished; it may still have a latest element.
+    /// Its input finished; it may still hold elements and have a latest element.
     case finished
   }
 
   @usableFromInline
   struct Running {
     @usableFromInline var slots: [Slot]
+    /// How many elements each slot holds that the consumer has not taken.
+    @usableFromInline var held: [Int]
     @usableFromInline var hasLatest: [Bool]
     @usableFromInline var latestCount = 0
-    @usableFromInline var holdingCount = 0
     @usableFromInline var finishedCount = 0
-    /// The slots holding an element, in the order the elements arrived.
-    @usableFromInline var arrivals: [Int] = []
+    /// The slot of each held element, in the order the elements arrived (not kept for zip, whose
+    /// outputs take one element of every slot).
+    @usableFromInline var arrivals = RingBuffer<Int>()
     @usableFromInline var consumer: UnsafeContinuation<Void, Never>?
     /// An output was made for the suspended consumer by the input whose element completed it (a
     /// hand-off), and the consumer has not returned it yet.
@@ -36,8 +42,8 @@ struct CombiningStateMachine<Failure: Error> {
 
     @inlinable init(count: Int) {
       slots = Array(repeating: .pulling, count: count)
+      held = Array(repeating: 0, count: count)
       hasLatest = Array(repeating: false, count: count)
-      arrivals.reserveCapacity(count)
     }
   }
 
@@ -57,15 +63,21 @@ struct CombiningStateMachine<Failure: Error> {
     case modifying
   }
 
+  /// How many elements an input is pulled ahead while its elements wait for the other inputs: the
+  /// same bound as each input of `Flow.merge`.
+  @usableFromInline static var defaultReadAhead: Int { 64 }
+
   @usableFromInline let mode: Mode
   @usableFromInline let count: Int
+  @usableFromInline let readAhead: Int
   @usableFromInline var state = State.initial
 
-  @inlinable init(mode: Mode, count: Int) {
+  @inlinable init(mode: Mode, count: Int, readAhead: Int = Self.defaultReadAhead) {
     precondition(
       mode == .zip || mode == .combineLatest || count == 2, "Internal inconsistency: withLatestFrom has 2 slots")
     self.mode = mode
     self.count = count
+    self.readAhead = readAhead
   }
 
   @usableFromInline typealias Delivery = CombiningDelivery
@@ -74,15 +86,57 @@ struct CombiningStateMachine<Failure: Error> {
   @inlinable func deliverable(_ running: Running) -> Delivery? {
     switch mode {
     case .zip:
-      return running.holdingCount == count ? .all : nil
+      return running.held.allSatisfy { $0 > 0 } ? .all : nil
     case .combineLatest:
       if running.latestCount == count { return running.arrivals.first.map { .one($0) } }
       // Before the first output no slot has a latest: it needs an element from every one.
-      return running.holdingCount == count ? .all : nil
+      return running.held.allSatisfy { $0 > 0 } ? .all : nil
     case .withLatestFrom:
       // Slot 0 holds an element only if slot 1 had a latest when it arrived.
-      if case .holding = running.slots[0] { return .one(0) }
-      return nil
+      return running.held[0] > 0 ? .one(0) : nil
+    }
+  }
+
+  /// Whether the task of `slot`, whose newest element was just stored, pulls on rather than parks:
+  /// while its newest element cannot make an output (it waits for another input), up to
+  /// `readAhead` held elements. A slot whose elements can all make outputs waits for the consumer.
+  @inlinable func pullsOn(_ slot: Int, _ running: Running) -> Bool {
+    let held = running.held[slot]
+    if held == 0 { return true }
+    if held >= readAhead { return false }
+    switch mode {
+    case .zip:
+      // Its newest is the held-th: it waits while a slot that can still produce holds fewer.
+      for other in 0..<count where other != slot && running.held[other] < held {
+        if case .finished = running.slots[other] { continue }
+        return true
+      }
+      return false
+    case .combineLatest:
+      // After the first output every element makes one; before, it waits for a slot holding none.
+      return running.latestCount < count && running.held.contains(0)
+    case .withLatestFrom:
+      return false
+    }
+  }
+
+  /// Whether no output can ever be made again, and none is left to take.
+  @inlinable func exhausted(_ running: Running) -> Bool {
+    switch mode {
+    case .zip:
+      for slot in 0..<count where running.held[slot] == 0 {
+        if case .finished = running.slots[slot] { return true }
+      }
+      return false
+    case .combineLatest:
+      for slot in 0..<count where running.held[slot] == 0 && !running.hasLatest[slot] {
+        // It finished without ever producing: no output can be made.
+        if case .finished = running.slots[slot] { return true }
+      }
+      return running.finishedCount == count && !running.held.contains { $0 > 0 }
+    case .withLatestFrom:
+      if case .finished = running.slots[0] { return running.held[0] == 0 }
+      return false
     }
   }
 
@@ -93,8 +147,9 @@ struct CombiningStateMachine<Failure: Error> {
     case startInputs
     /// Return the output an input made for the consumer while it was suspended.
     case deliverReady
-    /// Make the output from `delivery`, then resume the parked inputs whose elements it took.
-    case deliver(Delivery, resumeInputs: [UnsafeContinuation<Bool, Never>])
+    /// Make the output from `delivery`, then resume the parked inputs that pull on, and perform
+    /// `end` (not empty when this was the last output: the result has ended).
+    case deliver(Delivery, resumeInputs: [UnsafeContinuation<Bool, Never>], end: CombiningEndAction)
     case suspend
     /// The result is over: cancel nothing more, wait for `awaiting`, then end with `failure`.
     case end(failure: Failure?, awaiting: [Task<Void, Never>])
@@ -121,9 +176,11 @@ struct CombiningStateMachine<Failure: Error> {
       guard let delivery = deliverable(running) else { return .suspend }
       state = .modifying
       var resume: [UnsafeContinuation<Bool, Never>] = []
-      Self.takeOutput(delivery, from: &running, count: count, resume: &resume)
+      if let end = took(delivery, from: &running, outputReady: false, resume: &resume) {
+        return .deliver(delivery, resumeInputs: [], end: end)
+      }
       state = .running(running)
-      return .deliver(delivery, resumeInputs: resume)
+      return .deliver(delivery, resumeInputs: resume, end: EndAction())
     case .ended(let failure, let tasks, let outputReady):
       // An output made before the end was already the consumer's: it comes first.
       if outputReady {
@@ -142,34 +199,53 @@ struct CombiningStateMachine<Failure: Error> {
     }
   }
 
-  /// The consumer takes the elements `delivery` names.
-  @inlinable static func takeOutput(
-    _ delivery: Delivery, from running: inout Running, count: Int, resume: inout [UnsafeContinuation<Bool, Never>]
-  ) {
+  /// The consumer takes the output `delivery` names (in `next`, or for it in a hand-off). Returns
+  /// what ending asks if that was the last output (the state is then set to ended); otherwise the
+  /// caller puts `running` back, and the parked slots that now pull on are in `resume`.
+  @inlinable mutating func took(
+    _ delivery: Delivery, from running: inout Running, outputReady: Bool, resume: inout [UnsafeContinuation<Bool, Never>]
+  ) -> CombiningEndAction? {
     switch delivery {
     case .all:
-      for slot in 0..<count { take(slot, from: &running, resume: &resume) }
-      running.arrivals.removeAll(keepingCapacity: true)
+      for slot in 0..<count { Self.take(slot, from: &running) }
+      if mode != .zip {
+        // combineLatest's first output: the first arrival of each slot leaves the order.
+        var taken = Array(repeating: false, count: count)
+        var arrivals = RingBuffer<Int>()
+        while let slot = running.arrivals.popFirst() {
+          if taken[slot] { arrivals.append(slot) } else { taken[slot] = true }
+        }
+        running.arrivals = arrivals
+      }
     case .one(let slot):
-      take(slot, from: &running, resume: &resume)
-      if let index = running.arrivals.firstIndex(of: slot) { running.arrivals.remove(at: index) }
+      Self.take(slot, from: &running)
+      if mode != .zip {
+        let first = running.arrivals.popFirst()
+        precondition(first == slot, "Internal inconsistency: slot \(slot) is not the first arrival, event take")
+      }
     }
+    if exhausted(running) {
+      state = .ended(failure: nil, tasks: running.tasks, outputReady: outputReady)
+      return Self.stopping(running)
+    }
+    for slot in 0..<count {
+      // A task that has not parked yet sees `.pulling` when it tries to, and goes on.
+      guard case .holding(let parked) = running.slots[slot], pullsOn(slot, running) else { continue }
+      running.slots[slot] = .pulling
+      if let parked { resume.append(parked) }
+    }
+    running.outputReady = outputReady
+    return nil
   }
 
-  /// The consumer takes the element `slot` holds: the slot pulls again.
-  @inlinable static func take(_ slot: Int, from running: inout Running, resume: inout [UnsafeContinuation<Bool, Never>])
-  {
-    guard case .holding(let parked) = running.slots[slot] else {
-      preconditionFailure("Internal inconsistency: slot \(slot) is \(running.slots[slot]), event next (take)")
-    }
-    running.slots[slot] = .pulling
-    running.holdingCount -= 1
+  /// The consumer takes the oldest element `slot` holds.
+  @inlinable static func take(_ slot: Int, from running: inout Running) {
+    precondition(running.held[slot] > 0, "Internal inconsistency: slot \(slot) holds nothing, event take")
+    running.held[slot] -= 1
     if !running.hasLatest[slot] {
       running.hasLatest[slot] = true
       running.latestCount += 1
     }
-    // A task that has not parked yet sees `.pulling` when it tries to, and goes on.
-    if let parked { resume.append(parked) }
   }
 
   /// The consumer is about to suspend; returns the continuation if it must resume at once.
@@ -227,7 +303,7 @@ struct CombiningStateMachine<Failure: Error> {
     switch state {
     case .running(var running):
       state = .modifying
-      running.tasks = tasks
+      running.tasks += tasks
       state = .running(running)
       return []
     case .ended(let failure, let earlier, let outputReady):
@@ -243,15 +319,18 @@ struct CombiningStateMachine<Failure: Error> {
 
   @usableFromInline
   enum ReceiveAction {
-    /// Store the element as the slot's pending one; its task then parks (`suspendInput`).
+    /// Store the element as the slot's newest held one; its task then parks (`suspendInput`).
     case hold
+    /// Store the element as the slot's newest held one; its task pulls again at once (the element
+    /// waits for another input: the slot reads ahead).
+    case store
     /// The element completes an output and the consumer is suspended: store it, make the output
-    /// `delivery` names for the consumer at once, resume the consumer and the parked inputs whose
-    /// elements it took. The slot's own task pulls again without parking: a wake-up saved per
-    /// output, and no input is more than one element ahead of what the consumer has taken.
+    /// `delivery` names for the consumer at once, resume the consumer and the parked inputs that
+    /// pull on, and perform `end` (the last output: the result has ended). The slot's own task
+    /// pulls again (`pullOn`) or parks: no wake-up is spent on a slot that goes on.
     case handOff(
       CombiningDelivery, resumeConsumer: UnsafeContinuation<Void, Never>,
-      resumeInputs: [UnsafeContinuation<Bool, Never>])
+      resumeInputs: [UnsafeContinuation<Bool, Never>], end: CombiningEndAction, pullOn: Bool)
     /// Store the element as the slot's latest at once; its task pulls again. (Never makes an
     /// output deliverable: slot 0's elements before slot 1's first were dropped.)
     case replaceLatest
@@ -267,27 +346,39 @@ struct CombiningStateMachine<Failure: Error> {
         preconditionFailure("Internal inconsistency: slot \(slot) is \(running.slots[slot]), event received")
       }
       state = .modifying
-      defer { state = .running(running) }
       if mode == .withLatestFrom {
         if slot == 1 {
           if !running.hasLatest[1] {
             running.hasLatest[1] = true
             running.latestCount += 1
           }
+          state = .running(running)
           return .replaceLatest
         }
         // Before the other's first element there is nothing to pair it with.
-        guard running.hasLatest[1] else { return .drop(pullAgain: true) }
+        guard running.hasLatest[1] else {
+          state = .running(running)
+          return .drop(pullAgain: true)
+        }
       }
+      running.held[slot] += 1
+      if mode != .zip { running.arrivals.append(slot) }
+      if let consumer = running.consumer, let delivery = deliverable(running) {
+        running.consumer = nil
+        var resume: [UnsafeContinuation<Bool, Never>] = []
+        if let end = took(delivery, from: &running, outputReady: true, resume: &resume) {
+          return .handOff(delivery, resumeConsumer: consumer, resumeInputs: [], end: end, pullOn: false)
+        }
+        // The slot is still pulling: it goes on, or parks if its elements all wait for the consumer.
+        let pullOn = pullsOn(slot, running)
+        if !pullOn { running.slots[slot] = .holding(nil) }
+        state = .running(running)
+        return .handOff(delivery, resumeConsumer: consumer, resumeInputs: resume, end: EndAction(), pullOn: pullOn)
+      }
+      defer { state = .running(running) }
+      if pullsOn(slot, running) { return .store }
       running.slots[slot] = .holding(nil)
-      running.holdingCount += 1
-      running.arrivals.append(slot)
-      guard let consumer = running.consumer, let delivery = deliverable(running) else { return .hold }
-      running.consumer = nil
-      running.outputReady = true
-      var resume: [UnsafeContinuation<Bool, Never>] = []
-      Self.takeOutput(delivery, from: &running, count: count, resume: &resume)
-      return .handOff(delivery, resumeConsumer: consumer, resumeInputs: resume)
+      return .hold
     case .ended, .cancelled, .finished:
       // Nobody will take it: an input that ignores cancellation cannot deliver after the end.
       return .drop(pullAgain: false)
@@ -303,7 +394,7 @@ struct CombiningStateMachine<Failure: Error> {
     case resume(pullAgain: Bool)
   }
 
-  /// The task of `slot` is about to park until its element is taken.
+  /// The task of `slot` is about to park until one of its elements is taken.
   @inlinable mutating func suspendInput(_ slot: Int, _ continuation: UnsafeContinuation<Bool, Never>)
     -> SuspendInputAction
   {
@@ -316,7 +407,7 @@ struct CombiningStateMachine<Failure: Error> {
         state = .running(running)
         return .park
       case .pulling:
-        // The consumer took the element between `received` and this registration.
+        // The consumer took an element between `received` and this registration.
         return .resume(pullAgain: true)
       case .holding(.some), .finished:
         preconditionFailure("Internal inconsistency: slot \(slot) is \(running.slots[slot]), event suspendInput")
@@ -328,30 +419,23 @@ struct CombiningStateMachine<Failure: Error> {
     }
   }
 
-  /// The input of `slot` finished.
+  /// The input of `slot` finished. The result ends once no output can be made any more and none is
+  /// left to take: zip, once a finished slot holds nothing; combineLatest, at once if the slot never
+  /// produced, else once every slot finished and their elements were taken; withLatestFrom, once
+  /// the base finished and its element was taken.
   @inlinable mutating func inputFinished(_ slot: Int) -> EndAction {
     switch state {
     case .running(var running):
       guard case .pulling = running.slots[slot] else {
         preconditionFailure("Internal inconsistency: slot \(slot) is \(running.slots[slot]), event inputFinished")
       }
-      let endsAll: Bool
-      switch mode {
-      case .zip:
-        endsAll = true
-      case .combineLatest:
-        // Without an element it can never be part of an output; otherwise every input must end.
-        endsAll = !running.hasLatest[slot] || running.finishedCount + 1 == count
-      case .withLatestFrom:
-        endsAll = slot == 0
-      }
-      if endsAll {
-        state = .ended(failure: nil, tasks: running.tasks, outputReady: running.outputReady)
-        return Self.stopping(running)
-      }
       state = .modifying
       running.slots[slot] = .finished
       running.finishedCount += 1
+      if exhausted(running) {
+        state = .ended(failure: nil, tasks: running.tasks, outputReady: running.outputReady)
+        return Self.stopping(running)
+      }
       state = .running(running)
       return EndAction()
     case .ended, .cancelled, .finished:
@@ -361,7 +445,8 @@ struct CombiningStateMachine<Failure: Error> {
     }
   }
 
-  /// The input of `slot` failed: the first failure ends the result.
+  /// The input of `slot` failed: the first failure ends the result at once. An output already
+  /// handed to the consumer is still returned; elements not yet taken are dropped.
   @inlinable mutating func inputFailed(_ slot: Int, _ failure: Failure) -> EndAction {
     switch state {
     case .running(let running):
@@ -390,10 +475,12 @@ enum CombiningDelivery: Equatable, Sendable {
 /// What makes an output, and what ends the result.
 @usableFromInline
 enum CombiningMode: Sendable {
-  /// An output when every slot holds an element; it takes them all. Any slot's end ends it.
+  /// An output when every slot holds an element; it takes one of each. A slot's end ends it once
+  /// that slot's elements were taken.
   case zip
   /// The first output when every slot has produced; then one per element of any slot, with the
-  /// latest of the others. A slot that ends without ever producing ends it; otherwise all must.
+  /// latest of the others. A slot that ends without ever producing ends it; otherwise all must,
+  /// and their elements be taken.
   case combineLatest
   /// Slot 0 drives: one output per element of slot 0 with the latest of slot 1, whose elements
   /// only replace its latest (slot 1 is pulled eagerly, keeping one). Slot 0's elements before

@@ -1,16 +1,25 @@
-/// The elements of one combining iteration, typed for its arity: per slot, the element waiting to
-/// be taken (`pending`) and the one the outputs use (`latest`). Read and written only under the
-/// storage's lock, beside the ``CombiningStateMachine`` that says which slot holds what.
+/// The elements of one combining iteration, typed for its arity: per slot, the elements waiting to
+/// be taken (`pending`, oldest first) and the one the outputs use (`latest`). Read and written only
+/// under the storage's lock, beside the ``CombiningStateMachine`` that counts what each slot holds.
+/// A latest element that a newer one replaces is not released there: it moves to `discarded`, which
+/// the storage takes out of the lock at the end of the same step (an element's `deinit` may call
+/// back into the same pipeline).
 @usableFromInline
 protocol CombiningValues: SendableMetatype {
   associatedtype Output
+  /// The latest elements replaced in one step, to be released after the lock.
+  associatedtype Discarded
   init()
-  /// Moves `slot`'s pending element to its latest.
+  /// Moves `slot`'s oldest pending element to its latest; the latest it replaces is discarded.
+  /// At most once per slot between two `takeDiscarded()`.
   mutating func promote(_ slot: Int)
   /// The output of every slot's latest element.
   func output() -> Output
-  /// Lets go of every latest element (zip keeps none).
+  /// Lets go of every latest element (zip keeps none). The output just made holds them, so this
+  /// releases no last reference.
   mutating func clearLatest()
+  /// The discarded elements, taken out (to be released once the lock is released).
+  mutating func takeDiscarded() -> Discarded
 }
 
 extension CombiningValues {
@@ -27,84 +36,112 @@ extension CombiningValues {
 
 @usableFromInline
 struct CombiningValues2<A, B>: CombiningValues {
-  @usableFromInline var pending: (A?, B?) = (nil, nil)
+  @usableFromInline var pending: (RingBuffer<A>, RingBuffer<B>) = (RingBuffer(), RingBuffer())
   @usableFromInline var latest: (A?, B?) = (nil, nil)
+  @usableFromInline var discarded: (A?, B?) = (nil, nil)
 
   @inlinable init() {}
 
   @inlinable mutating func promote(_ slot: Int) {
     switch slot {
-    case 0: latest.0 = pending.0.take()
-    default: latest.1 = pending.1.take()
+    case 0: discarded.0 = latest.0.take(); latest.0 = pending.0.popFirst()
+    default: discarded.1 = latest.1.take(); latest.1 = pending.1.popFirst()
     }
   }
 
   @inlinable func output() -> (A, B) { (latest.0!, latest.1!) }
 
   @inlinable mutating func clearLatest() { latest = (nil, nil) }
+
+  @inlinable mutating func takeDiscarded() -> (A?, B?) {
+    defer { discarded = (nil, nil) }
+    return discarded
+  }
 }
 
 @usableFromInline
 struct CombiningValues3<A, B, C>: CombiningValues {
-  @usableFromInline var pending: (A?, B?, C?) = (nil, nil, nil)
+  @usableFromInline var pending: (RingBuffer<A>, RingBuffer<B>, RingBuffer<C>) = (RingBuffer(), RingBuffer(), RingBuffer())
   @usableFromInline var latest: (A?, B?, C?) = (nil, nil, nil)
+  @usableFromInline var discarded: (A?, B?, C?) = (nil, nil, nil)
 
   @inlinable init() {}
 
   @inlinable mutating func promote(_ slot: Int) {
     switch slot {
-    case 0: latest.0 = pending.0.take()
-    case 1: latest.1 = pending.1.take()
-    default: latest.2 = pending.2.take()
+    case 0: discarded.0 = latest.0.take(); latest.0 = pending.0.popFirst()
+    case 1: discarded.1 = latest.1.take(); latest.1 = pending.1.popFirst()
+    default: discarded.2 = latest.2.take(); latest.2 = pending.2.popFirst()
     }
   }
 
   @inlinable func output() -> (A, B, C) { (latest.0!, latest.1!, latest.2!) }
 
   @inlinable mutating func clearLatest() { latest = (nil, nil, nil) }
+
+  @inlinable mutating func takeDiscarded() -> (A?, B?, C?) {
+    defer { discarded = (nil, nil, nil) }
+    return discarded
+  }
 }
 
 @usableFromInline
 struct CombiningValues4<A, B, C, D>: CombiningValues {
-  @usableFromInline var pending: (A?, B?, C?, D?) = (nil, nil, nil, nil)
+  @usableFromInline var pending: (RingBuffer<A>, RingBuffer<B>, RingBuffer<C>, RingBuffer<D>) = (
+    RingBuffer(), RingBuffer(), RingBuffer(), RingBuffer()
+  )
   @usableFromInline var latest: (A?, B?, C?, D?) = (nil, nil, nil, nil)
+  @usableFromInline var discarded: (A?, B?, C?, D?) = (nil, nil, nil, nil)
 
   @inlinable init() {}
 
   @inlinable mutating func promote(_ slot: Int) {
     switch slot {
-    case 0: latest.0 = pending.0.take()
-    case 1: latest.1 = pending.1.take()
-    case 2: latest.2 = pending.2.take()
-    default: latest.3 = pending.3.take()
+    case 0: discarded.0 = latest.0.take(); latest.0 = pending.0.popFirst()
+    case 1: discarded.1 = latest.1.take(); latest.1 = pending.1.popFirst()
+    case 2: discarded.2 = latest.2.take(); latest.2 = pending.2.popFirst()
+    default: discarded.3 = latest.3.take(); latest.3 = pending.3.popFirst()
     }
   }
 
   @inlinable func output() -> (A, B, C, D) { (latest.0!, latest.1!, latest.2!, latest.3!) }
 
   @inlinable mutating func clearLatest() { latest = (nil, nil, nil, nil) }
+
+  @inlinable mutating func takeDiscarded() -> (A?, B?, C?, D?) {
+    defer { discarded = (nil, nil, nil, nil) }
+    return discarded
+  }
 }
 
 @usableFromInline
 struct CombiningValuesArray<Element>: CombiningValues {
-  @usableFromInline var pending: [Element?] = []
+  @usableFromInline var pending: [RingBuffer<Element>] = []
   @usableFromInline var latest: [Element?] = []
+  @usableFromInline var discarded: [Element] = []
 
   @inlinable init() {}
 
   @inlinable init(count: Int) {
-    pending = Array(repeating: nil, count: count)
+    pending = Array(repeating: RingBuffer(), count: count)
     latest = Array(repeating: nil, count: count)
   }
 
   @inlinable mutating func promote(_ slot: Int) {
-    latest[slot] = pending[slot].take()
+    if let old = latest[slot].take() { discarded.append(old) }
+    latest[slot] = pending[slot].popFirst()
   }
 
   @inlinable func output() -> [Element] { latest.map { $0! } }
 
   @inlinable mutating func clearLatest() {
     for slot in latest.indices { latest[slot] = nil }
+  }
+
+  @inlinable mutating func takeDiscarded() -> [Element] {
+    guard !discarded.isEmpty else { return [] }
+    defer { discarded = [] }
+    return discarded
   }
 }
 
@@ -142,11 +179,15 @@ final class CombiningStorage<Values: CombiningValues, Failure: Error>: Sendable 
   /// Each input's pulling loop, by slot.
   @usableFromInline let inputs: [@Sendable (CombiningStorage) async -> Void]
   @usableFromInline let keepsLatest: Bool
+  /// withLatestFrom: the other input (slot 1) is started before the base, and runs at once until it
+  /// suspends; see `startInputs`.
+  @usableFromInline let startsOtherFirst: Bool
 
   @inlinable init(mode: Machine.Mode, values: Values, inputs: [@Sendable (CombiningStorage) async -> Void]) {
     self.state = LockedState(CombiningState(machine: Machine(mode: mode, count: inputs.count), values: values))
     self.inputs = inputs
     self.keepsLatest = mode != .zip
+    self.startsOtherFirst = mode == .withLatestFrom
   }
 
   // MARK: Consumer
@@ -154,21 +195,26 @@ final class CombiningStorage<Values: CombiningValues, Failure: Error>: Sendable 
   @inlinable func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Values.Output? {
     if Task.isCancelled { cancel() }
     while true {
-      let (action, output) = state.withLock { state -> (Machine.NextAction, Values.Output?) in
+      // `discarded` (the latest elements the output replaced) is released here, after the lock.
+      let (action, output, discarded) = state.withLock {
+        state -> (Machine.NextAction, Values.Output?, Values.Discarded) in
         let action = state.machine.next()
         switch action {
-        case .deliver(let delivery, _):
+        case .deliver(let delivery, _, _):
           let count = state.machine.count
-          return (action, state.values.take(delivery, count: count, keepingLatest: keepsLatest))
+          let output = state.values.take(delivery, count: count, keepingLatest: keepsLatest)
+          return (action, output, state.values.takeDiscarded())
         case .deliverReady:
-          return (action, state.ready.take())
+          return (action, state.ready.take(), state.values.takeDiscarded())
         case .startInputs, .suspend, .end:
-          return (action, nil)
+          return (action, nil, state.values.takeDiscarded())
         }
       }
+      _ = discarded
       switch action {
-      case .deliver(_, let inputs):
+      case .deliver(_, let inputs, let end):
         for input in inputs { input.resume(returning: true) }
+        end.perform()
         return output
       case .deliverReady:
         return output
@@ -185,10 +231,14 @@ final class CombiningStorage<Values: CombiningValues, Failure: Error>: Sendable 
       case .end(let failure, let tasks):
         // No work outlives the iteration: every input's task has ended before the end is seen.
         for task in tasks { await task.value }
-        state.withLock { state in
+        // The elements left (held, latest, an output never returned) leave the lock, and are
+        // released after it: an element's `deinit` may call back into the pipeline.
+        let left = state.withLock { state in
+          let values = state.values
           state.values = Values()
-          state.ready = nil
+          return (values, state.ready.take())
         }
+        _ = left
         if let failure { throw failure }
         return nil
       }
@@ -200,6 +250,19 @@ final class CombiningStorage<Values: CombiningValues, Failure: Error>: Sendable 
   }
 
   @inlinable func startInputs() {
+    if startsOtherFirst {
+      // withLatestFrom: `other` is started first and runs here until it suspends, so that a value
+      // it has at once (a `CurrentValueFlow`'s) is its latest before the base is even started:
+      // the base's first element then pairs with it, whatever the scheduling. (Its pump yields
+      // after that first value, so an input that never suspends cannot hold the caller.)
+      let other = inputs[1]
+      let otherTask = FlowScheduling.startTaskRunningAtOnce { await other(self) }
+      for task in state.withLock({ $0.machine.inputsStarted([otherTask]) }) { task.cancel() }
+      let base = inputs[0]
+      let baseTask = FlowScheduling.startTask { await base(self) }
+      for task in state.withLock({ $0.machine.inputsStarted([baseTask]) }) { task.cancel() }
+      return
+    }
     var tasks: [Task<Void, Never>] = []
     tasks.reserveCapacity(inputs.count)
     for input in inputs {
@@ -210,12 +273,15 @@ final class CombiningStorage<Values: CombiningValues, Failure: Error>: Sendable 
 
   // MARK: Inputs
 
-  /// Pulls `input` for `slot` until it ends or the result does; `store` puts an element in the
-  /// slot's pending place.
+  /// Pulls `input` for `slot` until it ends or the result does; `store` appends an element to the
+  /// slot's pending ones.
   @inlinable func pump<Input: AsyncSequence>(
     _ input: Input, slot: Int, failure: (Input.Failure) -> Failure, store: (inout Values, Input.Element) -> Void
   ) async {
     var iterator = input.makeAsyncIterator()
+    // withLatestFrom's other, started at once in the caller: it gives the caller back after its
+    // first value.
+    var yieldsToTheCaller = startsOtherFirst && slot == 1
     while true {
       let element: Input.Element
       do throws(Input.Failure) {
@@ -229,12 +295,13 @@ final class CombiningStorage<Values: CombiningValues, Failure: Error>: Sendable 
         state.withLock { $0.machine.inputFailed(slot, failure) }.perform()
         return
       }
-      let action = state.withLock { state in
+      // `discarded` (a latest element replaced) is released after the lock, as is a dropped element.
+      let (action, discarded) = state.withLock { state -> (Machine.ReceiveAction, Values.Discarded) in
         let action = state.machine.received(slot)
         switch action {
-        case .hold:
+        case .hold, .store:
           store(&state.values, element)
-        case .handOff(let delivery, _, _):
+        case .handOff(let delivery, _, _, _, _):
           store(&state.values, element)
           let count = state.machine.count
           state.ready = state.values.take(delivery, count: count, keepingLatest: keepsLatest)
@@ -244,30 +311,43 @@ final class CombiningStorage<Values: CombiningValues, Failure: Error>: Sendable 
         case .drop:
           break
         }
-        return action
+        return (action, state.values.takeDiscarded())
       }
+      _ = discarded
+      let parks: Bool
       switch action {
-      case .handOff(_, let consumer, let inputs):
+      case .handOff(_, let consumer, let inputs, let end, let pullOn):
         for input in inputs { input.resume(returning: true) }
         consumer.resume()
+        end.perform()
+        parks = !pullOn
       case .hold:
-        let pullAgain = await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
-          switch state.withLock({ $0.machine.suspendInput(slot, continuation) }) {
-          case .park: break
-          case .resume(let pullAgain): continuation.resume(returning: pullAgain)
-          }
-        }
-        if !pullAgain {
-          await iterator.stopPulling()
-          return
-        }
+        parks = true
+      case .store:
+        parks = false
       case .replaceLatest:
-        continue
+        if yieldsToTheCaller {
+          yieldsToTheCaller = false
+          await Task.yield()
+        }
+        parks = false
       case .drop(let pullAgain):
         if !pullAgain {
           await iterator.stopPulling()
           return
         }
+        parks = false
+      }
+      guard parks else { continue }
+      let pullAgain = await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
+        switch state.withLock({ $0.machine.suspendInput(slot, continuation) }) {
+        case .park: break
+        case .resume(let pullAgain): continuation.resume(returning: pullAgain)
+        }
+      }
+      if !pullAgain {
+        await iterator.stopPulling()
+        return
       }
     }
   }

@@ -52,7 +52,8 @@ struct MergeStateMachine<Element, Failure: Error> {
     case end(failure: Failure?, awaiting: [Task<Void, Never>])
   }
 
-  /// The consumer has used up `batch` and asks for more; refills it by swapping buffers.
+  /// The consumer has used up `batch` and emptied it (outside the lock: the elements it held may be
+  /// the last references to them), and asks for more; refills it by swapping buffers.
   @inlinable mutating func next(swapping batch: inout [Element]) -> NextAction {
     switch state {
     case .initial:
@@ -116,21 +117,26 @@ struct MergeStateMachine<Element, Failure: Error> {
 
   @usableFromInline typealias EndAction = CombiningEndAction
 
-  /// The consumer's task was cancelled or its iterator was released.
-  @inlinable mutating func consumerCancelled() -> EndAction {
+  /// The consumer's task was cancelled or its iterator was released. Returns the elements it will
+  /// never take, for the storage to release after the lock (an element's `deinit` may call back
+  /// into the pipeline).
+  @inlinable mutating func consumerCancelled() -> (EndAction, dropped: [Element]) {
     switch state {
     case .initial:
       state = .finished
-      return EndAction()
+      return (EndAction(), [])
     case .running(let running):
       state = .cancelled(tasks: running.tasks)
-      return EndAction(resumeConsumer: running.consumer, stopInputs: running.producers, cancelTasks: running.tasks)
-    case .draining(_, _, let tasks):
+      return (
+        EndAction(resumeConsumer: running.consumer, stopInputs: running.producers, cancelTasks: running.tasks),
+        running.buffer
+      )
+    case .draining(let buffer, _, let tasks):
       // A cancelled consumer neither drains nor throws.
       state = .cancelled(tasks: tasks)
-      return EndAction()
+      return (EndAction(), buffer)
     case .cancelled, .finished:
-      return EndAction()
+      return (EndAction(), [])
     case .modifying:
       preconditionFailure("Internal inconsistency: state modifying, event consumerCancelled")
     }

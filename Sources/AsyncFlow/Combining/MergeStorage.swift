@@ -48,7 +48,10 @@ final class MergeStorage<Element, Failure: Error>: Sendable {
   }
 
   @inlinable func cancel() {
-    state.withLock { $0.consumerCancelled() }.perform()
+    let (action, dropped) = state.withLock { $0.consumerCancelled() }
+    action.perform()
+    // The buffered elements nobody will take are released here, after the lock.
+    _ = dropped
   }
 
   @inlinable func startInputs() {
@@ -122,6 +125,8 @@ final class MergeConsumer<Element, Failure: Error> {
       return batch[position]
     }
     position = 0
+    // The batch's elements are let go here, not under the storage's lock, where it is refilled.
+    batch.removeAll(keepingCapacity: true)
     guard try await storage.next(swapping: &batch, isolation: actor) else { return nil }
     position = 1
     return batch[0]

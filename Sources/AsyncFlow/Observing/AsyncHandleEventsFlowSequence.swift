@@ -6,6 +6,16 @@ extension AsyncSequence {
   /// iterating before the end). Every closure is
   /// optional and runs synchronously in the consumer's task, so keep them short.
   ///
+  /// A pull-based sequence has no dispose hook: the end hooks run when the consumer sees the end,
+  /// so relative to the upstream's end (a `Flow` body's last line):
+  /// - `onFinish` and `onFailure` run after it: the body has returned (or thrown) when they run.
+  ///   (RxSwift's `do(onCompleted:)` runs before its source is disposed.)
+  /// - `onCancel` for a cancelled consumer's task also runs after it: the base is pulled once more,
+  ///   and has ended its work, before the hook.
+  /// - `onCancel` for a released iterator runs first, in the release; the base, released just
+  ///   after it, cancels its work, which ends later. (RxSwift's `onDispose` runs after its source
+  ///   was disposed.)
+  ///
   /// ```swift
   /// let results = api.search(query).handleEventsFlow(
   ///   onStart: { spinner.start() }, onFinish: { spinner.stop() }, onCancel: { spinner.stop() })

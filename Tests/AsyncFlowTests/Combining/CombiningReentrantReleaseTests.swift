@@ -1,0 +1,81 @@
+import AsyncFlow
+import AsyncFlowTesting
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// An element whose `deinit` runs a closure: a token that cleans up, a subscription that cancels.
+private final class Token: Sendable {
+  let onDeinit: @Sendable () -> Void
+  init(_ onDeinit: @escaping @Sendable () -> Void = {}) { self.onDeinit = onDeinit }
+  deinit { onDeinit() }
+}
+
+/// A task handle a `deinit` can reach once the task exists.
+private final class TaskBox: Sendable {
+  private let task = LockedBox<Task<Void, Never>?>(nil)
+  func set(_ task: Task<Void, Never>) { self.task.set(task) }
+  func cancel() { task.get()?.cancel() }
+}
+
+/// No element is released while a combining storage holds its lock: an element's `deinit` that
+/// calls back into the same pipeline (here: cancels the consumer's task, whose cancellation handler
+/// takes that lock) must not deadlock. Each runs in a process of its own, everything on a
+/// `TestClock`'s executor so that each step has run until it suspended; before the fix the child
+/// deadlocked, and its alarm (10 s of wall time) killed it: the expected successful exit failed.
+@Suite("Combining: re-entrant release", .timeLimit(.minutes(1)))
+struct CombiningReentrantReleaseTests {
+  /// combineLatest: a2 replaces a1 as slot 0's latest in the input's task (a hand-off to the
+  /// waiting consumer); a1's `deinit` cancels the consumer.
+  @Test func aReplacedLatestIsReleasedOutsideTheLock() async {
+    await #expect(processExitsWith: .success) {
+      alarm(10)
+      let clock = TestClock()
+      let a = CombiningScript<Token, Never>()
+      let b = CombiningScript<Token, Never>()
+      let consumer = TaskBox()
+      let task = clock.task {
+        var iterator = Flow.combineLatest(a, b).makeAsyncIterator()
+        do { _ = await iterator.next() }  // (a1, b1), let go at once: the latest holds a1 alone
+        _ = await iterator.next()  // cancelled by a1's release
+      }
+      consumer.set(task)
+      await clock.runCurrent()
+      a.send(Token { consumer.cancel() })
+      b.send(Token())
+      await clock.runCurrent()
+      a.send(Token())
+      await clock.runCurrent()
+      await task.value
+    }
+  }
+
+  /// withLatestFrom: o2 replaces o1 as the other's latest in its input's task while the consumer
+  /// waits for the base; o1's `deinit` cancels the consumer.
+  @Test func theOthersReplacedLatestIsReleasedOutsideTheLock() async {
+    await #expect(processExitsWith: .success) {
+      alarm(10)
+      let clock = TestClock()
+      let base = CombiningScript<Token, Never>()
+      let other = CombiningScript<Token, Never>()
+      let consumer = TaskBox()
+      let task = clock.task {
+        var iterator = base.withLatestFromFlow(other).makeAsyncIterator()
+        _ = await iterator.next()  // cancelled by o1's release
+      }
+      consumer.set(task)
+      await clock.runCurrent()
+      other.send(Token { consumer.cancel() })
+      await clock.runCurrent()
+      other.send(Token())
+      await clock.runCurrent()
+      await task.value
+    }
+  }
+}
