@@ -162,13 +162,14 @@ struct CollectByTimeStateMachine<Upstream: Sendable, Failure: Error, Instant: In
     intervals.start(at: now)
   }
 
-  mutating func upstreamElement(_ element: Upstream, at now: Instant) {
+  mutating func upstreamElement(_ element: Upstream, at now: Instant) -> Upstream? {
     collecting.append(element)
     if let count, collecting.count >= count {
       deliverCollected()
     } else if collecting.count == 1 {
       intervals.arm(at: now)
     }
+    return nil
   }
 
   mutating func upstreamEnded(_ failure: Failure?, at now: Instant) {
@@ -176,9 +177,10 @@ struct CollectByTimeStateMachine<Upstream: Sendable, Failure: Error, Instant: In
     outputs.end(failure)
   }
 
-  mutating func timerFired(at now: Instant) {
-    guard intervals.hasEnded(at: now) else { return }
+  mutating func timerFired(at now: Instant) -> Upstream? {
+    guard intervals.hasEnded(at: now) else { return nil }
     deliverCollected()
+    return nil
   }
 
   private mutating func deliverCollected() {

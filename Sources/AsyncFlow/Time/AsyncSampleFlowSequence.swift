@@ -120,9 +120,10 @@ struct SampleStateMachine<Element: Sendable, Failure: Error, Instant: InstantPro
     intervals.start(at: now)
   }
 
-  mutating func upstreamElement(_ element: Element, at now: Instant) {
-    pending = element
+  mutating func upstreamElement(_ element: Element, at now: Instant) -> Element? {
     intervals.arm(at: now)
+    defer { pending = element }
+    return pending
   }
 
   mutating func upstreamEnded(_ failure: Failure?, at now: Instant) {
@@ -133,11 +134,12 @@ struct SampleStateMachine<Element: Sendable, Failure: Error, Instant: InstantPro
     outputs.end(failure)
   }
 
-  mutating func timerFired(at now: Instant) {
-    guard intervals.hasEnded(at: now), let pending = pending.take() else { return }
+  mutating func timerFired(at now: Instant) -> Element? {
+    guard intervals.hasEnded(at: now), let pending = pending.take() else { return nil }
     intervals.disarm()
-    outputs.append(pending, conflating: true)
+    let replaced = outputs.append(pending, conflating: true)
     if let heldEnd = heldEnd.take() { outputs.end(heldEnd) }
+    return replaced
   }
 
   var deadline: Instant? { intervals.armedEnd }

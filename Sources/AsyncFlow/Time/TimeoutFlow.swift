@@ -205,9 +205,9 @@ struct TimeoutStateMachine<Element: Sendable, UpstreamFailure: Error, Failure: E
     timeoutAt = now.advanced(by: interval)
   }
 
-  mutating func upstreamElement(_ element: Element, at now: Instant) {
-    outputs.append(element, conflating: false)
+  mutating func upstreamElement(_ element: Element, at now: Instant) -> Element? {
     timeoutAt = nil
+    return outputs.append(element, conflating: false)
   }
 
   mutating func upstreamEnded(_ failure: UpstreamFailure?, at now: Instant) {
@@ -215,10 +215,11 @@ struct TimeoutStateMachine<Element: Sendable, UpstreamFailure: Error, Failure: E
     outputs.end(failure.map(mapFailure))
   }
 
-  mutating func timerFired(at now: Instant) {
-    guard let timeoutAt, now >= timeoutAt else { return }
+  mutating func timerFired(at now: Instant) -> Element? {
+    guard let timeoutAt, now >= timeoutAt else { return nil }
     self.timeoutAt = nil
     outputs.end(timeoutEnd)
+    return nil
   }
 
   var deadline: Instant? { timeoutAt }
