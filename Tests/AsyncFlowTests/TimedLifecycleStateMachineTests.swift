@@ -27,9 +27,10 @@ private struct FakeLogic: TimedStateMachine {
     outputs.append(.element(element))
     return displaced
   }
-  mutating func upstreamEnded(_ failure: TestError?, at now: Instant) {
+  mutating func upstreamEnded(_ failure: TestError?, at now: Instant) -> Int? {
     log.append("ended")
     outputs.append(.end(failure))
+    return nil
   }
   mutating func timerFired(at now: Instant) -> Int? {
     log.append("timer")

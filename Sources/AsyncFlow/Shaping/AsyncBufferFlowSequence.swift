@@ -137,8 +137,9 @@ struct BufferStateMachine<Element: Sendable, Failure: Error, Instant: InstantPro
     }
   }
 
-  mutating func upstreamEnded(_ failure: Failure?, at now: Instant) {
+  mutating func upstreamEnded(_ failure: Failure?, at now: Instant) -> Element? {
     ending = .ended(failure)
+    return nil
   }
 
   mutating func timerFired(at now: Instant) -> Element? { nil }

@@ -172,9 +172,10 @@ struct CollectByTimeStateMachine<Upstream: Sendable, Failure: Error, Instant: In
     return nil
   }
 
-  mutating func upstreamEnded(_ failure: Failure?, at now: Instant) {
+  mutating func upstreamEnded(_ failure: Failure?, at now: Instant) -> Element? {
     deliverCollected()
     outputs.end(failure)
+    return nil
   }
 
   mutating func timerFired(at now: Instant) -> Upstream? {

@@ -118,9 +118,10 @@ struct DebounceStateMachine<Element: Sendable, Failure: Error, Instant: InstantP
     return pending?.element
   }
 
-  mutating func upstreamEnded(_ failure: Failure?, at now: Instant) {
+  mutating func upstreamEnded(_ failure: Failure?, at now: Instant) -> Element? {
     if let pending = pending.take() { outputs.append(pending.element, conflating: false) }
     outputs.end(failure)
+    return nil
   }
 
   mutating func timerFired(at now: Instant) -> Element? {

@@ -118,9 +118,10 @@ struct DelayStateMachine<Element: Sendable, Failure: Error, Instant: InstantProt
     return nil
   }
 
-  mutating func upstreamEnded(_ failure: Failure?, at now: Instant) {
+  mutating func upstreamEnded(_ failure: Failure?, at now: Instant) -> Element? {
     upstreamHasEnded = true
     inFlight.append((.end(failure), now.advanced(by: interval)))
+    return nil
   }
 
   mutating func timerFired(at now: Instant) -> Element? {

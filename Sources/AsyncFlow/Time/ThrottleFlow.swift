@@ -138,14 +138,15 @@ struct ThrottleStateMachine<Element: Sendable, Failure: Error, Instant: InstantP
     return element
   }
 
-  mutating func upstreamEnded(_ failure: Failure?, at now: Instant) {
+  mutating func upstreamEnded(_ failure: Failure?, at now: Instant) -> Element? {
     // A pending element implies an open window: it keeps its turn, and the end follows it.
     guard pending == nil else {
       heldEnd = .some(failure)
-      return
+      return nil
     }
     windowEnd = nil
     outputs.end(failure)
+    return nil
   }
 
   mutating func timerFired(at now: Instant) -> Element? {

@@ -226,10 +226,7 @@ struct TimedLifecycleStateMachine<Logic: TimedStateMachine, Consumer, Pump, Time
   }
 
   mutating func upstreamEnded(_ failure: Logic.UpstreamFailure?, at now: Logic.Instant) -> Wakeups {
-    logicEvent("upstreamEnded") {
-      $0.upstreamEnded(failure, at: now)
-      return nil
-    }
+    logicEvent("upstreamEnded") { $0.upstreamEnded(failure, at: now) }
   }
 
   mutating func timerFired(at now: Logic.Instant) -> Wakeups {

@@ -28,7 +28,8 @@ protocol TimedStateMachine: Sendable {
   mutating func start(at now: Instant)
   /// Returns the element this one displaced, or this one if the logic does not keep it.
   mutating func upstreamElement(_ element: Element, at now: Instant) -> Element?
-  mutating func upstreamEnded(_ failure: UpstreamFailure?, at now: Instant)
+  /// Returns the element a conflation displaced, if any.
+  mutating func upstreamEnded(_ failure: UpstreamFailure?, at now: Instant) -> Element?
   /// Returns the element a conflation displaced, if any.
   mutating func timerFired(at now: Instant) -> Element?
 

@@ -210,9 +210,10 @@ struct TimeoutStateMachine<Element: Sendable, UpstreamFailure: Error, Failure: E
     return outputs.append(element, conflating: false)
   }
 
-  mutating func upstreamEnded(_ failure: UpstreamFailure?, at now: Instant) {
+  mutating func upstreamEnded(_ failure: UpstreamFailure?, at now: Instant) -> Element? {
     timeoutAt = nil
     outputs.end(failure.map(mapFailure))
+    return nil
   }
 
   mutating func timerFired(at now: Instant) -> Element? {
