@@ -388,7 +388,8 @@ func runScaling(
 
   var delay = ScalingCurve(
     key: "Q.delayFlow", sizeName: "backlog", unit: "ns/element",
-    description: "`delayFlow(for: 1 s)` on a manual clock: N elements in flight at one instant, all due at once, drained")
+    description:
+      "`delayFlow(for: 1 s)` on a manual clock: N elements in flight at one instant, all due at once, drained")
   if options.includes(delay.key) {
     for backlog in plan.backlogs {
       await timed(&delay, size: backlog, units: backlog) { await queueDelayFlow($0) }
