@@ -51,15 +51,22 @@ struct ScalingPlan {
   /// Inner elements offered (outer values × inner size) per W3 run.
   var w3Offered: Int
   var idleSubscribers: [Int]
+  /// Backlog sizes of the queue curves (`Q.*`): elements waiting in one operator's queue at once.
+  var backlogs: [Int]
+  /// Backlog sizes of the hot-source queue curves (`Q.passthroughSink`, `Q.shareReplay`), which
+  /// stop at 10⁵ while those queues still shift an `Array` per element (10⁶ would take hours).
+  var hotBacklogs: [Int]
   var repetitions: Int
 
   static let full = ScalingPlan(
     subscribers: [1, 4, 16, 64, 256], w2Deliveries: 2_048_000, inputs: [2, 8, 64, 512], w4Elements: 1_024_000,
-    innerSizes: [1, 3, 30], w3Offered: 300_000, idleSubscribers: [1_000, 10_000, 100_000, 1_000_000], repetitions: 5)
+    innerSizes: [1, 3, 30], w3Offered: 300_000, idleSubscribers: [1_000, 10_000, 100_000, 1_000_000],
+    backlogs: [1_000, 10_000, 100_000, 1_000_000], hotBacklogs: [1_000, 10_000, 100_000], repetitions: 5)
 
   static let quick = ScalingPlan(
     subscribers: [1, 4, 16, 64, 256], w2Deliveries: 204_800, inputs: [2, 8, 64, 512], w4Elements: 102_400,
-    innerSizes: [1, 3, 30], w3Offered: 30_000, idleSubscribers: [1_000, 10_000, 100_000], repetitions: 3)
+    innerSizes: [1, 3, 30], w3Offered: 30_000, idleSubscribers: [1_000, 10_000, 100_000],
+    backlogs: [1_000, 10_000, 100_000], hotBacklogs: [1_000, 10_000], repetitions: 3)
 }
 
 // MARK: The workloads
@@ -125,6 +132,144 @@ func w3PacedSwitchToLatestInner(_ outer: Int, innerSize: Int) async -> (Int, Str
   }
   let delivered = await task.value
   return (delivered, "\(outer) outer values")
+}
+
+// MARK: Queue curves: one backlog built up behind a held consumer, then drained
+
+/// A source of `0..<count` that fires `ended` when it is asked past its last element: the point
+/// at which everything it made is in the operator's queue (or dropped by it).
+struct BacklogSource: AsyncSequence, Sendable {
+  let count: Int
+  let ended: CompletionSignal
+
+  struct AsyncIterator: AsyncIteratorProtocol {
+    let source: BacklogSource
+    var next = 0
+
+    mutating func next() async -> Int? {
+      guard next < source.count else {
+        source.ended.fire()
+        return nil
+      }
+      defer { next += 1 }
+      return next
+    }
+  }
+
+  func makeAsyncIterator() -> AsyncIterator { AsyncIterator(source: self) }
+}
+
+/// `bufferFlow(policy:)` holding a backlog of `backlog`: the consumer takes one element, waits
+/// until the source has ended (all `total` elements pulled into the buffer or dropped by the
+/// policy), then drains. Per element pulled.
+func queueBufferFlow(_ backlog: Int, total: Int, policy: FlowBufferingPolicy) async -> (Int, String?) {
+  let task = Task.detached {
+    let ended = CompletionSignal()
+    var iterator = BacklogSource(count: total, ended: ended).bufferFlow(policy: policy).makeAsyncIterator()
+    var received = await iterator.next() == nil ? 0 : 1
+    await ended.wait()
+    while await iterator.next() != nil { received += 1 }
+    return received
+  }
+  let received = await task.value
+  return (total, "received \(received) of \(total)")
+}
+
+/// `delayFlow` with `backlog` elements in flight at once: they all arrive at the same instant of
+/// a manual clock, then one advance makes them all due; the consumer drains them. Per element.
+func queueDelayFlow(_ backlog: Int) async -> (Int, String?) {
+  let clock = BacklogClock()
+  let task = Task.detached {
+    let ended = CompletionSignal()
+    let delayed = BacklogSource(count: backlog, ended: ended).delayFlow(for: .seconds(1), clock: clock)
+    let consumer = Task {
+      var received = 0
+      for await _ in delayed { received += 1 }
+      return received
+    }
+    await ended.wait()
+    clock.advance(by: .seconds(2))
+    return await consumer.value
+  }
+  let received = await task.value
+  return (backlog, "received \(received)")
+}
+
+/// A `PassthroughFlow(.bufferingNewest(backlog))` into one `sink` whose first delivery waits until
+/// `backlog` more values were sent: they wait in the sink's mailbox, then drain. Per value sent.
+func queuePassthroughSink(_ backlog: Int) async -> (Int, String?) {
+  let subject = PassthroughFlow<Int, Never>(bufferingPolicy: .bufferingNewest(backlog))
+  let sent = CompletionSignal()
+  let completed = Countdown(1)
+  let count = SinkCount()
+  let subscription = subject.sink { _ in
+    completed.tick()
+  } receiveValue: { value in
+    if value == 0 { await sent.wait() }
+    count.add()
+  }
+  for value in 0...backlog { subject.send(value) }
+  sent.fire()
+  subject.finish()
+  await completed.wait()
+  withExtendedLifetime(subscription) {}
+  return (backlog + 1, "delivered \(count.value)")
+}
+
+/// `shareFlow(replay: backlog)` over `2 × backlog` elements with one subscriber: once the replay
+/// buffer is full every element displaces its oldest. Per element.
+func queueShareReplay(_ backlog: Int) async -> (Int, String?) {
+  let task = Task.detached {
+    var received = 0
+    for await _ in Flow.sequence(0..<(2 * backlog)).shareFlow(replay: backlog) { received += 1 }
+    return received
+  }
+  let received = await task.value
+  return (2 * backlog, "received \(received)")
+}
+
+/// A clock that stands still until `advance(by:)`, so that `delayFlow`'s backlog builds up at one
+/// instant; from then on it jumps to each deadline slept for. (The upstream's end is stamped just
+/// after the source reports it, maybe after the advance: it must still come due.)
+final class BacklogClock: Clock, @unchecked Sendable {
+  struct Instant: InstantProtocol {
+    var offset: Duration
+    func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
+    func duration(to other: Instant) -> Duration { other.offset - offset }
+    static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
+  }
+
+  private let lock = NSLock()
+  private var current = Instant(offset: .zero)
+  private var running = false
+  private var sleepers: [(deadline: Instant, continuation: CheckedContinuation<Void, any Error>)] = []
+
+  var now: Instant { lock.withLock { current } }
+  var minimumResolution: Duration { .zero }
+
+  func sleep(until deadline: Instant, tolerance: Duration?) async throws {
+    // Not cancellable: the benchmark's sleepers are all woken by `advance`, or end with the run.
+    try await withCheckedThrowingContinuation { continuation in
+      let due = lock.withLock { () -> Bool in
+        if running { current = Swift.max(current, deadline) }
+        if deadline <= current { return true }
+        sleepers.append((deadline, continuation))
+        return false
+      }
+      if due { continuation.resume() }
+    }
+  }
+
+  func advance(by duration: Duration) {
+    let due = lock.withLock { () -> [CheckedContinuation<Void, any Error>] in
+      current = current.advanced(by: duration)
+      running = true
+      let due = sleepers.filter { $0.deadline <= current }.map(\.continuation)
+      sleepers.removeAll { $0.deadline <= current }
+      return due
+    }
+    for continuation in due { continuation.resume() }
+  }
 }
 
 // MARK: Running the curves
@@ -211,6 +356,67 @@ func runScaling(
       }
     }
     curves.append(superseded)
+  }
+
+  // The queue curves: the size is the backlog; the figure, per element through the operator. A
+  // queue that shifts an `Array` per element costs O(backlog) per element: its curve climbs.
+  var unbounded = ScalingCurve(
+    key: "Q.bufferFlow.unbounded", sizeName: "backlog", unit: "ns/element",
+    description: "`bufferFlow(policy: .unbounded)`: N elements pulled while the consumer holds, then drained")
+  if options.includes(unbounded.key) {
+    for backlog in plan.backlogs {
+      await timed(&unbounded, size: backlog, units: backlog) {
+        await queueBufferFlow($0, total: $0, policy: .unbounded)
+      }
+    }
+    curves.append(unbounded)
+  }
+
+  var newest = ScalingCurve(
+    key: "Q.bufferFlow.newestOverflow", sizeName: "backlog", unit: "ns/element",
+    description:
+      "`bufferFlow(policy: .bufferingNewest(N))`: 2 × N elements pulled while the consumer holds (the second N each "
+      + "drop the oldest), then the newest N drained")
+  if options.includes(newest.key) {
+    for backlog in plan.backlogs {
+      await timed(&newest, size: backlog, units: backlog) {
+        await queueBufferFlow($0, total: 2 * $0, policy: .bufferingNewest($0))
+      }
+    }
+    curves.append(newest)
+  }
+
+  var delay = ScalingCurve(
+    key: "Q.delayFlow", sizeName: "backlog", unit: "ns/element",
+    description:
+      "`delayFlow(for: 1 s)` on a manual clock: N elements in flight at one instant, all due at once, drained")
+  if options.includes(delay.key) {
+    for backlog in plan.backlogs {
+      await timed(&delay, size: backlog, units: backlog) { await queueDelayFlow($0) }
+    }
+    curves.append(delay)
+  }
+
+  var passthroughSink = ScalingCurve(
+    key: "Q.passthroughSink", sizeName: "backlog", unit: "ns/value",
+    description:
+      "`PassthroughFlow(bufferingPolicy: .bufferingNewest(N))` into one `sink` held on its first value while N more "
+      + "are sent, then drained")
+  if options.includes(passthroughSink.key) {
+    for backlog in plan.hotBacklogs {
+      await timed(&passthroughSink, size: backlog, units: backlog) { await queuePassthroughSink($0) }
+    }
+    curves.append(passthroughSink)
+  }
+
+  var shareReplay = ScalingCurve(
+    key: "Q.shareReplay", sizeName: "replay", unit: "ns/element",
+    description: "`shareFlow(replay: N)` over 2 × N elements, one subscriber: the second N each displace the oldest")
+  if options.includes(shareReplay.key) {
+    for backlog in plan.hotBacklogs {
+      await timed(&shareReplay, size: backlog, units: backlog) { await queueShareReplay($0) }
+    }
+    curves.append(shareReplay)
   }
 
   for memoryKey in memoryKeys {

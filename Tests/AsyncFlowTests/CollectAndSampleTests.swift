@@ -68,6 +68,17 @@ struct CollectAndSampleTests {
     #expect(clock.pendingSleepers == 0)
   }
 
+  @Test func anElementAtAnIntervalsEndCountsInTheNextIntervalAfterTheTick() async {
+    // kotlinx `SampleTest.testPace` on 50 ms ticks, sampling every 100 ms: -0, -1, -2, -3 every
+    // 50 ms (a-d), then 0, 1, 2, 3 every 100 ms (e-h), the end at 600 ms. c, e, f, g, h and the end
+    // arrive at the very instant an interval ends: the tick samples what came before (b, d, e,
+    // f, g, h), and the arrival counts in the next interval. Kotlin: -1, -3, 0, 1, 2, 3.
+    let output = await marbles.record(
+      marbles.input("abcde-f-g-h-|").sampleFlow(every: .seconds(2), clock: clock), ticks: 14)
+    #expect(output == "--b-d-e-f-g-[h|]")
+    #expect(clock.pendingSleepers == 0)
+  }
+
   @Test func sampleFinishesAtOnceWhenNothingWaits() async {
     let output = await marbles.record(marbles.input("a---|").sampleFlow(every: .seconds(2), clock: clock), ticks: 6)
     #expect(output == "--a-|")

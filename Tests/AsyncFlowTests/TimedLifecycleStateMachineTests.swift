@@ -4,7 +4,7 @@ import Testing
 @testable import AsyncFlow
 
 /// A timed operator's logic whose answers the test sets: `upstreamElement` queues the element,
-/// `upstreamEnded` queues the end, `timerFired` queues 99.
+/// `upstreamEnded` queues the end, `timerFired` queues 99; both return `displaced`.
 private struct FakeLogic: TimedStateMachine {
   typealias Element = Int
   typealias UpstreamFailure = TestError
@@ -15,22 +15,27 @@ private struct FakeLogic: TimedStateMachine {
   var outputs: [TimedOutput<Int, TestError>] = []
   var deadline: Instant?
   var wantsUpstream = true
+  /// What `upstreamElement` and `timerFired` say they let go.
+  var displaced: Int?
   var isEnding: Bool { outputs.contains { if case .end = $0 { true } else { false } } || endDelivered }
   var hasOutput: Bool { !outputs.isEmpty }
   private var endDelivered = false
 
   mutating func start(at now: Instant) { log.append("start") }
-  mutating func upstreamElement(_ element: Int, at now: Instant) {
+  mutating func upstreamElement(_ element: Int, at now: Instant) -> Int? {
     log.append("element \(element)")
     outputs.append(.element(element))
+    return displaced
   }
-  mutating func upstreamEnded(_ failure: TestError?, at now: Instant) {
+  mutating func upstreamEnded(_ failure: TestError?, at now: Instant) -> Int? {
     log.append("ended")
     outputs.append(.end(failure))
+    return nil
   }
-  mutating func timerFired(at now: Instant) {
+  mutating func timerFired(at now: Instant) -> Int? {
     log.append("timer")
     outputs.append(.element(99))
+    return displaced
   }
   mutating func nextOutput(at now: Instant) -> TimedOutput<Int, TestError>? {
     guard !outputs.isEmpty else { return nil }
@@ -92,6 +97,7 @@ private func describe(_ wakeups: Lifecycle.Wakeups) -> String {
   if let (pump, proceed) = wakeups.pump { parts.append("pump \(pump) \(proceed ? "pull" : "leave")") }
   if let (timer, deadline) = wakeups.timer { parts.append("timer \(timer) \(deadline.map { "\($0)" } ?? "leave")") }
   if let task = wakeups.cancel { parts.append("cancel \(task)") }
+  if let released = wakeups.released { parts.append("release \(released)") }
   return parts.joined(separator: ", ")
 }
 
@@ -319,12 +325,17 @@ struct TimedLifecycleStateMachineTests {
     #expect(machine.label == "running(consumer: -, pump: 2, timer: -, task: 4)")
   }
 
-  @Test func testUpstreamElement_whenCancelledOrFinished_isIgnored() {
+  @Test func testUpstreamElement_whenRunningAndTheLogicDisplacesOne_handsItOutToBeReleasedAfterTheLock() {
+    var machine = running(logic { $0.displaced = 5 })
+    #expect(describe(machine.upstreamElement(7, at: now)) == "release 5")
+  }
+
+  @Test func testUpstreamElement_whenCancelledOrFinished_isIgnoredAndHandedBack() {
     var machine = cancelled()
-    #expect(describe(machine.upstreamElement(7, at: now)) == "")
+    #expect(describe(machine.upstreamElement(7, at: now)) == "release 7")
     #expect(machine.logic.log.isEmpty && machine.label == "cancelled(task: 4)")
     machine = finished()
-    #expect(describe(machine.upstreamElement(7, at: now)) == "")
+    #expect(describe(machine.upstreamElement(7, at: now)) == "release 7")
     #expect(machine.logic.log.isEmpty && machine.label == "finished")
   }
 
@@ -356,6 +367,11 @@ struct TimedLifecycleStateMachineTests {
     #expect(describe(machine.timerFired(at: deadline)) == "consumer 1")
     #expect(machine.logic.log == ["timer"])
     #expect(machine.label == "running(consumer: -, pump: 2, timer: -, task: 4)")
+  }
+
+  @Test func testTimerFired_whenRunningAndAConflationDisplacesOne_handsItOutToBeReleasedAfterTheLock() {
+    var machine = running(logic { $0.displaced = 5 })
+    #expect(describe(machine.timerFired(at: deadline)) == "release 5")
   }
 
   @Test func testTimerFired_whenCancelledOrFinished_isIgnored() {

@@ -101,7 +101,7 @@ struct BufferStateMachine<Element: Sendable, Failure: Error, Instant: InstantPro
   typealias UpstreamFailure = Failure
 
   private let policy: FlowBufferingPolicy
-  private var buffer: [Element] = []
+  private var buffer = RingBuffer<Element>()
   private var ending = Ending.upstreamRunning
 
   /// The upstream's end is delivered once the buffer is empty, and only once.
@@ -118,15 +118,31 @@ struct BufferStateMachine<Element: Sendable, Failure: Error, Instant: InstantPro
 
   mutating func start(at now: Instant) {}
 
-  mutating func upstreamElement(_ element: Element, at now: Instant) {
-    policy.append(element, to: &buffer)
+  /// Never holds the upstream back: a full bounded buffer drops an element (the oldest, or this
+  /// one) and keeps pulling. Returns the dropped one, to be released after the lock.
+  mutating func upstreamElement(_ element: Element, at now: Instant) -> Element? {
+    switch policy.storage {
+    case .unbounded:
+      buffer.append(element)
+      return nil
+    case .newest(let limit):
+      // `bufferFlow(policy:)` checked `limit >= 1`: the buffer holds at most `limit`.
+      let dropped = buffer.count >= limit ? buffer.popFirst() : nil
+      buffer.append(element)
+      return dropped
+    case .oldest(let limit):
+      guard buffer.count < limit else { return element }
+      buffer.append(element)
+      return nil
+    }
   }
 
-  mutating func upstreamEnded(_ failure: Failure?, at now: Instant) {
+  mutating func upstreamEnded(_ failure: Failure?, at now: Instant) -> Element? {
     ending = .ended(failure)
+    return nil
   }
 
-  mutating func timerFired(at now: Instant) {}
+  mutating func timerFired(at now: Instant) -> Element? { nil }
 
   var deadline: Instant? { nil }
   var wantsUpstream: Bool { !isEnding }
@@ -141,7 +157,7 @@ struct BufferStateMachine<Element: Sendable, Failure: Error, Instant: InstantPro
   }
 
   mutating func nextOutput(at now: Instant) -> TimedOutput<Element, Failure>? {
-    if !buffer.isEmpty { return .element(buffer.removeFirst()) }
+    if let element = buffer.popFirst() { return .element(element) }
     guard case .ended(let failure) = ending else { return nil }
     ending = .delivered
     return .end(failure)

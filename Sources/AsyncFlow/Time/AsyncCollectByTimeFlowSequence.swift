@@ -162,23 +162,26 @@ struct CollectByTimeStateMachine<Upstream: Sendable, Failure: Error, Instant: In
     intervals.start(at: now)
   }
 
-  mutating func upstreamElement(_ element: Upstream, at now: Instant) {
+  mutating func upstreamElement(_ element: Upstream, at now: Instant) -> Upstream? {
     collecting.append(element)
     if let count, collecting.count >= count {
       deliverCollected()
     } else if collecting.count == 1 {
       intervals.arm(at: now)
     }
+    return nil
   }
 
-  mutating func upstreamEnded(_ failure: Failure?, at now: Instant) {
+  mutating func upstreamEnded(_ failure: Failure?, at now: Instant) -> Element? {
     deliverCollected()
     outputs.end(failure)
+    return nil
   }
 
-  mutating func timerFired(at now: Instant) {
-    guard intervals.hasEnded(at: now) else { return }
+  mutating func timerFired(at now: Instant) -> Upstream? {
+    guard intervals.hasEnded(at: now) else { return nil }
     deliverCollected()
+    return nil
   }
 
   private mutating func deliverCollected() {

@@ -7,6 +7,11 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// end, then the finish or the failure, so two elements never come closer than `interval` and
   /// nothing is lost. A consumer slower than the intervals sees the newest element.
   ///
+  /// At the instant an interval ends, the tick comes first: an element (or the end) arriving at
+  /// that very instant counts in the next interval, and the tick samples what came before it, as
+  /// Kotlin's `sample` does (its `testPace`: -1, -3, 0, 1, 2, 3). The rule holds whichever of the
+  /// two the scheduler runs first.
+  ///
   /// ```swift
   /// let position = dragLocations.sampleFlow(every: .milliseconds(100), clock: clock)  // ten a second at most
   /// ```
@@ -120,24 +125,40 @@ struct SampleStateMachine<Element: Sendable, Failure: Error, Instant: InstantPro
     intervals.start(at: now)
   }
 
-  mutating func upstreamElement(_ element: Element, at now: Instant) {
+  // The tick comes first: an element or an end that arrives at the instant an interval ends, or
+  // after it while the timer has not reported yet, first lets that interval be sampled, then
+  // counts in the next one. So the outcome does not depend on which of the upstream and the timer
+  // reaches the lock first (kotlinx `SampleTest.testPace`: -1, -3, 0, 1, 2, 3).
+  mutating func upstreamElement(_ element: Element, at now: Instant) -> Element? {
+    let displaced = intervals.hasEnded(at: now) ? samplePending() : pending.take()
     pending = element
     intervals.arm(at: now)
+    return displaced
   }
 
-  mutating func upstreamEnded(_ failure: Failure?, at now: Instant) {
+  mutating func upstreamEnded(_ failure: Failure?, at now: Instant) -> Element? {
+    let displaced = intervals.hasEnded(at: now) ? samplePending() : nil
     guard pending == nil else {
       heldEnd = .some(failure)
-      return
+      return displaced
     }
     outputs.end(failure)
+    return displaced
   }
 
-  mutating func timerFired(at now: Instant) {
-    guard intervals.hasEnded(at: now), let pending = pending.take() else { return }
+  mutating func timerFired(at now: Instant) -> Element? {
+    guard intervals.hasEnded(at: now) else { return nil }
+    return samplePending()
+  }
+
+  /// The armed interval has ended: its newest element goes to the consumer, and a held end after
+  /// it. Returns the output a conflation displaced.
+  private mutating func samplePending() -> Element? {
+    guard let pending = pending.take() else { return nil }
     intervals.disarm()
-    outputs.append(pending, conflating: true)
+    let displaced = outputs.append(pending, conflating: true)
     if let heldEnd = heldEnd.take() { outputs.end(heldEnd) }
+    return displaced
   }
 
   var deadline: Instant? { intervals.armedEnd }

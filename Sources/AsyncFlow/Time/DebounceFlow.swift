@@ -113,19 +113,20 @@ struct DebounceStateMachine<Element: Sendable, Failure: Error, Instant: InstantP
 
   mutating func start(at now: Instant) {}
 
-  mutating func upstreamElement(_ element: Element, at now: Instant) {
-    pending = (element, now.advanced(by: interval))
+  mutating func upstreamElement(_ element: Element, at now: Instant) -> Element? {
+    defer { pending = (element, now.advanced(by: interval)) }
+    return pending?.element
   }
 
-  mutating func upstreamEnded(_ failure: Failure?, at now: Instant) {
+  mutating func upstreamEnded(_ failure: Failure?, at now: Instant) -> Element? {
     if let pending = pending.take() { outputs.append(pending.element, conflating: false) }
     outputs.end(failure)
+    return nil
   }
 
-  mutating func timerFired(at now: Instant) {
-    guard let pending, now >= pending.deadline else { return }
-    self.pending = nil
-    outputs.append(pending.element, conflating: true)
+  mutating func timerFired(at now: Instant) -> Element? {
+    guard let deadline = pending?.deadline, now >= deadline, let pending = pending.take() else { return nil }
+    return outputs.append(pending.element, conflating: true)
   }
 
   var deadline: Instant? { pending?.deadline }

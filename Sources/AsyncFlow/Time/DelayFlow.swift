@@ -103,8 +103,7 @@ struct DelayStateMachine<Element: Sendable, Failure: Error, Instant: InstantProt
 
   private let interval: Instant.Duration
   /// Elements, and at most one end, each with the instant it is due; ordered by that instant.
-  private var inFlight: [(output: TimedOutput<Element, Failure>, due: Instant)] = []
-  private var inFlightStart = 0
+  private var inFlight = RingBuffer<(output: TimedOutput<Element, Failure>, due: Instant)>()
   private var outputs = TimedOutputQueue<Element, Failure>()
   private var upstreamHasEnded = false
 
@@ -114,36 +113,34 @@ struct DelayStateMachine<Element: Sendable, Failure: Error, Instant: InstantProt
 
   mutating func start(at now: Instant) {}
 
-  mutating func upstreamElement(_ element: Element, at now: Instant) {
+  mutating func upstreamElement(_ element: Element, at now: Instant) -> Element? {
     inFlight.append((.element(element), now.advanced(by: interval)))
+    return nil
   }
 
-  mutating func upstreamEnded(_ failure: Failure?, at now: Instant) {
+  mutating func upstreamEnded(_ failure: Failure?, at now: Instant) -> Element? {
     upstreamHasEnded = true
     inFlight.append((.end(failure), now.advanced(by: interval)))
+    return nil
   }
 
-  mutating func timerFired(at now: Instant) {
-    while inFlightStart < inFlight.count, inFlight[inFlightStart].due <= now {
-      switch inFlight[inFlightStart].output {
+  mutating func timerFired(at now: Instant) -> Element? {
+    while let first = inFlight.first, first.due <= now {
+      switch inFlight.popFirst()!.output {
       case .element(let element): outputs.append(element, conflating: false)
       case .end(let failure): outputs.end(failure)
       }
-      inFlightStart += 1
     }
-    if inFlightStart == inFlight.count {
-      inFlight.removeAll(keepingCapacity: true)
-      inFlightStart = 0
-    }
+    return nil
   }
 
-  var deadline: Instant? { inFlightStart < inFlight.count ? inFlight[inFlightStart].due : nil }
+  var deadline: Instant? { inFlight.first?.due }
   /// Pulls while the elements due and not yet taken are no more than those in flight: a stalled
   /// consumer stops the pulling once more are due than arrive within about one interval, so at
   /// most about twice what arrives within one interval is held (plus one), instead of everything
   /// the upstream produces meanwhile.
   var wantsUpstream: Bool {
-    !upstreamHasEnded && !outputs.hasEnded && outputs.count <= inFlight.count - inFlightStart
+    !upstreamHasEnded && !outputs.hasEnded && outputs.count <= inFlight.count
   }
   var hasOutput: Bool { !outputs.isEmpty }
   var isEnding: Bool { outputs.hasEnded }

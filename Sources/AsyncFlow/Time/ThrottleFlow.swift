@@ -127,38 +127,42 @@ struct ThrottleStateMachine<Element: Sendable, Failure: Error, Instant: InstantP
 
   mutating func start(at now: Instant) {}
 
-  mutating func upstreamElement(_ element: Element, at now: Instant) {
+  mutating func upstreamElement(_ element: Element, at now: Instant) -> Element? {
     if windowEnd == nil {
-      outputs.append(element, conflating: true)
       windowEnd = now.advanced(by: interval)
+      return outputs.append(element, conflating: true)
     } else if latest || pending == nil {
-      pending = element
+      defer { pending = element }
+      return pending
     }
+    return element
   }
 
-  mutating func upstreamEnded(_ failure: Failure?, at now: Instant) {
+  mutating func upstreamEnded(_ failure: Failure?, at now: Instant) -> Element? {
     // A pending element implies an open window: it keeps its turn, and the end follows it.
     guard pending == nil else {
       heldEnd = .some(failure)
-      return
+      return nil
     }
     windowEnd = nil
     outputs.end(failure)
+    return nil
   }
 
-  mutating func timerFired(at now: Instant) {
-    guard let windowEnd, now >= windowEnd else { return }
-    if let pending = pending.take() {
-      outputs.append(pending, conflating: true)
-      if let heldEnd = heldEnd.take() {
-        self.windowEnd = nil
-        outputs.end(heldEnd)
-      } else {
-        self.windowEnd = now.advanced(by: interval)
-      }
-    } else {
+  mutating func timerFired(at now: Instant) -> Element? {
+    guard let windowEnd, now >= windowEnd else { return nil }
+    guard let pending = pending.take() else {
       self.windowEnd = nil
+      return nil
     }
+    let replaced = outputs.append(pending, conflating: true)
+    if let heldEnd = heldEnd.take() {
+      self.windowEnd = nil
+      outputs.end(heldEnd)
+    } else {
+      self.windowEnd = now.advanced(by: interval)
+    }
+    return replaced
   }
 
   var deadline: Instant? { windowEnd }

@@ -35,6 +35,9 @@ struct TimedLifecycleStateMachine<Logic: TimedStateMachine, Consumer, Pump, Time
     /// The timer and the deadline to sleep until (`nil`: the operator is over, leave).
     var timer: (continuation: Timer, deadline: Logic.Instant?)?
     var cancel: Work?
+    /// The element the logic let go during the event: the storage releases it after its lock,
+    /// since its `deinit` may call back into the operator.
+    var released: Logic.Element?
   }
 
   enum NextAction {
@@ -217,8 +220,9 @@ struct TimedLifecycleStateMachine<Logic: TimedStateMachine, Consumer, Pump, Time
 
   // MARK: Logic events
 
+  /// Once the consumer left, the element is not kept: it comes back in `released`.
   mutating func upstreamElement(_ element: Logic.Element, at now: Logic.Instant) -> Wakeups {
-    logicEvent("upstreamElement") { $0.upstreamElement(element, at: now) }
+    logicEvent("upstreamElement", unused: element) { $0.upstreamElement(element, at: now) }
   }
 
   mutating func upstreamEnded(_ failure: Logic.UpstreamFailure?, at now: Logic.Instant) -> Wakeups {
@@ -230,17 +234,22 @@ struct TimedLifecycleStateMachine<Logic: TimedStateMachine, Consumer, Pump, Time
   }
 
   /// Runs `body` on the logic while running; once the consumer left or the end was delivered,
-  /// what the pump or the timer still reports is of no use.
-  private mutating func logicEvent(_ event: StaticString, _ body: (inout Logic) -> Void) -> Wakeups {
+  /// what the pump or the timer still reports is of no use (`unused` is handed back).
+  private mutating func logicEvent(
+    _ event: StaticString, unused: Logic.Element? = nil, _ body: (inout Logic) -> Logic.Element?
+  ) -> Wakeups {
     switch state {
     case .running(var running):
       state = .modifying
-      body(&logic)
-      let wakeups = wakeups(&running)
+      let released = body(&logic)
+      var wakeups = wakeups(&running)
+      wakeups.released = released
       state = .running(running)
       return wakeups
     case .cancelled, .finished:
-      return Wakeups()
+      var wakeups = Wakeups()
+      wakeups.released = unused
+      return wakeups
     case .idle, .modifying:
       preconditionFailure("Internal inconsistency: state \(state), event \(event)")
     }

@@ -8,6 +8,11 @@ enum TimedOutput<Element, Failure: Error> {
 /// `timeoutFlow`). ``TimedStorage`` feeds it the upstream's events and the timer's firings, and
 /// carries out what it asks: when to wake the timer, whether to pull upstream, what to deliver.
 ///
+/// An event that lets go of an element the logic held (a newer one replaced it, a conflation
+/// overwrote it, a buffering policy dropped it) returns it rather than releasing it: the storage
+/// calls the logic under its lock, and the element's `deinit` may call back into the operator
+/// (cancel the consumer, send to the subject feeding it), so it is released after the lock.
+///
 /// Deadlines never move earlier while the timer sleeps (a debounce moves its deadline later, a
 /// delay queue's head is always the earliest), so the timer only sleeps until `deadline`, then
 /// reports; the machine decides whether that instant is still the one that matters.
@@ -21,9 +26,12 @@ protocol TimedStateMachine: Sendable {
   associatedtype Instant: InstantProtocol
 
   mutating func start(at now: Instant)
-  mutating func upstreamElement(_ element: Element, at now: Instant)
-  mutating func upstreamEnded(_ failure: UpstreamFailure?, at now: Instant)
-  mutating func timerFired(at now: Instant)
+  /// Returns the element this one displaced, or this one if the logic does not keep it.
+  mutating func upstreamElement(_ element: Element, at now: Instant) -> Element?
+  /// Returns the element a conflation displaced, if any.
+  mutating func upstreamEnded(_ failure: UpstreamFailure?, at now: Instant) -> Element?
+  /// Returns the element a conflation displaced, if any.
+  mutating func timerFired(at now: Instant) -> Element?
 
   /// When the timer should next fire, if it should.
   var deadline: Instant? { get }
@@ -42,19 +50,22 @@ protocol TimedStateMachine: Sendable {
 /// replaces one the consumer has not taken yet), so a slow consumer sees the latest, in bounded
 /// memory; the end is never conflated away.
 struct TimedOutputQueue<Element, Failure: Error> {
-  private var outputs: [TimedOutput<Element, Failure>] = []
+  private var outputs = RingBuffer<TimedOutput<Element, Failure>>()
   private(set) var hasEnded = false
 
   var isEmpty: Bool { outputs.isEmpty }
   /// The outputs the consumer has not taken, the end included.
   var count: Int { outputs.count }
 
-  mutating func append(_ element: Element, conflating: Bool) {
-    if conflating, case .element = outputs.last {
-      outputs[outputs.count - 1] = .element(element)
-    } else {
-      outputs.append(.element(element))
+  /// Returns the element a conflation replaced, to be released after the lock.
+  @discardableResult
+  mutating func append(_ element: Element, conflating: Bool) -> Element? {
+    if conflating, case .element(let replaced) = outputs.last {
+      outputs.last = .element(element)
+      return replaced
     }
+    outputs.append(.element(element))
+    return nil
   }
 
   mutating func end(_ failure: Failure?) {
@@ -64,7 +75,7 @@ struct TimedOutputQueue<Element, Failure: Error> {
   }
 
   mutating func popFirst() -> TimedOutput<Element, Failure>? {
-    outputs.isEmpty ? nil : outputs.removeFirst()
+    outputs.popFirst()
   }
 }
 

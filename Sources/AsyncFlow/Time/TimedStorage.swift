@@ -19,6 +19,7 @@ where Base.Element == Machine.Element, Base.Failure == Machine.UpstreamFailure, 
     self.clock = clock
   }
 
+  /// Called after the lock: `wakeups.released` goes with the caller's copy, outside it too.
   private static func perform(_ wakeups: Lifecycle.Wakeups) {
     wakeups.cancel?.cancel()
     wakeups.consumer?.resume()
@@ -82,7 +83,11 @@ where Base.Element == Machine.Element, Base.Failure == Machine.UpstreamFailure, 
           return
         }
         let now = clock.now
-        Self.perform(state.withLock { $0.upstreamElement(element, at: now) })
+        // The pump's reference outlives the lock: if the logic does not keep the element, its
+        // last release (and `deinit`) comes after the lock, not inside it.
+        withExtendedLifetime(element) {
+          Self.perform(state.withLock { $0.upstreamElement(element, at: now) })
+        }
       } catch {
         let now = clock.now
         Self.perform(state.withLock { $0.upstreamEnded(error, at: now) })

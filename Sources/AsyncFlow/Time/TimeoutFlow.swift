@@ -205,20 +205,22 @@ struct TimeoutStateMachine<Element: Sendable, UpstreamFailure: Error, Failure: E
     timeoutAt = now.advanced(by: interval)
   }
 
-  mutating func upstreamElement(_ element: Element, at now: Instant) {
-    outputs.append(element, conflating: false)
+  mutating func upstreamElement(_ element: Element, at now: Instant) -> Element? {
     timeoutAt = nil
+    return outputs.append(element, conflating: false)
   }
 
-  mutating func upstreamEnded(_ failure: UpstreamFailure?, at now: Instant) {
+  mutating func upstreamEnded(_ failure: UpstreamFailure?, at now: Instant) -> Element? {
     timeoutAt = nil
     outputs.end(failure.map(mapFailure))
+    return nil
   }
 
-  mutating func timerFired(at now: Instant) {
-    guard let timeoutAt, now >= timeoutAt else { return }
+  mutating func timerFired(at now: Instant) -> Element? {
+    guard let timeoutAt, now >= timeoutAt else { return nil }
     self.timeoutAt = nil
     outputs.end(timeoutEnd)
+    return nil
   }
 
   var deadline: Instant? { timeoutAt }
