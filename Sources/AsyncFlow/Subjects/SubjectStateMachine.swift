@@ -9,6 +9,11 @@
 /// finds nothing left and marks the mailbox idle. So a value sent while the drain ends either is in
 /// its last batch or starts the next drain: none waits in an idle mailbox.
 ///
+/// No user value is released inside an event: what leaves the state (an element a policy drops, an
+/// evicted replay entry, a leaving subscriber's buffer) is returned in the action, for the storage
+/// to let go after its lock, and a batch handed to an event must be empty (its elements were
+/// released by the caller before locking). An element's `deinit` may call back into the source.
+///
 /// For `shareFlow` the upstream's phase lives in the same `State` as the subscribers, under the
 /// same lock: deciding to stop the upstream and registering a newcomer, or sending an element and
 /// stopping, are each one step, so a subscriber arriving as the last one leaves keeps the upstream
@@ -35,11 +40,11 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   @usableFromInline
   struct Subscriber {
     @usableFromInline let id: Int
-    @usableFromInline var buffer: [Element]
+    @usableFromInline var buffer: RingBuffer<Element>
     @usableFromInline var consumer: Continuation?
 
     @inlinable
-    init(id: Int, buffer: [Element], consumer: Continuation?) {
+    init(id: Int, buffer: RingBuffer<Element>, consumer: Continuation?) {
       self.id = id
       self.buffer = buffer
       self.consumer = consumer
@@ -77,11 +82,11 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   @usableFromInline
   struct PushSubscriber {
     @usableFromInline let mailbox: Mailbox
-    @usableFromInline var buffer: [Element]
+    @usableFromInline var buffer: RingBuffer<Element>
     @usableFromInline var phase: MailboxPhase
 
     @inlinable
-    init(mailbox: Mailbox, buffer: [Element], phase: MailboxPhase) {
+    init(mailbox: Mailbox, buffer: RingBuffer<Element>, phase: MailboxPhase) {
       self.mailbox = mailbox
       self.buffer = buffer
       self.phase = phase
@@ -95,11 +100,13 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     @usableFromInline var resume: [Continuation] = []
     /// Mailboxes that were idle and now have something to take: start one drain for each.
     @usableFromInline var startDrains: [StartDrain] = []
+    /// What the buffering policies dropped and the replay evicted: released after the lock.
+    @usableFromInline var released = ReleasedElements<Element>()
 
     @inlinable init() {}
 
-    /// Nothing to resume, nothing to start.
-    var isEmpty: Bool { resume.isEmpty && startDrains.isEmpty }
+    /// Nothing to resume, nothing to start, nothing to release.
+    var isEmpty: Bool { resume.isEmpty && startDrains.isEmpty && released.isEmpty }
   }
 
   @usableFromInline var state: State
@@ -122,7 +129,7 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   /// Tells the current upstream iteration from one still winding down after it was stopped.
   private var nextGeneration = 0
   /// The last `replayLimit` elements, given to each new subscriber first.
-  @usableFromInline var replay: [Element] = []
+  @usableFromInline var replay = RingBuffer<Element>()
   /// Tasks waiting until at least `count` subscribers are registered (`subscribers(count:)`).
   private var watchers = CountWatchers()
 
@@ -131,7 +138,7 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     self.state = .subject
     self.policy = policy
     self.replayLimit = replayLimit
-    self.replay = replay
+    self.replay = RingBuffer(replay)
     self.keepsReplayWhenStopped = true
   }
 
@@ -166,7 +173,7 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     let id = nextID
     nextID += 1
     indexByID[id] = subscribers.count
-    subscribers.append(Subscriber(id: id, buffer: isEnded ? [] : replay, consumer: nil))
+    subscribers.append(Subscriber(id: id, buffer: isEnded ? RingBuffer() : replay, consumer: nil))
     return (id, watchersReached())
   }
 
@@ -188,7 +195,7 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     guard pushIndexByMailbox[key] == nil else {
       preconditionFailure("Internal inconsistency: state \(state), event subscribe(mailbox) twice")
     }
-    let buffer = isEnded ? [] : replay
+    let buffer = isEnded ? RingBuffer() : replay
     let index = pushSubscribers.count
     pushIndexByMailbox[key] = index
     pushSubscribers.append(PushSubscriber(mailbox: mailbox, buffer: buffer, phase: .idle))
@@ -237,6 +244,12 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     var cancelUpstream: Task<Void, Never>?
     /// The task of the leaving push subscriber's drain, if one runs.
     var cancelDrain: Task<Void, Never>?
+    /// The leaving subscriber's undelivered elements: released after the lock.
+    var releasedBuffer = RingBuffer<Element>()
+    /// The replay a stopped share emptied: released after the lock.
+    var releasedReplay = RingBuffer<Element>()
+    /// The leaving push subscriber's mailbox, which holds its closures: released after the lock.
+    var releasedMailbox: Mailbox?
   }
 
   /// Removes a subscriber and frees its buffer. When it was the last, a share stops its upstream
@@ -251,8 +264,8 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
       indexByID[subscribers[index].id] = index
     }
     subscribers.removeLast()
-    var action = UnsubscribeAction(resumeConsumer: removed.consumer)
-    action.cancelUpstream = stopIfNobodyListens()
+    var action = UnsubscribeAction(resumeConsumer: removed.consumer, releasedBuffer: removed.buffer)
+    (action.cancelUpstream, action.releasedReplay) = stopIfNobodyListens()
     return action
   }
 
@@ -261,7 +274,8 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   /// its next take. As for an iterator, the last one to leave stops a share's upstream.
   mutating func unsubscribe(_ mailbox: Mailbox) -> UnsubscribeAction {
     guard let removed = removePush(mailbox) else { return UnsubscribeAction() }
-    var action = UnsubscribeAction(cancelUpstream: stopIfNobodyListens())
+    var action = UnsubscribeAction(releasedBuffer: removed.buffer, releasedMailbox: removed.mailbox)
+    (action.cancelUpstream, action.releasedReplay) = stopIfNobodyListens()
     if case .draining(let id, let task) = removed.phase {
       if let task { action.cancelDrain = task } else { drainsLeftBeforeStart.insert(id) }
     }
@@ -299,11 +313,13 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     case complete(Failure?)
   }
 
-  /// The drain of `mailbox` has delivered `batch`; refills it with what is buffered, or decides,
-  /// in this one step, that the drain ends.
+  /// The drain of `mailbox` has delivered `batch`, which is empty; refills it with what is
+  /// buffered, or decides, in this one step, that the drain ends.
   @inlinable
-  mutating func take(_ mailbox: Mailbox, swapping batch: inout [Element]) -> DrainAction {
-    batch.removeAll(keepingCapacity: true)
+  mutating func take(_ mailbox: Mailbox, swapping batch: inout RingBuffer<Element>) -> DrainAction {
+    guard batch.isEmpty else {
+      preconditionFailure("Internal inconsistency: state \(state), event take with a batch not released")
+    }
     guard let index = pushIndexByMailbox[ObjectIdentifier(mailbox)] else { return .stop }
     guard case .draining = pushSubscribers[index].phase else {
       preconditionFailure("Internal inconsistency: state \(state), mailbox idle, event take")
@@ -311,13 +327,14 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     if !pushSubscribers[index].buffer.isEmpty {
       if policy.isBounded, pushSubscribers[index].buffer.count > 1 {
         // One at a time, as for an iterator: what has not been delivered stays inside the bound.
-        batch.append(pushSubscribers[index].buffer.removeFirst())
+        batch.append(pushSubscribers[index].buffer.popFirst()!)
       } else {
         swap(&batch, &pushSubscribers[index].buffer)
       }
       return .deliver
     }
     if case .ended(let failure) = state {
+      // Nothing is released: the buffer is empty and the drain holds the mailbox.
       _ = removePush(mailbox)
       return .complete(failure)
     }
@@ -338,8 +355,9 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
 
   /// When the last subscriber of either kind left, a share stops its upstream in the same step: a
   /// newcomer either came before (and the upstream stays) or comes after (and starts it again).
-  private mutating func stopIfNobodyListens() -> Task<Void, Never>? {
-    guard subscriberCount == 0 else { return nil }
+  /// Returns the task to cancel and the replay emptied, to be released after the lock.
+  private mutating func stopIfNobodyListens() -> (Task<Void, Never>?, RingBuffer<Element>) {
+    guard subscriberCount == 0 else { return (nil, RingBuffer()) }
     var cancelUpstream: Task<Void, Never>?
     switch state {
     case .subject, .idle, .ended:
@@ -352,8 +370,9 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
       cancelUpstream = task
     }
     // Emptied here, not at the restart: a subscriber registering in between gets the replay.
-    if case .idle = state, !keepsReplayWhenStopped { replay.removeAll() }
-    return cancelUpstream
+    var releasedReplay = RingBuffer<Element>()
+    if case .idle = state, !keepsReplayWhenStopped { swap(&releasedReplay, &replay) }
+    return (cancelUpstream, releasedReplay)
   }
 
   @usableFromInline
@@ -365,9 +384,11 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     case end(Failure?)
   }
 
-  /// The subscriber has used up `batch`; refills it with everything buffered for it.
-  mutating func next(_ id: Int, swapping batch: inout [Element]) -> NextAction {
-    batch.removeAll(keepingCapacity: true)
+  /// The subscriber has used up `batch`, which is empty; refills it with everything buffered for it.
+  mutating func next(_ id: Int, swapping batch: inout RingBuffer<Element>) -> NextAction {
+    guard batch.isEmpty else {
+      preconditionFailure("Internal inconsistency: state \(state), event next with a batch not released")
+    }
     guard let index = indexByID[id] else { return .end(nil) }
     if case .idle = state {
       let generation = nextGeneration
@@ -381,13 +402,14 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
         // policy counts it. A whole batch would sit outside the bound, and the subscriber would
         // receive up to 2n - 1 elements, older ones among them, after falling behind. (A batch of
         // one is received at once: swapping it costs less, as for `CurrentValueFlow`.)
-        batch.append(subscribers[index].buffer.removeFirst())
+        batch.append(subscribers[index].buffer.popFirst()!)
       } else {
         swap(&batch, &subscribers[index].buffer)
       }
       return .deliver
     }
     if case .ended(let failure) = state {
+      // Nothing is released: the buffer is empty, and an ended share keeps its replay.
       _ = unsubscribe(id)
       return .end(failure)
     }
@@ -476,13 +498,13 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
 
   @inlinable
   mutating func deliver(_ element: Element) -> SendAction {
+    var action = SendAction()
     if replayLimit > 0 {
-      if replay.count >= replayLimit { replay.removeFirst(replay.count - replayLimit + 1) }
+      while replay.count >= replayLimit { action.released.append(replay.popFirst()!) }
       replay.append(element)
     }
-    var action = SendAction()
     for index in subscribers.indices {
-      policy.append(element, to: &subscribers[index].buffer)
+      policy.append(element, to: &subscribers[index].buffer, releasing: &action.released)
       if let consumer = subscribers[index].consumer.take() { action.resume.append(consumer) }
     }
     if !pushSubscribers.isEmpty { deliverToMailboxes(element, &action) }
@@ -492,7 +514,7 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   @inlinable
   mutating func deliverToMailboxes(_ element: Element, _ action: inout SendAction) {
     for index in pushSubscribers.indices {
-      policy.append(element, to: &pushSubscribers[index].buffer)
+      policy.append(element, to: &pushSubscribers[index].buffer, releasing: &action.released)
       // `bufferingNewest(0)` keeps nothing: then there is nothing to drain either.
       if case .idle = pushSubscribers[index].phase, !pushSubscribers[index].buffer.isEmpty {
         action.startDrains.append(beginDrain(at: index))

@@ -1,6 +1,6 @@
 /// Owns the lock around a ``SubjectStateMachine`` and carries out its actions after the lock is
-/// released: continuations are resumed, and the share's upstream task started and cancelled,
-/// outside it.
+/// released: continuations are resumed, the share's upstream task started and cancelled, and the
+/// elements that leave the state (dropped, evicted, or a leaving subscriber's) released, outside it.
 @usableFromInline
 final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
   @usableFromInline let state: LockedState<SubjectStateMachine<Element, Failure>>
@@ -40,6 +40,7 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
     perform(state.withLock { $0.end(failure: failure) })
   }
 
+  /// Carries out `action` after the lock; its released elements go with it, here.
   @inlinable
   func perform(_ action: SubjectStateMachine<Element, Failure>.SendAction) {
     for consumer in action.resume { consumer.resume() }
@@ -74,9 +75,10 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
     state.withLock { $0.drainStarted(mailbox, id: id, task: task) }?.cancel()
   }
 
+  /// `batch` must be empty: the drain has taken (and so released) each element it delivered.
   @inlinable
   func take(
-    _ mailbox: SubjectMailbox<Element, Failure>, swapping batch: inout [Element]
+    _ mailbox: SubjectMailbox<Element, Failure>, swapping batch: inout RingBuffer<Element>
   ) -> SubjectStateMachine<Element, Failure>.DrainAction {
     state.withLock { $0.take(mailbox, swapping: &batch) }
   }
@@ -85,7 +87,7 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
   // whose frame a parked subscriber holds, small and specialized.
 
   @usableFromInline
-  func take(_ id: Int, swapping batch: inout [Element]) -> SubjectStateMachine<Element, Failure>.NextAction {
+  func take(_ id: Int, swapping batch: inout RingBuffer<Element>) -> SubjectStateMachine<Element, Failure>.NextAction {
     state.withLock { $0.next(id, swapping: &batch) }
   }
 
@@ -94,6 +96,8 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
     state.withLock { $0.suspend(id, continuation) }?.resume()
   }
 
+  /// The leaving subscriber's buffer, and the replay of a share it stopped, are released when
+  /// `action` goes, after the lock.
   @usableFromInline
   func unsubscribe(_ id: Int) {
     let action = state.withLock { $0.unsubscribe(id) }
@@ -131,12 +135,15 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
 
 /// One subscriber's end of a hot source: it is registered when made, serves its batch without
 /// locking, and unsubscribes when released.
+///
+/// Each element is moved out of the batch as it is returned, so a refill hands the machine an
+/// empty batch and releases nothing under the lock (the consumer lets go of the element, wherever
+/// its `deinit` may call).
 @usableFromInline
 final class SubjectSubscriber<Element: Sendable, Failure: Error> {
   @usableFromInline let storage: SubjectStorage<Element, Failure>
   @usableFromInline let id: Int
-  @usableFromInline var batch: [Element] = []
-  @usableFromInline var position = 0
+  @usableFromInline var batch = RingBuffer<Element>()
   @usableFromInline var isSubscribed = true
 
   init(_ storage: SubjectStorage<Element, Failure>) {
@@ -153,9 +160,8 @@ final class SubjectSubscriber<Element: Sendable, Failure: Error> {
   /// Serves the current batch inline in the consumer (specialized there); refills out of line.
   @inlinable
   func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-    if position < batch.count, isSubscribed, !Task.isCancelled {
-      defer { position += 1 }
-      return batch[position]
+    if !batch.isEmpty, isSubscribed, !Task.isCancelled {
+      return batch.popFirst()
     }
     return try await refill(isolation: actor)
   }
@@ -169,8 +175,7 @@ final class SubjectSubscriber<Element: Sendable, Failure: Error> {
       let id = self.id
       switch storage.take(id, swapping: &batch) {
       case .deliver:
-        position = 1
-        return batch[0]
+        return batch.popFirst()
       case .startUpstream(let generation):
         storage.startUpstream(generation: generation)
       case .suspend:
@@ -193,7 +198,7 @@ final class SubjectSubscriber<Element: Sendable, Failure: Error> {
   @usableFromInline
   func leave() -> Element? {
     isSubscribed = false
-    batch = []
+    batch = RingBuffer()  // outside the lock
     storage.unsubscribe(id)
     return nil
   }
