@@ -32,9 +32,26 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     /// The task of the upstream's iteration `generation` is being created.
     case starting(generation: Int)
     case running(generation: Int, task: Task<Void, Never>)
+    /// The last subscriber left a share with a grace period: its upstream runs on until the grace
+    /// timer fires (then `idle`) or a subscriber comes (then `starting` or `running` again). What
+    /// the upstream sends meanwhile reaches the replay only.
+    case lingering(Lingering)
     /// The source ended: every subscriber drains its buffer, then sees the end; a later one ends
     /// at once. A share does not start again.
     case ended(failure: Failure?)
+  }
+
+  /// The grace period of a share nobody listens to.
+  @usableFromInline
+  struct Lingering {
+    /// The upstream iteration that runs on.
+    @usableFromInline let generation: Int
+    /// Its task; `nil` while it is being created (the last subscriber left while it started).
+    @usableFromInline var upstream: Task<Void, Never>?
+    /// Tells this grace timer from an older one that fires late.
+    @usableFromInline let timer: Int
+    /// The timer's task, `nil` until the storage, having started it outside the lock, reports it.
+    @usableFromInline var timerTask: Task<Void, Never>?
   }
 
   @usableFromInline
@@ -102,11 +119,13 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     @usableFromInline var startDrains: [StartDrain] = []
     /// What the buffering policies dropped and the replay evicted: released after the lock.
     @usableFromInline var released = ReleasedElements<Element>()
+    /// The grace timer of a share whose upstream ended while nobody listened.
+    @usableFromInline var cancelGraceTimer: Task<Void, Never>?
 
     @inlinable init() {}
 
     /// Nothing to resume, nothing to start, nothing to release.
-    var isEmpty: Bool { resume.isEmpty && startDrains.isEmpty && released.isEmpty }
+    var isEmpty: Bool { resume.isEmpty && startDrains.isEmpty && released.isEmpty && cancelGraceTimer == nil }
   }
 
   @usableFromInline var state: State
@@ -114,6 +133,9 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   @usableFromInline let replayLimit: Int
   /// `FlowReplayScope.acrossRestarts`: a stopped share keeps its replay for the next run.
   let keepsReplayWhenStopped: Bool
+  /// `shareFlow(gracePeriod:)` greater than zero: the last subscriber leaving starts a grace timer
+  /// instead of stopping the upstream.
+  let hasGracePeriod: Bool
   /// Subscribers, with `indexByID` for O(1) removal (the last one moves into the gap).
   @usableFromInline var subscribers: [Subscriber] = []
   private var indexByID: [Int: Int] = [:]
@@ -128,6 +150,8 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   private var drainsLeftBeforeStart: Set<Int> = []
   /// Tells the current upstream iteration from one still winding down after it was stopped.
   private var nextGeneration = 0
+  /// Tells the current grace timer from an older one.
+  private var nextGraceTimer = 0
   /// The last `replayLimit` elements, given to each new subscriber first.
   @usableFromInline var replay = RingBuffer<Element>()
   /// Tasks waiting until at least `count` subscribers are registered (`subscribers(count:)`).
@@ -140,14 +164,19 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     self.replayLimit = replayLimit
     self.replay = RingBuffer(replay)
     self.keepsReplayWhenStopped = true
+    self.hasGracePeriod = false
   }
 
   /// A `shareFlow` machine: its upstream starts at the first demand.
-  init(sharingWith policy: FlowBufferingPolicy, replayLimit: Int, keepsReplayWhenStopped: Bool = false) {
+  init(
+    sharingWith policy: FlowBufferingPolicy, replayLimit: Int, keepsReplayWhenStopped: Bool = false,
+    hasGracePeriod: Bool = false
+  ) {
     self.state = .idle
     self.policy = policy
     self.replayLimit = replayLimit
     self.keepsReplayWhenStopped = keepsReplayWhenStopped
+    self.hasGracePeriod = hasGracePeriod
   }
 
   var subscriberCount: Int { subscribers.count + pushSubscribers.count }
@@ -168,13 +197,27 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   // MARK: Subscriber events
 
   /// Registers a subscriber; after the end it is registered with nothing to receive but the end.
-  /// Returns its id, and the watchers that the new count satisfies, to be resumed.
-  mutating func subscribe() -> (id: Int, resumeWatchers: [Continuation]) {
+  /// Returns its id, the watchers that the new count satisfies, to be resumed, and the grace timer
+  /// to cancel when it comes during a share's grace period (it joins the running upstream).
+  mutating func subscribe() -> (id: Int, resumeWatchers: [Continuation], cancelGraceTimer: Task<Void, Never>?) {
     let id = nextID
     nextID += 1
     indexByID[id] = subscribers.count
     subscribers.append(Subscriber(id: id, buffer: isEnded ? RingBuffer() : replay, consumer: nil))
-    return (id, watchersReached())
+    let cancelGraceTimer = rejoin()
+    return (id, watchersReached(), cancelGraceTimer)
+  }
+
+  /// A subscriber came during the grace period: the upstream runs on for it. Returns the timer's
+  /// task to cancel (`nil` while it is being created: it is cancelled when it reports).
+  private mutating func rejoin() -> Task<Void, Never>? {
+    guard case .lingering(let lingering) = state else { return nil }
+    if let upstream = lingering.upstream {
+      state = .running(generation: lingering.generation, task: upstream)
+    } else {
+      state = .starting(generation: lingering.generation)
+    }
+    return lingering.timerTask
   }
 
   @usableFromInline
@@ -186,6 +229,8 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     /// The mailbox has the replay (a `CurrentValueFlow`'s current value) or the end to take: the
     /// drain to start.
     @usableFromInline var startDrain: Int?
+    /// The subscriber came during a share's grace period: the timer to cancel.
+    @usableFromInline var cancelGraceTimer: Task<Void, Never>?
   }
 
   /// Registers a push subscriber with the replay in its mailbox; after the end, with nothing to
@@ -200,6 +245,7 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     pushIndexByMailbox[key] = index
     pushSubscribers.append(PushSubscriber(mailbox: mailbox, buffer: buffer, phase: .idle))
     let startDrain = !buffer.isEmpty || isEnded ? beginDrain(at: index).id : nil
+    let cancelGraceTimer = rejoin()
     var startUpstream: Int?
     if case .idle = state {
       let generation = nextGeneration
@@ -207,7 +253,9 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
       state = .starting(generation: generation)
       startUpstream = generation
     }
-    return PushSubscribeAction(resumeWatchers: watchersReached(), startUpstream: startUpstream, startDrain: startDrain)
+    return PushSubscribeAction(
+      resumeWatchers: watchersReached(), startUpstream: startUpstream, startDrain: startDrain,
+      cancelGraceTimer: cancelGraceTimer)
   }
 
   private mutating func watchersReached() -> [Continuation] {
@@ -250,6 +298,9 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     var releasedReplay = RingBuffer<Element>()
     /// The leaving push subscriber's mailbox, which holds its closures: released after the lock.
     var releasedMailbox: Mailbox?
+    /// The last subscriber left a share with a grace period: the grace timer to start, then report
+    /// with `graceTimerStarted`.
+    var startGraceTimer: Int?
   }
 
   /// Removes a subscriber and frees its buffer. When it was the last, a share stops its upstream
@@ -265,7 +316,7 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     }
     subscribers.removeLast()
     var action = UnsubscribeAction(resumeConsumer: removed.consumer, releasedBuffer: removed.buffer)
-    (action.cancelUpstream, action.releasedReplay) = stopIfNobodyListens()
+    stopIfNobodyListens(&action)
     return action
   }
 
@@ -275,7 +326,7 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   mutating func unsubscribe(_ mailbox: Mailbox) -> UnsubscribeAction {
     guard let removed = removePush(mailbox) else { return UnsubscribeAction() }
     var action = UnsubscribeAction(releasedBuffer: removed.buffer, releasedMailbox: removed.mailbox)
-    (action.cancelUpstream, action.releasedReplay) = stopIfNobodyListens()
+    stopIfNobodyListens(&action)
     if case .draining(let id, let task) = removed.phase {
       if let task { action.cancelDrain = task } else { drainsLeftBeforeStart.insert(id) }
     }
@@ -355,24 +406,66 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
 
   /// When the last subscriber of either kind left, a share stops its upstream in the same step: a
   /// newcomer either came before (and the upstream stays) or comes after (and starts it again).
-  /// Returns the task to cancel and the replay emptied, to be released after the lock.
-  private mutating func stopIfNobodyListens() -> (Task<Void, Never>?, RingBuffer<Element>) {
-    guard subscriberCount == 0 else { return (nil, RingBuffer()) }
-    var cancelUpstream: Task<Void, Never>?
+  /// With a grace period it lingers instead, and the grace timer to start goes in `action`. The
+  /// task to cancel and the replay emptied go in `action` too, to be released after the lock.
+  private mutating func stopIfNobodyListens(_ action: inout UnsubscribeAction) {
+    guard subscriberCount == 0 else { return }
     switch state {
-    case .subject, .idle, .ended:
-      break
+    case .subject, .idle, .ended, .lingering:
+      return
+    case .starting(let generation) where hasGracePeriod:
+      action.startGraceTimer = linger(generation: generation, upstream: nil)
+      return
+    case .running(let generation, let task) where hasGracePeriod:
+      action.startGraceTimer = linger(generation: generation, upstream: task)
+      return
     case .starting:
       // The task being created finds a newer state when it reports, and is cancelled then.
       state = .idle
     case .running(_, let task):
       state = .idle
-      cancelUpstream = task
+      action.cancelUpstream = task
     }
     // Emptied here, not at the restart: a subscriber registering in between gets the replay.
+    if !keepsReplayWhenStopped { swap(&action.releasedReplay, &replay) }
+  }
+
+  private mutating func linger(generation: Int, upstream: Task<Void, Never>?) -> Int {
+    let timer = nextGraceTimer
+    nextGraceTimer += 1
+    state = .lingering(Lingering(generation: generation, upstream: upstream, timer: timer, timerTask: nil))
+    return timer
+  }
+
+  // MARK: Grace timer events (shareFlow(gracePeriod:))
+
+  /// The task of grace timer `timer` exists; returns it if it must be cancelled at once (the grace
+  /// period already ended: a subscriber came, or the upstream ended).
+  mutating func graceTimerStarted(_ task: Task<Void, Never>, timer: Int) -> Task<Void, Never>? {
+    guard case .lingering(var lingering) = state, lingering.timer == timer else { return task }
+    guard lingering.timerTask == nil else {
+      preconditionFailure("Internal inconsistency: state \(state), event graceTimerStarted(\(timer)) twice")
+    }
+    lingering.timerTask = task
+    state = .lingering(lingering)
+    return nil
+  }
+
+  struct GraceExpiredAction {
+    /// The upstream's task (`nil` while it is being created: cancelled when it reports).
+    var cancelUpstream: Task<Void, Never>?
+    /// The replay a stopped share emptied: released after the lock.
     var releasedReplay = RingBuffer<Element>()
-    if case .idle = state, !keepsReplayWhenStopped { swap(&releasedReplay, &replay) }
-    return (cancelUpstream, releasedReplay)
+  }
+
+  /// Grace timer `timer` fired: nobody came, so the upstream stops, as when the last subscriber of a
+  /// share without grace period leaves. A timer of an ended grace period does nothing.
+  mutating func graceExpired(timer: Int) -> GraceExpiredAction {
+    guard case .lingering(let lingering) = state, lingering.timer == timer else { return GraceExpiredAction() }
+    state = .idle
+    var action = GraceExpiredAction(cancelUpstream: lingering.upstream)
+    if !keepsReplayWhenStopped { swap(&action.releasedReplay, &replay) }
+    return action
   }
 
   @usableFromInline
@@ -434,7 +527,7 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
       return deliver(element)
     case .ended:
       return SendAction()
-    case .idle, .starting, .running:
+    case .idle, .starting, .running, .lingering:
       preconditionFailure("Internal inconsistency: state \(state), event send")
     }
   }
@@ -446,7 +539,7 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
       return end(with: failure)
     case .ended:
       return SendAction()
-    case .idle, .starting, .running:
+    case .idle, .starting, .running, .lingering:
       preconditionFailure("Internal inconsistency: state \(state), event end")
     }
   }
@@ -460,9 +553,16 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     case .starting(generation):
       state = .running(generation: generation, task: task)
       return nil
+    case .lingering(var lingering) where lingering.generation == generation:
+      guard lingering.upstream == nil else {
+        preconditionFailure("Internal inconsistency: state \(state), event upstreamStarted(\(generation))")
+      }
+      lingering.upstream = task
+      state = .lingering(lingering)
+      return nil
     case .running(generation, _):
       preconditionFailure("Internal inconsistency: state \(state), event upstreamStarted(\(generation))")
-    case .idle, .starting, .running, .ended:
+    case .idle, .starting, .running, .lingering, .ended:
       return task
     case .subject:
       preconditionFailure("Internal inconsistency: state subject, event upstreamStarted")
@@ -475,7 +575,9 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     switch state {
     case .starting(generation), .running(generation, _):
       return deliver(element)
-    case .idle, .starting, .running, .ended:
+    case .lingering(let lingering) where lingering.generation == generation:
+      return deliver(element)  // to the replay: nobody is subscribed
+    case .idle, .starting, .running, .lingering, .ended:
       return nil
     case .subject:
       preconditionFailure("Internal inconsistency: state subject, event upstreamElement")
@@ -487,7 +589,13 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     switch state {
     case .starting(generation), .running(generation, _):
       return end(with: failure)
-    case .idle, .starting, .running, .ended:
+    case .lingering(let lingering) where lingering.generation == generation:
+      // The grace period ends with the upstream: a later subscriber ends at once. The timer's task
+      // is cancelled here, or, still being created, when it reports.
+      var action = end(with: failure)
+      action.cancelGraceTimer = lingering.timerTask
+      return action
+    case .idle, .starting, .running, .lingering, .ended:
       return SendAction()
     case .subject:
       preconditionFailure("Internal inconsistency: state subject, event upstreamEnded")

@@ -6,13 +6,18 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
   @usableFromInline let state: LockedState<SubjectStateMachine<Element, Failure>>
   /// For `shareFlow`: starts the upstream's iteration `generation`, feeding this storage.
   let startUpstreamTask: (@Sendable (SubjectStorage, _ generation: Int) -> Task<Void, Never>)?
+  /// For `shareFlow(gracePeriod:)`: starts the task of grace timer `timer`, which sleeps for the
+  /// grace period, then reports ``graceExpired(timer:)``; cancelled, it ends at once.
+  let startGraceTimerTask: (@Sendable (SubjectStorage, _ timer: Int) -> Task<Void, Never>)?
 
   init(
     _ machine: SubjectStateMachine<Element, Failure>,
+    startGraceTimerTask: (@Sendable (SubjectStorage, _ timer: Int) -> Task<Void, Never>)? = nil,
     startUpstreamTask: (@Sendable (SubjectStorage, _ generation: Int) -> Task<Void, Never>)? = nil
   ) {
     self.state = LockedState(machine)
     self.startUpstreamTask = startUpstreamTask
+    self.startGraceTimerTask = startGraceTimerTask
   }
 
   var subscriberCount: Int { state.withLock { $0.subscriberCount } }
@@ -45,6 +50,7 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
   func perform(_ action: SubjectStateMachine<Element, Failure>.SendAction) {
     for consumer in action.resume { consumer.resume() }
     for drain in action.startDrains { startDrain(drain.mailbox, id: drain.id) }
+    action.cancelGraceTimer?.cancel()
   }
 
   // MARK: Push subscribers (sink, assignFlow)
@@ -54,6 +60,7 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
   @usableFromInline
   func subscribe(_ mailbox: SubjectMailbox<Element, Failure>) {
     let action = state.withLock { $0.subscribe(mailbox) }
+    action.cancelGraceTimer?.cancel()
     for watcher in action.resumeWatchers { watcher.resume() }
     if let generation = action.startUpstream { startUpstream(generation: generation) }
     if let id = action.startDrain { startDrain(mailbox, id: id) }
@@ -64,6 +71,7 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
     let action = state.withLock { $0.unsubscribe(mailbox) }
     action.cancelUpstream?.cancel()
     action.cancelDrain?.cancel()
+    if let timer = action.startGraceTimer { startGraceTimer(timer) }
   }
 
   /// The one drain job of a mailbox that has something to take: it ends when the machine finds
@@ -102,6 +110,23 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
   func unsubscribe(_ id: Int) {
     let action = state.withLock { $0.unsubscribe(id) }
     action.resumeConsumer?.resume()
+    action.cancelUpstream?.cancel()
+    if let timer = action.startGraceTimer { startGraceTimer(timer) }
+  }
+
+  // MARK: shareFlow's grace period
+
+  func startGraceTimer(_ timer: Int) {
+    guard let startGraceTimerTask else {
+      preconditionFailure("Internal inconsistency: a share without grace period was asked to start a grace timer")
+    }
+    let task = startGraceTimerTask(self, timer)
+    state.withLock { $0.graceTimerStarted(task, timer: timer) }?.cancel()
+  }
+
+  /// The grace period of timer `timer` is over: stops the upstream unless a subscriber came.
+  func graceExpired(timer: Int) {
+    let action = state.withLock { $0.graceExpired(timer: timer) }
     action.cancelUpstream?.cancel()
   }
 
@@ -148,8 +173,9 @@ final class SubjectSubscriber<Element: Sendable, Failure: Error> {
 
   init(_ storage: SubjectStorage<Element, Failure>) {
     self.storage = storage
-    let (id, watchers) = storage.state.withLock { $0.subscribe() }
+    let (id, watchers, graceTimer) = storage.state.withLock { $0.subscribe() }
     self.id = id
+    graceTimer?.cancel()
     for watcher in watchers { watcher.resume() }
   }
 
