@@ -5,6 +5,11 @@
 /// of the consumer's demand by at most `bufferSize` elements, counting the ones the consumer
 /// still holds from its last batch (plus one per further task of the body emitting at once: each
 /// `emit` buffers its element before it waits).
+///
+/// No element is released inside an event: the buffer a cancelled consumer leaves is returned in
+/// the action, and the storage empties the consumer's used-up batch before it locks (an element's
+/// `deinit` may call back into this iteration, say by cancelling a task of the body that waits to
+/// emit).
 @usableFromInline
 struct EmitterStateMachine<Element: Sendable, Failure: Error> {
   @usableFromInline
@@ -69,7 +74,8 @@ struct EmitterStateMachine<Element: Sendable, Failure: Error> {
     case end(failure: Failure?, awaiting: Task<Void, Never>?)
   }
 
-  /// The consumer has used up `batch` and asks for more; refills it by swapping buffers.
+  /// The consumer has used up `batch` and asks for more; refills it by swapping buffers. The
+  /// storage hands it over empty (so the `removeAll` calls below free capacity, no element).
   @inlinable mutating func next(swapping batch: inout [Element]) -> NextAction {
     switch state {
     case .idle:
@@ -147,27 +153,34 @@ struct EmitterStateMachine<Element: Sendable, Failure: Error> {
     @usableFromInline var resumeConsumer: UnsafeContinuation<Void, Never>?
     @usableFromInline var resumeProducers: [UnsafeContinuation<Void, Never>]
     @usableFromInline var cancelBody: Task<Void, Never>?
+    /// The elements nobody will read: released after the lock.
+    @usableFromInline var released: [Element]
 
     @inlinable init(
       resumeConsumer: UnsafeContinuation<Void, Never>? = nil, resumeProducers: [UnsafeContinuation<Void, Never>] = [],
-      cancelBody: Task<Void, Never>? = nil
+      cancelBody: Task<Void, Never>? = nil, released: [Element] = []
     ) {
       self.resumeConsumer = resumeConsumer
       self.resumeProducers = resumeProducers
       self.cancelBody = cancelBody
+      self.released = released
     }
   }
 
   /// The consumer's task was cancelled or its iterator was released.
   @inlinable mutating func consumerCancelled() -> CancelAction {
     switch state {
-    case .idle, .bodyEnded:
+    case .idle:
       state = .finished
       return CancelAction()
+    case .bodyEnded(let buffer, _):
+      state = .finished
+      return CancelAction(released: buffer)
     case .producing(var producing):
       state = .cancelled(body: producing.body)
       return CancelAction(
-        resumeConsumer: producing.consumer, resumeProducers: producing.takeProducers(), cancelBody: producing.body)
+        resumeConsumer: producing.consumer, resumeProducers: producing.takeProducers(), cancelBody: producing.body,
+        released: producing.buffer)
     case .cancelled, .finished:
       return CancelAction()
     case .modifying:

@@ -1,5 +1,5 @@
 /// Owns the lock around an ``EmitterStateMachine`` and carries out its actions after the lock is
-/// released: continuations are resumed and tasks cancelled outside it.
+/// released: continuations are resumed, tasks cancelled and elements released outside it.
 @usableFromInline
 final class EmitterStorage<Element: Sendable, Failure: Error>: Sendable {
   @usableFromInline let machine: LockedState<EmitterStateMachine<Element, Failure>>
@@ -13,13 +13,16 @@ final class EmitterStorage<Element: Sendable, Failure: Error>: Sendable {
   // MARK: Consumer side
 
   @inlinable func next(swapping batch: inout [Element]) -> EmitterStateMachine<Element, Failure>.NextAction {
-    machine.withLock { $0.next(swapping: &batch) }
+    // The used-up batch is released here, before the lock: an element's `deinit` may call back in.
+    batch.removeAll(keepingCapacity: true)
+    return machine.withLock { $0.next(swapping: &batch) }
   }
 
   @inlinable func suspendConsumer(_ continuation: UnsafeContinuation<Void, Never>) {
     machine.withLock { $0.suspendConsumer(continuation) }?.resume()
   }
 
+  /// The buffer nobody will read is released when `action` goes, after the lock.
   @inlinable func consumerCancelled() {
     let action = machine.withLock { $0.consumerCancelled() }
     action.cancelBody?.cancel()

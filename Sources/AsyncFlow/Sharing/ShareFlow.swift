@@ -15,17 +15,48 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// for await price in prices { chart.append(price) }     // in one place
   /// for await price in prices { label.text = "\(price)" } // and in another, one connection
   /// ```
+  ///
+  /// With a `gracePeriod`, the last subscriber (an iterator, a `sink` or an `assignFlow`) leaving
+  /// does not stop the upstream at once: it runs on for `gracePeriod` on `clock`. A subscriber
+  /// that comes within it joins the running upstream and first gets the replay; one that comes
+  /// later starts a new run (and, with `.whileRunning`, an empty replay). What the upstream sends
+  /// during the grace period reaches the replay only. If it finishes or fails meanwhile, a later
+  /// subscriber ends at once, as without a grace period. So a quick switch between two screens
+  /// that watch one connection does not reconnect (Kotlin's `WhileSubscribed(stopTimeoutMillis)`,
+  /// RxJava's `refCount(timeout)`):
+  ///
+  /// ```swift
+  /// let quotes = socket.quotes().shareFlow(replay: 1, gracePeriod: .seconds(5))
+  /// listScreen.watch(quotes)     // connects
+  /// listScreen.stopWatching()    // the connection stays open for 5 seconds
+  /// detailScreen.watch(quotes)   // within them: the same connection, the last quote first
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - replay: How many of the last elements a new subscriber gets first; 0 or greater.
+  ///   - replayScope: Whether the replay outlives a stop of the upstream.
+  ///   - bufferingPolicy: What each subscriber keeps while it is slower than the upstream.
+  ///   - gracePeriod: How long the upstream runs on after the last subscriber left; `.zero` or
+  ///     greater. The default, `.zero`, stops it at once.
+  ///   - clock: The clock of the grace period (a `TestClock` in tests); unused when it is `.zero`.
   public func shareFlow(
-    replay: Int = 0, replayScope: FlowReplayScope = .whileRunning, bufferingPolicy: FlowBufferingPolicy = .unbounded
+    replay: Int = 0, replayScope: FlowReplayScope = .whileRunning, bufferingPolicy: FlowBufferingPolicy = .unbounded,
+    gracePeriod: Duration = .zero, clock: some Clock<Duration> = ContinuousClock()
   ) -> AsyncShareFlowSequence<Element, Failure> {
     precondition(
-      replay >= 0, "shareFlow(replay:replayScope:bufferingPolicy:): replay must be 0 or greater, got \(replay)")
+      replay >= 0,
+      "shareFlow(replay:replayScope:bufferingPolicy:gracePeriod:clock:): replay must be 0 or greater, got \(replay)")
+    precondition(
+      gracePeriod >= .zero,
+      "shareFlow(replay:replayScope:bufferingPolicy:gracePeriod:clock:): gracePeriod must be .zero or greater, "
+        + "got \(gracePeriod)")
     return AsyncShareFlowSequence(
-      base: self, replay: replay, replayScope: replayScope, bufferingPolicy: bufferingPolicy)
+      base: self, replay: replay, replayScope: replayScope, bufferingPolicy: bufferingPolicy,
+      gracePeriod: gracePeriod, clock: gracePeriod > .zero ? AnyFlowClock(clock) : nil)
   }
 }
 
-/// The sequence `shareFlow(replay:replayScope:bufferingPolicy:)` returns: one
+/// The sequence `shareFlow(replay:replayScope:bufferingPolicy:gracePeriod:clock:)` returns: one
 /// iteration of its upstream, shared by every iterator made from it (each iterator is one
 /// subscriber). Copies share the same upstream.
 ///
@@ -37,11 +68,28 @@ public struct AsyncShareFlowSequence<Element: Sendable, Failure: Error>: AsyncSe
   @usableFromInline let storage: SubjectStorage<Element, Failure>
 
   init<Base: AsyncSequence & Sendable>(
-    base: Base, replay: Int, replayScope: FlowReplayScope = .whileRunning, bufferingPolicy: FlowBufferingPolicy
+    base: Base, replay: Int, replayScope: FlowReplayScope = .whileRunning, bufferingPolicy: FlowBufferingPolicy,
+    gracePeriod: Duration = .zero, clock: AnyFlowClock? = nil
   ) where Base.Element == Element, Base.Failure == Failure {
     let machine = SubjectStateMachine<Element, Failure>(
-      sharingWith: bufferingPolicy, replayLimit: replay, keepsReplayWhenStopped: replayScope == .acrossRestarts)
-    storage = SubjectStorage(machine) {
+      sharingWith: bufferingPolicy, replayLimit: replay, keepsReplayWhenStopped: replayScope == .acrossRestarts,
+      hasGracePeriod: clock != nil)
+    var startGraceTimerTask: (@Sendable (SubjectStorage<Element, Failure>, Int) -> Task<Void, Never>)?
+    if let clock {
+      startGraceTimerTask = { storage, timer in
+        // The deadline counts from the last subscriber's leaving, not from when the task runs.
+        let deadline = clock.now.advanced(by: gracePeriod)
+        return FlowScheduling.startTask {
+          do {
+            try await clock.sleep(until: deadline)
+          } catch {
+            return  // cancelled: a subscriber came, or the upstream ended
+          }
+          storage.graceExpired(timer: timer)
+        }
+      }
+    }
+    storage = SubjectStorage(machine, startGraceTimerTask: startGraceTimerTask) {
       storage, generation in
       FlowScheduling.startTask { await storage.iterateUpstream(base, generation: generation) }
     }

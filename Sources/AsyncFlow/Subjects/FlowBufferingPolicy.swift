@@ -64,7 +64,28 @@ public struct FlowBufferingPolicy: Sendable, Equatable, CustomStringConvertible 
     return true
   }
 
-  /// Adds `element` to `buffer` as this policy says.
+  /// Adds `element` to `buffer` as this policy says; what the policy drops goes to `released`, to
+  /// be let go after the caller's lock (a dropped element's `deinit` may call back into the source).
+  @inlinable
+  func append<Element>(
+    _ element: Element, to buffer: inout RingBuffer<Element>, releasing released: inout ReleasedElements<Element>
+  ) {
+    switch storage {
+    case .unbounded:
+      buffer.append(element)
+    case .newest(let limit):
+      guard limit > 0 else { return }  // the caller still holds `element`: it is released after the lock
+      // More than one only for a share whose replay is longer than this limit.
+      while buffer.count >= limit { released.append(buffer.popFirst()!) }
+      buffer.append(element)
+    case .oldest(let limit):
+      if buffer.count < limit { buffer.append(element) }
+    }
+  }
+
+  /// Adds `element` to an `Array` buffer as this policy says. Kept for `bufferFlow`'s
+  /// `BufferStateMachine` (Shaping/), until it moves to a `RingBuffer` and the overload above:
+  /// dropping from the front of an `Array` moves every remaining element.
   @inlinable
   func append<Element>(_ element: Element, to buffer: inout [Element]) {
     switch storage {

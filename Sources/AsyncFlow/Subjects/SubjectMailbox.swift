@@ -51,11 +51,13 @@ final class SubjectMailbox<Element: Sendable, Failure: Error>: FlowSubscriptionT
   func deliverValues(
     to receive: @Sendable @isolated(any) (Element) async -> Void, on isolation: isolated (any Actor)?
   ) async -> Failure?? {
-    var batch: [Element] = []
+    // Each element leaves the batch as it is delivered, and is released here, after `receive`:
+    // never under the lock of the next `take` (its `deinit` may cancel this sink, or send).
+    var batch = RingBuffer<Element>()
     while true {
       switch storage.take(self, swapping: &batch) {
       case .deliver:
-        for element in batch {
+        while let element = batch.popFirst() {
           guard !gate.isCancelled else { return nil }
           await receive(element)
         }
@@ -81,13 +83,15 @@ final class SubjectMailbox<Element: Sendable, Failure: Error>: FlowSubscriptionT
   func assignValues(
     with write: @Sendable (Element, isolated (any Actor)?) -> Bool, on isolation: isolated (any Actor)?
   ) async {
-    var batch: [Element] = []
+    var batch = RingBuffer<Element>()
     while true {
       switch storage.take(self, swapping: &batch) {
       case .deliver:
-        for element in batch where !write(element, isolation) {
-          storage.unsubscribe(self)
-          return
+        while let element = batch.popFirst() {
+          guard write(element, isolation) else {
+            storage.unsubscribe(self)
+            return
+          }
         }
       case .idle, .stop, .complete:
         return

@@ -9,6 +9,11 @@
 /// finds nothing left and marks the mailbox idle. So a value sent while the drain ends either is in
 /// its last batch or starts the next drain: none waits in an idle mailbox.
 ///
+/// No user value is released inside an event: what leaves the state (an element a policy drops, an
+/// evicted replay entry, a leaving subscriber's buffer) is returned in the action, for the storage
+/// to let go after its lock, and a batch handed to an event must be empty (its elements were
+/// released by the caller before locking). An element's `deinit` may call back into the source.
+///
 /// For `shareFlow` the upstream's phase lives in the same `State` as the subscribers, under the
 /// same lock: deciding to stop the upstream and registering a newcomer, or sending an element and
 /// stopping, are each one step, so a subscriber arriving as the last one leaves keeps the upstream
@@ -27,19 +32,36 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     /// The task of the upstream's iteration `generation` is being created.
     case starting(generation: Int)
     case running(generation: Int, task: Task<Void, Never>)
+    /// The last subscriber left a share with a grace period: its upstream runs on until the grace
+    /// timer fires (then `idle`) or a subscriber comes (then `starting` or `running` again). What
+    /// the upstream sends meanwhile reaches the replay only.
+    case lingering(Lingering)
     /// The source ended: every subscriber drains its buffer, then sees the end; a later one ends
     /// at once. A share does not start again.
     case ended(failure: Failure?)
   }
 
+  /// The grace period of a share nobody listens to.
+  @usableFromInline
+  struct Lingering {
+    /// The upstream iteration that runs on.
+    @usableFromInline let generation: Int
+    /// Its task; `nil` while it is being created (the last subscriber left while it started).
+    @usableFromInline var upstream: Task<Void, Never>?
+    /// Tells this grace timer from an older one that fires late.
+    @usableFromInline let timer: Int
+    /// The timer's task, `nil` until the storage, having started it outside the lock, reports it.
+    @usableFromInline var timerTask: Task<Void, Never>?
+  }
+
   @usableFromInline
   struct Subscriber {
     @usableFromInline let id: Int
-    @usableFromInline var buffer: [Element]
+    @usableFromInline var buffer: RingBuffer<Element>
     @usableFromInline var consumer: Continuation?
 
     @inlinable
-    init(id: Int, buffer: [Element], consumer: Continuation?) {
+    init(id: Int, buffer: RingBuffer<Element>, consumer: Continuation?) {
       self.id = id
       self.buffer = buffer
       self.consumer = consumer
@@ -77,11 +99,11 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   @usableFromInline
   struct PushSubscriber {
     @usableFromInline let mailbox: Mailbox
-    @usableFromInline var buffer: [Element]
+    @usableFromInline var buffer: RingBuffer<Element>
     @usableFromInline var phase: MailboxPhase
 
     @inlinable
-    init(mailbox: Mailbox, buffer: [Element], phase: MailboxPhase) {
+    init(mailbox: Mailbox, buffer: RingBuffer<Element>, phase: MailboxPhase) {
       self.mailbox = mailbox
       self.buffer = buffer
       self.phase = phase
@@ -95,11 +117,15 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     @usableFromInline var resume: [Continuation] = []
     /// Mailboxes that were idle and now have something to take: start one drain for each.
     @usableFromInline var startDrains: [StartDrain] = []
+    /// What the buffering policies dropped and the replay evicted: released after the lock.
+    @usableFromInline var released = ReleasedElements<Element>()
+    /// The grace timer of a share whose upstream ended while nobody listened.
+    @usableFromInline var cancelGraceTimer: Task<Void, Never>?
 
     @inlinable init() {}
 
-    /// Nothing to resume, nothing to start.
-    var isEmpty: Bool { resume.isEmpty && startDrains.isEmpty }
+    /// Nothing to resume, nothing to start, nothing to release.
+    var isEmpty: Bool { resume.isEmpty && startDrains.isEmpty && released.isEmpty && cancelGraceTimer == nil }
   }
 
   @usableFromInline var state: State
@@ -107,6 +133,9 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   @usableFromInline let replayLimit: Int
   /// `FlowReplayScope.acrossRestarts`: a stopped share keeps its replay for the next run.
   let keepsReplayWhenStopped: Bool
+  /// `shareFlow(gracePeriod:)` greater than zero: the last subscriber leaving starts a grace timer
+  /// instead of stopping the upstream.
+  let hasGracePeriod: Bool
   /// Subscribers, with `indexByID` for O(1) removal (the last one moves into the gap).
   @usableFromInline var subscribers: [Subscriber] = []
   private var indexByID: [Int: Int] = [:]
@@ -121,8 +150,10 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   private var drainsLeftBeforeStart: Set<Int> = []
   /// Tells the current upstream iteration from one still winding down after it was stopped.
   private var nextGeneration = 0
+  /// Tells the current grace timer from an older one.
+  private var nextGraceTimer = 0
   /// The last `replayLimit` elements, given to each new subscriber first.
-  @usableFromInline var replay: [Element] = []
+  @usableFromInline var replay = RingBuffer<Element>()
   /// Tasks waiting until at least `count` subscribers are registered (`subscribers(count:)`).
   private var watchers = CountWatchers()
 
@@ -131,16 +162,21 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     self.state = .subject
     self.policy = policy
     self.replayLimit = replayLimit
-    self.replay = replay
+    self.replay = RingBuffer(replay)
     self.keepsReplayWhenStopped = true
+    self.hasGracePeriod = false
   }
 
   /// A `shareFlow` machine: its upstream starts at the first demand.
-  init(sharingWith policy: FlowBufferingPolicy, replayLimit: Int, keepsReplayWhenStopped: Bool = false) {
+  init(
+    sharingWith policy: FlowBufferingPolicy, replayLimit: Int, keepsReplayWhenStopped: Bool = false,
+    hasGracePeriod: Bool = false
+  ) {
     self.state = .idle
     self.policy = policy
     self.replayLimit = replayLimit
     self.keepsReplayWhenStopped = keepsReplayWhenStopped
+    self.hasGracePeriod = hasGracePeriod
   }
 
   var subscriberCount: Int { subscribers.count + pushSubscribers.count }
@@ -161,13 +197,27 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   // MARK: Subscriber events
 
   /// Registers a subscriber; after the end it is registered with nothing to receive but the end.
-  /// Returns its id, and the watchers that the new count satisfies, to be resumed.
-  mutating func subscribe() -> (id: Int, resumeWatchers: [Continuation]) {
+  /// Returns its id, the watchers that the new count satisfies, to be resumed, and the grace timer
+  /// to cancel when it comes during a share's grace period (it joins the running upstream).
+  mutating func subscribe() -> (id: Int, resumeWatchers: [Continuation], cancelGraceTimer: Task<Void, Never>?) {
     let id = nextID
     nextID += 1
     indexByID[id] = subscribers.count
-    subscribers.append(Subscriber(id: id, buffer: isEnded ? [] : replay, consumer: nil))
-    return (id, watchersReached())
+    subscribers.append(Subscriber(id: id, buffer: isEnded ? RingBuffer() : replay, consumer: nil))
+    let cancelGraceTimer = rejoin()
+    return (id, watchersReached(), cancelGraceTimer)
+  }
+
+  /// A subscriber came during the grace period: the upstream runs on for it. Returns the timer's
+  /// task to cancel (`nil` while it is being created: it is cancelled when it reports).
+  private mutating func rejoin() -> Task<Void, Never>? {
+    guard case .lingering(let lingering) = state else { return nil }
+    if let upstream = lingering.upstream {
+      state = .running(generation: lingering.generation, task: upstream)
+    } else {
+      state = .starting(generation: lingering.generation)
+    }
+    return lingering.timerTask
   }
 
   @usableFromInline
@@ -179,6 +229,8 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     /// The mailbox has the replay (a `CurrentValueFlow`'s current value) or the end to take: the
     /// drain to start.
     @usableFromInline var startDrain: Int?
+    /// The subscriber came during a share's grace period: the timer to cancel.
+    @usableFromInline var cancelGraceTimer: Task<Void, Never>?
   }
 
   /// Registers a push subscriber with the replay in its mailbox; after the end, with nothing to
@@ -188,11 +240,12 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     guard pushIndexByMailbox[key] == nil else {
       preconditionFailure("Internal inconsistency: state \(state), event subscribe(mailbox) twice")
     }
-    let buffer = isEnded ? [] : replay
+    let buffer = isEnded ? RingBuffer() : replay
     let index = pushSubscribers.count
     pushIndexByMailbox[key] = index
     pushSubscribers.append(PushSubscriber(mailbox: mailbox, buffer: buffer, phase: .idle))
     let startDrain = !buffer.isEmpty || isEnded ? beginDrain(at: index).id : nil
+    let cancelGraceTimer = rejoin()
     var startUpstream: Int?
     if case .idle = state {
       let generation = nextGeneration
@@ -200,7 +253,9 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
       state = .starting(generation: generation)
       startUpstream = generation
     }
-    return PushSubscribeAction(resumeWatchers: watchersReached(), startUpstream: startUpstream, startDrain: startDrain)
+    return PushSubscribeAction(
+      resumeWatchers: watchersReached(), startUpstream: startUpstream, startDrain: startDrain,
+      cancelGraceTimer: cancelGraceTimer)
   }
 
   private mutating func watchersReached() -> [Continuation] {
@@ -237,6 +292,15 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     var cancelUpstream: Task<Void, Never>?
     /// The task of the leaving push subscriber's drain, if one runs.
     var cancelDrain: Task<Void, Never>?
+    /// The leaving subscriber's undelivered elements: released after the lock.
+    var releasedBuffer = RingBuffer<Element>()
+    /// The replay a stopped share emptied: released after the lock.
+    var releasedReplay = RingBuffer<Element>()
+    /// The leaving push subscriber's mailbox, which holds its closures: released after the lock.
+    var releasedMailbox: Mailbox?
+    /// The last subscriber left a share with a grace period: the grace timer to start, then report
+    /// with `graceTimerStarted`.
+    var startGraceTimer: Int?
   }
 
   /// Removes a subscriber and frees its buffer. When it was the last, a share stops its upstream
@@ -251,8 +315,8 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
       indexByID[subscribers[index].id] = index
     }
     subscribers.removeLast()
-    var action = UnsubscribeAction(resumeConsumer: removed.consumer)
-    action.cancelUpstream = stopIfNobodyListens()
+    var action = UnsubscribeAction(resumeConsumer: removed.consumer, releasedBuffer: removed.buffer)
+    stopIfNobodyListens(&action)
     return action
   }
 
@@ -261,7 +325,8 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   /// its next take. As for an iterator, the last one to leave stops a share's upstream.
   mutating func unsubscribe(_ mailbox: Mailbox) -> UnsubscribeAction {
     guard let removed = removePush(mailbox) else { return UnsubscribeAction() }
-    var action = UnsubscribeAction(cancelUpstream: stopIfNobodyListens())
+    var action = UnsubscribeAction(releasedBuffer: removed.buffer, releasedMailbox: removed.mailbox)
+    stopIfNobodyListens(&action)
     if case .draining(let id, let task) = removed.phase {
       if let task { action.cancelDrain = task } else { drainsLeftBeforeStart.insert(id) }
     }
@@ -299,11 +364,13 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     case complete(Failure?)
   }
 
-  /// The drain of `mailbox` has delivered `batch`; refills it with what is buffered, or decides,
-  /// in this one step, that the drain ends.
+  /// The drain of `mailbox` has delivered `batch`, which is empty; refills it with what is
+  /// buffered, or decides, in this one step, that the drain ends.
   @inlinable
-  mutating func take(_ mailbox: Mailbox, swapping batch: inout [Element]) -> DrainAction {
-    batch.removeAll(keepingCapacity: true)
+  mutating func take(_ mailbox: Mailbox, swapping batch: inout RingBuffer<Element>) -> DrainAction {
+    guard batch.isEmpty else {
+      preconditionFailure("Internal inconsistency: state \(state), event take with a batch not released")
+    }
     guard let index = pushIndexByMailbox[ObjectIdentifier(mailbox)] else { return .stop }
     guard case .draining = pushSubscribers[index].phase else {
       preconditionFailure("Internal inconsistency: state \(state), mailbox idle, event take")
@@ -311,13 +378,14 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     if !pushSubscribers[index].buffer.isEmpty {
       if policy.isBounded, pushSubscribers[index].buffer.count > 1 {
         // One at a time, as for an iterator: what has not been delivered stays inside the bound.
-        batch.append(pushSubscribers[index].buffer.removeFirst())
+        batch.append(pushSubscribers[index].buffer.popFirst()!)
       } else {
         swap(&batch, &pushSubscribers[index].buffer)
       }
       return .deliver
     }
     if case .ended(let failure) = state {
+      // Nothing is released: the buffer is empty and the drain holds the mailbox.
       _ = removePush(mailbox)
       return .complete(failure)
     }
@@ -338,22 +406,66 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
 
   /// When the last subscriber of either kind left, a share stops its upstream in the same step: a
   /// newcomer either came before (and the upstream stays) or comes after (and starts it again).
-  private mutating func stopIfNobodyListens() -> Task<Void, Never>? {
-    guard subscriberCount == 0 else { return nil }
-    var cancelUpstream: Task<Void, Never>?
+  /// With a grace period it lingers instead, and the grace timer to start goes in `action`. The
+  /// task to cancel and the replay emptied go in `action` too, to be released after the lock.
+  private mutating func stopIfNobodyListens(_ action: inout UnsubscribeAction) {
+    guard subscriberCount == 0 else { return }
     switch state {
-    case .subject, .idle, .ended:
-      break
+    case .subject, .idle, .ended, .lingering:
+      return
+    case .starting(let generation) where hasGracePeriod:
+      action.startGraceTimer = linger(generation: generation, upstream: nil)
+      return
+    case .running(let generation, let task) where hasGracePeriod:
+      action.startGraceTimer = linger(generation: generation, upstream: task)
+      return
     case .starting:
       // The task being created finds a newer state when it reports, and is cancelled then.
       state = .idle
     case .running(_, let task):
       state = .idle
-      cancelUpstream = task
+      action.cancelUpstream = task
     }
     // Emptied here, not at the restart: a subscriber registering in between gets the replay.
-    if case .idle = state, !keepsReplayWhenStopped { replay.removeAll() }
-    return cancelUpstream
+    if !keepsReplayWhenStopped { swap(&action.releasedReplay, &replay) }
+  }
+
+  private mutating func linger(generation: Int, upstream: Task<Void, Never>?) -> Int {
+    let timer = nextGraceTimer
+    nextGraceTimer += 1
+    state = .lingering(Lingering(generation: generation, upstream: upstream, timer: timer, timerTask: nil))
+    return timer
+  }
+
+  // MARK: Grace timer events (shareFlow(gracePeriod:))
+
+  /// The task of grace timer `timer` exists; returns it if it must be cancelled at once (the grace
+  /// period already ended: a subscriber came, or the upstream ended).
+  mutating func graceTimerStarted(_ task: Task<Void, Never>, timer: Int) -> Task<Void, Never>? {
+    guard case .lingering(var lingering) = state, lingering.timer == timer else { return task }
+    guard lingering.timerTask == nil else {
+      preconditionFailure("Internal inconsistency: state \(state), event graceTimerStarted(\(timer)) twice")
+    }
+    lingering.timerTask = task
+    state = .lingering(lingering)
+    return nil
+  }
+
+  struct GraceExpiredAction {
+    /// The upstream's task (`nil` while it is being created: cancelled when it reports).
+    var cancelUpstream: Task<Void, Never>?
+    /// The replay a stopped share emptied: released after the lock.
+    var releasedReplay = RingBuffer<Element>()
+  }
+
+  /// Grace timer `timer` fired: nobody came, so the upstream stops, as when the last subscriber of a
+  /// share without grace period leaves. A timer of an ended grace period does nothing.
+  mutating func graceExpired(timer: Int) -> GraceExpiredAction {
+    guard case .lingering(let lingering) = state, lingering.timer == timer else { return GraceExpiredAction() }
+    state = .idle
+    var action = GraceExpiredAction(cancelUpstream: lingering.upstream)
+    if !keepsReplayWhenStopped { swap(&action.releasedReplay, &replay) }
+    return action
   }
 
   @usableFromInline
@@ -365,9 +477,11 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     case end(Failure?)
   }
 
-  /// The subscriber has used up `batch`; refills it with everything buffered for it.
-  mutating func next(_ id: Int, swapping batch: inout [Element]) -> NextAction {
-    batch.removeAll(keepingCapacity: true)
+  /// The subscriber has used up `batch`, which is empty; refills it with everything buffered for it.
+  mutating func next(_ id: Int, swapping batch: inout RingBuffer<Element>) -> NextAction {
+    guard batch.isEmpty else {
+      preconditionFailure("Internal inconsistency: state \(state), event next with a batch not released")
+    }
     guard let index = indexByID[id] else { return .end(nil) }
     if case .idle = state {
       let generation = nextGeneration
@@ -381,13 +495,14 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
         // policy counts it. A whole batch would sit outside the bound, and the subscriber would
         // receive up to 2n - 1 elements, older ones among them, after falling behind. (A batch of
         // one is received at once: swapping it costs less, as for `CurrentValueFlow`.)
-        batch.append(subscribers[index].buffer.removeFirst())
+        batch.append(subscribers[index].buffer.popFirst()!)
       } else {
         swap(&batch, &subscribers[index].buffer)
       }
       return .deliver
     }
     if case .ended(let failure) = state {
+      // Nothing is released: the buffer is empty, and an ended share keeps its replay.
       _ = unsubscribe(id)
       return .end(failure)
     }
@@ -412,7 +527,7 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
       return deliver(element)
     case .ended:
       return SendAction()
-    case .idle, .starting, .running:
+    case .idle, .starting, .running, .lingering:
       preconditionFailure("Internal inconsistency: state \(state), event send")
     }
   }
@@ -424,7 +539,7 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
       return end(with: failure)
     case .ended:
       return SendAction()
-    case .idle, .starting, .running:
+    case .idle, .starting, .running, .lingering:
       preconditionFailure("Internal inconsistency: state \(state), event end")
     }
   }
@@ -438,9 +553,16 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     case .starting(generation):
       state = .running(generation: generation, task: task)
       return nil
+    case .lingering(var lingering) where lingering.generation == generation:
+      guard lingering.upstream == nil else {
+        preconditionFailure("Internal inconsistency: state \(state), event upstreamStarted(\(generation))")
+      }
+      lingering.upstream = task
+      state = .lingering(lingering)
+      return nil
     case .running(generation, _):
       preconditionFailure("Internal inconsistency: state \(state), event upstreamStarted(\(generation))")
-    case .idle, .starting, .running, .ended:
+    case .idle, .starting, .running, .lingering, .ended:
       return task
     case .subject:
       preconditionFailure("Internal inconsistency: state subject, event upstreamStarted")
@@ -453,7 +575,9 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     switch state {
     case .starting(generation), .running(generation, _):
       return deliver(element)
-    case .idle, .starting, .running, .ended:
+    case .lingering(let lingering) where lingering.generation == generation:
+      return deliver(element)  // to the replay: nobody is subscribed
+    case .idle, .starting, .running, .lingering, .ended:
       return nil
     case .subject:
       preconditionFailure("Internal inconsistency: state subject, event upstreamElement")
@@ -465,7 +589,13 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     switch state {
     case .starting(generation), .running(generation, _):
       return end(with: failure)
-    case .idle, .starting, .running, .ended:
+    case .lingering(let lingering) where lingering.generation == generation:
+      // The grace period ends with the upstream: a later subscriber ends at once. The timer's task
+      // is cancelled here, or, still being created, when it reports.
+      var action = end(with: failure)
+      action.cancelGraceTimer = lingering.timerTask
+      return action
+    case .idle, .starting, .running, .lingering, .ended:
       return SendAction()
     case .subject:
       preconditionFailure("Internal inconsistency: state subject, event upstreamEnded")
@@ -476,13 +606,13 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
 
   @inlinable
   mutating func deliver(_ element: Element) -> SendAction {
+    var action = SendAction()
     if replayLimit > 0 {
-      if replay.count >= replayLimit { replay.removeFirst(replay.count - replayLimit + 1) }
+      while replay.count >= replayLimit { action.released.append(replay.popFirst()!) }
       replay.append(element)
     }
-    var action = SendAction()
     for index in subscribers.indices {
-      policy.append(element, to: &subscribers[index].buffer)
+      policy.append(element, to: &subscribers[index].buffer, releasing: &action.released)
       if let consumer = subscribers[index].consumer.take() { action.resume.append(consumer) }
     }
     if !pushSubscribers.isEmpty { deliverToMailboxes(element, &action) }
@@ -492,7 +622,7 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   @inlinable
   mutating func deliverToMailboxes(_ element: Element, _ action: inout SendAction) {
     for index in pushSubscribers.indices {
-      policy.append(element, to: &pushSubscribers[index].buffer)
+      policy.append(element, to: &pushSubscribers[index].buffer, releasing: &action.released)
       // `bufferingNewest(0)` keeps nothing: then there is nothing to drain either.
       if case .idle = pushSubscribers[index].phase, !pushSubscribers[index].buffer.isEmpty {
         action.startDrains.append(beginDrain(at: index))

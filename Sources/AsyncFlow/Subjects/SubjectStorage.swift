@@ -1,18 +1,23 @@
 /// Owns the lock around a ``SubjectStateMachine`` and carries out its actions after the lock is
-/// released: continuations are resumed, and the share's upstream task started and cancelled,
-/// outside it.
+/// released: continuations are resumed, the share's upstream task started and cancelled, and the
+/// elements that leave the state (dropped, evicted, or a leaving subscriber's) released, outside it.
 @usableFromInline
 final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
   @usableFromInline let state: LockedState<SubjectStateMachine<Element, Failure>>
   /// For `shareFlow`: starts the upstream's iteration `generation`, feeding this storage.
   let startUpstreamTask: (@Sendable (SubjectStorage, _ generation: Int) -> Task<Void, Never>)?
+  /// For `shareFlow(gracePeriod:)`: starts the task of grace timer `timer`, which sleeps for the
+  /// grace period, then reports ``graceExpired(timer:)``; cancelled, it ends at once.
+  let startGraceTimerTask: (@Sendable (SubjectStorage, _ timer: Int) -> Task<Void, Never>)?
 
   init(
     _ machine: SubjectStateMachine<Element, Failure>,
+    startGraceTimerTask: (@Sendable (SubjectStorage, _ timer: Int) -> Task<Void, Never>)? = nil,
     startUpstreamTask: (@Sendable (SubjectStorage, _ generation: Int) -> Task<Void, Never>)? = nil
   ) {
     self.state = LockedState(machine)
     self.startUpstreamTask = startUpstreamTask
+    self.startGraceTimerTask = startGraceTimerTask
   }
 
   var subscriberCount: Int { state.withLock { $0.subscriberCount } }
@@ -40,10 +45,12 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
     perform(state.withLock { $0.end(failure: failure) })
   }
 
+  /// Carries out `action` after the lock; its released elements go with it, here.
   @inlinable
   func perform(_ action: SubjectStateMachine<Element, Failure>.SendAction) {
     for consumer in action.resume { consumer.resume() }
     for drain in action.startDrains { startDrain(drain.mailbox, id: drain.id) }
+    action.cancelGraceTimer?.cancel()
   }
 
   // MARK: Push subscribers (sink, assignFlow)
@@ -53,6 +60,7 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
   @usableFromInline
   func subscribe(_ mailbox: SubjectMailbox<Element, Failure>) {
     let action = state.withLock { $0.subscribe(mailbox) }
+    action.cancelGraceTimer?.cancel()
     for watcher in action.resumeWatchers { watcher.resume() }
     if let generation = action.startUpstream { startUpstream(generation: generation) }
     if let id = action.startDrain { startDrain(mailbox, id: id) }
@@ -63,6 +71,7 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
     let action = state.withLock { $0.unsubscribe(mailbox) }
     action.cancelUpstream?.cancel()
     action.cancelDrain?.cancel()
+    if let timer = action.startGraceTimer { startGraceTimer(timer) }
   }
 
   /// The one drain job of a mailbox that has something to take: it ends when the machine finds
@@ -74,9 +83,10 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
     state.withLock { $0.drainStarted(mailbox, id: id, task: task) }?.cancel()
   }
 
+  /// `batch` must be empty: the drain has taken (and so released) each element it delivered.
   @inlinable
   func take(
-    _ mailbox: SubjectMailbox<Element, Failure>, swapping batch: inout [Element]
+    _ mailbox: SubjectMailbox<Element, Failure>, swapping batch: inout RingBuffer<Element>
   ) -> SubjectStateMachine<Element, Failure>.DrainAction {
     state.withLock { $0.take(mailbox, swapping: &batch) }
   }
@@ -85,7 +95,7 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
   // whose frame a parked subscriber holds, small and specialized.
 
   @usableFromInline
-  func take(_ id: Int, swapping batch: inout [Element]) -> SubjectStateMachine<Element, Failure>.NextAction {
+  func take(_ id: Int, swapping batch: inout RingBuffer<Element>) -> SubjectStateMachine<Element, Failure>.NextAction {
     state.withLock { $0.next(id, swapping: &batch) }
   }
 
@@ -94,10 +104,29 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
     state.withLock { $0.suspend(id, continuation) }?.resume()
   }
 
+  /// The leaving subscriber's buffer, and the replay of a share it stopped, are released when
+  /// `action` goes, after the lock.
   @usableFromInline
   func unsubscribe(_ id: Int) {
     let action = state.withLock { $0.unsubscribe(id) }
     action.resumeConsumer?.resume()
+    action.cancelUpstream?.cancel()
+    if let timer = action.startGraceTimer { startGraceTimer(timer) }
+  }
+
+  // MARK: shareFlow's grace period
+
+  func startGraceTimer(_ timer: Int) {
+    guard let startGraceTimerTask else {
+      preconditionFailure("Internal inconsistency: a share without grace period was asked to start a grace timer")
+    }
+    let task = startGraceTimerTask(self, timer)
+    state.withLock { $0.graceTimerStarted(task, timer: timer) }?.cancel()
+  }
+
+  /// The grace period of timer `timer` is over: stops the upstream unless a subscriber came.
+  func graceExpired(timer: Int) {
+    let action = state.withLock { $0.graceExpired(timer: timer) }
     action.cancelUpstream?.cancel()
   }
 
@@ -131,18 +160,22 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
 
 /// One subscriber's end of a hot source: it is registered when made, serves its batch without
 /// locking, and unsubscribes when released.
+///
+/// Each element is moved out of the batch as it is returned, so a refill hands the machine an
+/// empty batch and releases nothing under the lock (the consumer lets go of the element, wherever
+/// its `deinit` may call).
 @usableFromInline
 final class SubjectSubscriber<Element: Sendable, Failure: Error> {
   @usableFromInline let storage: SubjectStorage<Element, Failure>
   @usableFromInline let id: Int
-  @usableFromInline var batch: [Element] = []
-  @usableFromInline var position = 0
+  @usableFromInline var batch = RingBuffer<Element>()
   @usableFromInline var isSubscribed = true
 
   init(_ storage: SubjectStorage<Element, Failure>) {
     self.storage = storage
-    let (id, watchers) = storage.state.withLock { $0.subscribe() }
+    let (id, watchers, graceTimer) = storage.state.withLock { $0.subscribe() }
     self.id = id
+    graceTimer?.cancel()
     for watcher in watchers { watcher.resume() }
   }
 
@@ -153,9 +186,8 @@ final class SubjectSubscriber<Element: Sendable, Failure: Error> {
   /// Serves the current batch inline in the consumer (specialized there); refills out of line.
   @inlinable
   func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-    if position < batch.count, isSubscribed, !Task.isCancelled {
-      defer { position += 1 }
-      return batch[position]
+    if !batch.isEmpty, isSubscribed, !Task.isCancelled {
+      return batch.popFirst()
     }
     return try await refill(isolation: actor)
   }
@@ -169,8 +201,7 @@ final class SubjectSubscriber<Element: Sendable, Failure: Error> {
       let id = self.id
       switch storage.take(id, swapping: &batch) {
       case .deliver:
-        position = 1
-        return batch[0]
+        return batch.popFirst()
       case .startUpstream(let generation):
         storage.startUpstream(generation: generation)
       case .suspend:
@@ -193,7 +224,7 @@ final class SubjectSubscriber<Element: Sendable, Failure: Error> {
   @usableFromInline
   func leave() -> Element? {
     isSubscribed = false
-    batch = []
+    batch = RingBuffer()  // outside the lock
     storage.unsubscribe(id)
     return nil
   }

@@ -1,0 +1,261 @@
+import Testing
+
+@testable import AsyncFlow
+
+/// Tasks to hand to the machine: it only stores and returns them.
+private let upstreamTask = Task<Void, Never> {}
+private let timerTask = Task<Void, Never> {}
+
+private func same(_ lhs: Task<Void, Never>?, _ rhs: Task<Void, Never>) -> Bool { lhs == rhs }
+
+/// The grace-period cells of ``SubjectStateMachine``'s grid: the new state `lingering` (upstream
+/// task known or still being created, timer task known or not) against every event that reaches
+/// it, and the events that lead into it from `starting` and `running`.
+@Suite("SubjectStateMachine: shareFlow's grace period", .timeLimit(.minutes(1)))
+struct ShareGracePeriodStateMachineTests {
+  typealias Machine = SubjectStateMachine<Int, TestError>
+
+  /// A share with a grace period whose subscriber asked: the upstream is starting, or (`started`)
+  /// running.
+  private static func subscribed(started: Bool, replayLimit: Int = 1) -> (Machine, subscriber: Int, generation: Int) {
+    var machine = Machine(sharingWith: .unbounded, replayLimit: replayLimit, hasGracePeriod: true)
+    let id = machine.subscribe().id
+    var batch: [Int] = []
+    guard case .startUpstream(let generation) = machine.next(id, swapping: &batch) else {
+      preconditionFailure("expected startUpstream")
+    }
+    if started { precondition(machine.upstreamStarted(upstreamTask, generation: generation) == nil) }
+    return (machine, id, generation)
+  }
+
+  /// The last subscriber left: the machine lingers, with its timer's task reported or not.
+  private static func lingering(
+    started: Bool = true, timerReported: Bool = true
+  ) -> (Machine, generation: Int, timer: Int) {
+    var (machine, id, generation) = subscribed(started: started)
+    _ = machine.upstreamElement(1, generation: generation)
+    let action = machine.unsubscribe(id)
+    guard let timer = action.startGraceTimer else { preconditionFailure("expected startGraceTimer") }
+    if timerReported { precondition(machine.graceTimerStarted(timerTask, timer: timer) == nil) }
+    return (machine, generation, timer)
+  }
+
+  private static func isLingering(_ machine: Machine) -> Bool {
+    if case .lingering = machine.state { return true }
+    return false
+  }
+
+  // MARK: Into lingering
+
+  @Test func testLastUnsubscribe_whenRunning_lingersWithoutCancellingTheUpstream() {
+    var (machine, id, _) = Self.subscribed(started: true)
+    let action = machine.unsubscribe(id)
+    #expect(action.cancelUpstream == nil)
+    #expect(action.startGraceTimer != nil)
+    guard case .lingering(let lingering) = machine.state else {
+      Issue.record("expected lingering, got \(machine.state)")
+      return
+    }
+    #expect(same(lingering.upstream, upstreamTask))
+    #expect(lingering.timerTask == nil)
+  }
+
+  @Test func testLastUnsubscribe_whenStarting_lingersWithTheTaskStillComing() {
+    var (machine, id, generation) = Self.subscribed(started: false)
+    #expect(machine.unsubscribe(id).startGraceTimer != nil)
+    // The task reports: it is kept, not cancelled.
+    #expect(machine.upstreamStarted(upstreamTask, generation: generation) == nil)
+    guard case .lingering(let lingering) = machine.state else {
+      Issue.record("expected lingering, got \(machine.state)")
+      return
+    }
+    #expect(same(lingering.upstream, upstreamTask))
+  }
+
+  @Test func testLastPushUnsubscribe_whenRunning_lingers() {
+    var machine = Machine(sharingWith: .unbounded, replayLimit: 0, hasGracePeriod: true)
+    let mailbox = SubjectStateMachineTests.mailbox()
+    guard let generation = machine.subscribe(mailbox).startUpstream else {
+      Issue.record("expected startUpstream")
+      return
+    }
+    #expect(machine.upstreamStarted(upstreamTask, generation: generation) == nil)
+    let action = machine.unsubscribe(mailbox)
+    #expect(action.cancelUpstream == nil)
+    #expect(action.startGraceTimer != nil)
+    #expect(Self.isLingering(machine))
+  }
+
+  @Test func testUnsubscribe_whenOthersRemain_doesNotLinger() {
+    var (machine, id, _) = Self.subscribed(started: true)
+    _ = machine.subscribe()
+    #expect(machine.unsubscribe(id).startGraceTimer == nil)
+    guard case .running = machine.state else {
+      Issue.record("expected running, got \(machine.state)")
+      return
+    }
+  }
+
+  @Test func testLastUnsubscribe_withoutGracePeriod_stopsAtOnce() {
+    var machine = Machine(sharingWith: .unbounded, replayLimit: 1)
+    let id = machine.subscribe().id
+    var batch: [Int] = []
+    guard case .startUpstream(let generation) = machine.next(id, swapping: &batch) else { return }
+    #expect(machine.upstreamStarted(upstreamTask, generation: generation) == nil)
+    _ = machine.upstreamElement(1, generation: generation)
+    let action = machine.unsubscribe(id)
+    #expect(action.startGraceTimer == nil)
+    #expect(same(action.cancelUpstream, upstreamTask))
+    #expect(Array(action.releasedReplay) == [1])
+    guard case .idle = machine.state else {
+      Issue.record("expected idle, got \(machine.state)")
+      return
+    }
+  }
+
+  // MARK: Events while lingering
+
+  @Test func testGraceTimerStarted_whenLingering_keepsTheTask() {
+    let (machine, _, _) = Self.lingering(timerReported: true)
+    guard case .lingering(let lingering) = machine.state else { return }
+    #expect(same(lingering.timerTask, timerTask))
+  }
+
+  @Test func testSubscribe_whenLingering_joinsTheRunningUpstreamWithTheReplay() {
+    var (machine, generation, _) = Self.lingering()
+    let (id, _, cancelTimer) = machine.subscribe()
+    #expect(same(cancelTimer, timerTask))
+    guard case .running(generation, let task) = machine.state else {
+      Issue.record("expected running(\(generation)), got \(machine.state)")
+      return
+    }
+    #expect(same(task, upstreamTask))
+    var batch: [Int] = []
+    guard case .deliver = machine.next(id, swapping: &batch) else {
+      Issue.record("expected the replay")
+      return
+    }
+    #expect(batch == [1])
+  }
+
+  @Test func testSubscribe_whenLingeringWhileStarting_goesBackToStarting() {
+    var (machine, generation, _) = Self.lingering(started: false)
+    _ = machine.subscribe()
+    guard case .starting(generation) = machine.state else {
+      Issue.record("expected starting(\(generation)), got \(machine.state)")
+      return
+    }
+  }
+
+  @Test func testSubscribe_whenLingeringBeforeTheTimerReported_cancelsTheTimerWhenItReports() {
+    var (machine, _, timer) = Self.lingering(timerReported: false)
+    #expect(machine.subscribe().cancelGraceTimer == nil)
+    #expect(same(machine.graceTimerStarted(timerTask, timer: timer), timerTask))
+  }
+
+  @Test func testPushSubscribe_whenLingering_joinsWithoutStartingAnotherUpstream() {
+    var (machine, _, _) = Self.lingering()
+    let action = machine.subscribe(SubjectStateMachineTests.mailbox())
+    #expect(action.startUpstream == nil)
+    #expect(same(action.cancelGraceTimer, timerTask))
+    #expect(action.startDrain != nil)  // the replay
+    guard case .running = machine.state else {
+      Issue.record("expected running, got \(machine.state)")
+      return
+    }
+  }
+
+  @Test func testUpstreamElement_whenLingering_reachesTheReplayOnly() {
+    var (machine, generation, _) = Self.lingering()
+    let action = machine.upstreamElement(2, generation: generation)
+    #expect(action?.resume.isEmpty == true)
+    #expect(action?.startDrains.isEmpty == true)
+    #expect(action?.released.count == 1)  // 1 left the replay of one
+    #expect(Array(machine.replay) == [2])
+  }
+
+  @Test func testGraceExpired_whenLingering_stopsTheUpstreamAndEmptiesTheReplay() {
+    var (machine, _, timer) = Self.lingering()
+    let action = machine.graceExpired(timer: timer)
+    #expect(same(action.cancelUpstream, upstreamTask))
+    #expect(Array(action.releasedReplay) == [1])
+    guard case .idle = machine.state else {
+      Issue.record("expected idle, got \(machine.state)")
+      return
+    }
+    // A subscriber after it starts a new run.
+    let id = machine.subscribe().id
+    var batch: [Int] = []
+    guard case .startUpstream = machine.next(id, swapping: &batch) else {
+      Issue.record("expected startUpstream")
+      return
+    }
+  }
+
+  @Test func testGraceExpired_acrossRestarts_keepsTheReplay() {
+    var machine = Machine(sharingWith: .unbounded, replayLimit: 1, keepsReplayWhenStopped: true, hasGracePeriod: true)
+    let id = machine.subscribe().id
+    var batch: [Int] = []
+    guard case .startUpstream(let generation) = machine.next(id, swapping: &batch) else { return }
+    _ = machine.upstreamElement(1, generation: generation)
+    guard let timer = machine.unsubscribe(id).startGraceTimer else { return }
+    #expect(machine.graceExpired(timer: timer).releasedReplay.isEmpty)
+    #expect(Array(machine.replay) == [1])
+  }
+
+  @Test func testGraceExpired_whenLingeringWhileStarting_cancelsTheTaskWhenItReports() {
+    var (machine, generation, timer) = Self.lingering(started: false)
+    #expect(machine.graceExpired(timer: timer).cancelUpstream == nil)
+    #expect(same(machine.upstreamStarted(upstreamTask, generation: generation), upstreamTask))
+  }
+
+  @Test func testGraceExpired_ofAnOlderTimer_doesNothing() {
+    var (machine, _, timer) = Self.lingering()
+    // A subscriber comes and leaves again: a new timer.
+    let id = machine.subscribe().id
+    guard let newer = machine.unsubscribe(id).startGraceTimer else { return }
+    #expect(newer != timer)
+    let action = machine.graceExpired(timer: timer)
+    #expect(action.cancelUpstream == nil)
+    #expect(Self.isLingering(machine))
+  }
+
+  @Test func testUpstreamEnded_whenLingering_endsAndCancelsTheTimer() {
+    var (machine, generation, timer) = Self.lingering()
+    let action = machine.upstreamEnded(failure: TestError(id: 7), generation: generation)
+    #expect(same(action.cancelGraceTimer, timerTask))
+    guard case .ended(let failure) = machine.state else {
+      Issue.record("expected ended, got \(machine.state)")
+      return
+    }
+    #expect(failure == TestError(id: 7))
+    #expect(machine.graceExpired(timer: timer).cancelUpstream == nil)  // too late: nothing to stop
+    // A later subscriber ends at once.
+    let id = machine.subscribe().id
+    var batch: [Int] = []
+    guard case .end(let end) = machine.next(id, swapping: &batch) else {
+      Issue.record("expected end")
+      return
+    }
+    #expect(end == TestError(id: 7))
+  }
+
+  @Test func testUpstreamEnded_whenLingeringBeforeTheTimerReported_cancelsTheTimerWhenItReports() {
+    var (machine, generation, timer) = Self.lingering(timerReported: false)
+    #expect(machine.upstreamEnded(failure: nil, generation: generation).cancelGraceTimer == nil)
+    #expect(same(machine.graceTimerStarted(timerTask, timer: timer), timerTask))
+  }
+
+  @Test func testUpstreamEvents_ofAnOlderGeneration_whenLingering_doNothing() {
+    var (machine, generation, _) = Self.lingering()
+    #expect(machine.upstreamElement(9, generation: generation + 1) == nil)
+    #expect(machine.upstreamEnded(failure: nil, generation: generation + 1).isEmpty)
+    #expect(same(machine.upstreamStarted(timerTask, generation: generation + 1), timerTask))
+    #expect(Self.isLingering(machine))
+  }
+
+  @Test func testGraceTimerStarted_whenIdle_cancelsIt() {
+    var machine = Machine(sharingWith: .unbounded, replayLimit: 0, hasGracePeriod: true)
+    #expect(same(machine.graceTimerStarted(timerTask, timer: 0), timerTask))
+  }
+}
