@@ -82,21 +82,4 @@ public struct FlowBufferingPolicy: Sendable, Equatable, CustomStringConvertible 
       if buffer.count < limit { buffer.append(element) }
     }
   }
-
-  /// Adds `element` to an `Array` buffer as this policy says. Kept for `bufferFlow`'s
-  /// `BufferStateMachine` (Shaping/), until it moves to a `RingBuffer` and the overload above:
-  /// dropping from the front of an `Array` moves every remaining element.
-  @inlinable
-  func append<Element>(_ element: Element, to buffer: inout [Element]) {
-    switch storage {
-    case .unbounded:
-      buffer.append(element)
-    case .newest(let limit):
-      guard limit > 0 else { return }
-      if buffer.count >= limit { buffer.removeFirst(buffer.count - limit + 1) }
-      buffer.append(element)
-    case .oldest(let limit):
-      if buffer.count < limit { buffer.append(element) }
-    }
-  }
 }
