@@ -53,20 +53,17 @@ struct ScalingPlan {
   var idleSubscribers: [Int]
   /// Backlog sizes of the queue curves (`Q.*`): elements waiting in one operator's queue at once.
   var backlogs: [Int]
-  /// Backlog sizes of the hot-source queue curves (`Q.passthroughSink`, `Q.shareReplay`), which
-  /// stop at 10⁵ while those queues still shift an `Array` per element (10⁶ would take hours).
-  var hotBacklogs: [Int]
   var repetitions: Int
 
   static let full = ScalingPlan(
     subscribers: [1, 4, 16, 64, 256], w2Deliveries: 2_048_000, inputs: [2, 8, 64, 512], w4Elements: 1_024_000,
     innerSizes: [1, 3, 30], w3Offered: 300_000, idleSubscribers: [1_000, 10_000, 100_000, 1_000_000],
-    backlogs: [1_000, 10_000, 100_000, 1_000_000], hotBacklogs: [1_000, 10_000, 100_000], repetitions: 5)
+    backlogs: [1_000, 10_000, 100_000, 1_000_000], repetitions: 5)
 
   static let quick = ScalingPlan(
     subscribers: [1, 4, 16, 64, 256], w2Deliveries: 204_800, inputs: [2, 8, 64, 512], w4Elements: 102_400,
     innerSizes: [1, 3, 30], w3Offered: 30_000, idleSubscribers: [1_000, 10_000, 100_000],
-    backlogs: [1_000, 10_000, 100_000], hotBacklogs: [1_000, 10_000], repetitions: 3)
+    backlogs: [1_000, 10_000, 100_000], repetitions: 3)
 }
 
 // MARK: The workloads
@@ -403,7 +400,7 @@ func runScaling(
       "`PassthroughFlow(bufferingPolicy: .bufferingNewest(N))` into one `sink` held on its first value while N more "
       + "are sent, then drained")
   if options.includes(passthroughSink.key) {
-    for backlog in plan.hotBacklogs {
+    for backlog in plan.backlogs {
       await timed(&passthroughSink, size: backlog, units: backlog) { await queuePassthroughSink($0) }
     }
     curves.append(passthroughSink)
@@ -413,7 +410,7 @@ func runScaling(
     key: "Q.shareReplay", sizeName: "replay", unit: "ns/element",
     description: "`shareFlow(replay: N)` over 2 × N elements, one subscriber: the second N each displace the oldest")
   if options.includes(shareReplay.key) {
-    for backlog in plan.hotBacklogs {
+    for backlog in plan.backlogs {
       await timed(&shareReplay, size: backlog, units: backlog) { await queueShareReplay($0) }
     }
     curves.append(shareReplay)
