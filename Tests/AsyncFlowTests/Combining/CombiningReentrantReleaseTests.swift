@@ -11,7 +11,7 @@ import Testing
 #endif
 
 /// An element whose `deinit` runs a closure: a token that cleans up, a subscription that cancels.
-private final class Token: Sendable {
+private final class CallbackToken: Sendable {
   let onDeinit: @Sendable () -> Void
   init(_ onDeinit: @escaping @Sendable () -> Void = {}) { self.onDeinit = onDeinit }
   deinit { onDeinit() }
@@ -37,8 +37,8 @@ struct CombiningReentrantReleaseTests {
     await #expect(processExitsWith: .success) {
       alarm(10)
       let clock = TestClock()
-      let a = CombiningScript<Token, Never>()
-      let b = CombiningScript<Token, Never>()
+      let a = CombiningScript<CallbackToken, Never>()
+      let b = CombiningScript<CallbackToken, Never>()
       let consumer = TaskBox()
       let task = clock.task {
         var iterator = Flow.combineLatest(a, b).makeAsyncIterator()
@@ -47,10 +47,10 @@ struct CombiningReentrantReleaseTests {
       }
       consumer.set(task)
       await clock.runCurrent()
-      a.send(Token { consumer.cancel() })
-      b.send(Token())
+      a.send(CallbackToken { consumer.cancel() })
+      b.send(CallbackToken())
       await clock.runCurrent()
-      a.send(Token())
+      a.send(CallbackToken())
       await clock.runCurrent()
       await task.value
     }
@@ -62,8 +62,8 @@ struct CombiningReentrantReleaseTests {
     await #expect(processExitsWith: .success) {
       alarm(10)
       let clock = TestClock()
-      let base = CombiningScript<Token, Never>()
-      let other = CombiningScript<Token, Never>()
+      let base = CombiningScript<CallbackToken, Never>()
+      let other = CombiningScript<CallbackToken, Never>()
       let consumer = TaskBox()
       let task = clock.task {
         var iterator = base.withLatestFromFlow(other).makeAsyncIterator()
@@ -71,9 +71,9 @@ struct CombiningReentrantReleaseTests {
       }
       consumer.set(task)
       await clock.runCurrent()
-      other.send(Token { consumer.cancel() })
+      other.send(CallbackToken { consumer.cancel() })
       await clock.runCurrent()
-      other.send(Token())
+      other.send(CallbackToken())
       await clock.runCurrent()
       await task.value
     }
