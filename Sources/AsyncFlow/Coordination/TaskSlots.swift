@@ -61,6 +61,13 @@
 /// | `concurrent` | untouched; the new run starts at once |
 ///
 /// So a `latestWins` run cancels a `firstWins` write in flight: give writes an identity of their own.
+///
+/// ## Identities
+///
+/// An identity is a value (an enum case, with a row's id where needed): its `==`, `hash(into:)` and
+/// release run while the registry's lock is held, so an identity that holds an object whose
+/// `deinit` calls back into the same `TaskSlots` would deadlock. Operations, their captures and tasks
+/// are released, and cancellation handlers run, only after the lock.
 public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   @usableFromInline let registry = TaskSlotsRegistry<ID>()
 
@@ -269,6 +276,8 @@ final class TaskSlotsRegistry<ID: Hashable & Sendable>: Sendable {
     let task = FlowScheduling.startTask(priority: priority, inheritingContext: true) {
       for predecessor in predecessors { await predecessor.wait() }
       if !Task.isCancelled { await operation(run) }
+      // The task's captures, the operation's among them, are released when this closure returns,
+      // after the lock: an operation may capture an object whose `deinit` calls back in.
       self.state.withLock { $0.finished(id: id, token: token) }.perform()
     }
     if !state.withLock({ $0.attach(task, id: id, token: token) }) { task.cancel() }
