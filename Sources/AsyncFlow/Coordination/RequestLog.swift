@@ -170,7 +170,7 @@ extension RequestLog {
   /// `cancelled`, when its task ends (a queued run gets `started` too, when its turn comes, unless
   /// it was cancelled first), and `superseded(by:)` in between if a `latestWins` run replaced it.
   /// A call of a `SingleFlight` gets `started` (and later `finished` or `cancelled`), or
-  /// `joined(run:)`.
+  /// `joined(run:)`, or, when its task was cancelled before it called, `cancelled` alone.
   ///
   /// The names are the outcomes as a reader of the log asks about them ("was load #3 superseded,
   /// and by what?"), in the past tense of the verbs the guides use for the slot policies.

@@ -30,6 +30,8 @@
 ///   then the identity is free at once: the next caller starts a new run instead of joining the
 ///   dying one, whose result then reaches no one.
 /// - **No caching.** When a run has ended, the next call starts a new one.
+/// - **Not re-entrant by identity.** An operation that calls `run` with its own identity joins
+///   itself and waits forever (as Go's `singleflight` does): give nested work another identity.
 /// - **Lifetimes.** The operation, and what it captures, are released before any caller gets the
 ///   result; no user value is released, and no user code runs, while the lock is held.
 ///
