@@ -64,6 +64,18 @@ struct SingleFlightTests {
     #expect(called.value == 1)
   }
 
+  /// The common case, an API that throws `any Error`: the closure needs no annotation.
+  @Test func anUntypedFailureIsThrownToTheCaller() async {
+    let flight = SingleFlight<String, Int, any Error>()
+    let api: @Sendable () async throws -> Int = { throw TestError(id: 7) }
+    do {
+      _ = try await flight.run("id", operation: { try await api() })
+      Issue.record("expected a failure")
+    } catch {
+      #expect(error as? TestError == TestError(id: 7))
+    }
+  }
+
   @Test func aRunThatEndedIsNotCached() async {
     let flight = SingleFlight<String, Int, Never>()
     let runs = LockedCounter()
