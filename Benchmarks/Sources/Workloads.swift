@@ -363,6 +363,16 @@ func w6TaskSlots(_ n: Int) async -> (Int, String?) {
   return (n, nil)
 }
 
+/// W6 with the request log on, each run named by a trigger: the cost of leaving the log on in an app.
+func w6TaskSlotsLogged(_ n: Int) async -> (Int, String?) {
+  let log = RequestLog<Int>()
+  let slots = TaskSlots<Int>(log: log)
+  var last: Task<Void, Never>?
+  for _ in 0..<n { last = slots.run(0, trigger: "tap") {} }
+  await last?.value
+  return (n, "entries kept \(log.entries.count)")
+}
+
 func w6Naive(_ n: Int) async -> (Int, String?) {
   var current: Task<Void, Never>?
   for _ in 0..<n {

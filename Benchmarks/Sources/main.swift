@@ -69,6 +69,10 @@ let benchmarks: [(size: Int, Benchmark)] = [
   (1_000_000, Benchmark(workload: "W4", implementation: "merge", isBaseline: false) { await w4Merge($0) }),
   (100_000, Benchmark(workload: "W6", implementation: "naive", isBaseline: true) { await w6Naive($0) }),
   (100_000, Benchmark(workload: "W6", implementation: "taskSlotsLatest", isBaseline: false) { await w6TaskSlots($0) }),
+  (
+    100_000,
+    Benchmark(workload: "W6", implementation: "taskSlotsLatestLogged", isBaseline: false) { await w6TaskSlotsLogged($0) }
+  ),
   (1_000_000, Benchmark(workload: "W7", implementation: "naive", isBaseline: true) { await w7Naive($0) }),
   (
     1_000_000,
@@ -103,6 +107,7 @@ func baselineKey(for key: String) -> String? {
   case "W4.merge": "W4.asyncStream"
   case "W5.passthrough", "W5.passthroughIterator", "W5.parkedTask", "W5.sink": "W5.asyncStream"
   case "W6.taskSlotsLatest": "W6.naive"
+  case "W6.taskSlotsLatestLogged": "W6.taskSlotsLatest"
   case "W7.combineLatest", "W7.zip": "W7.naive"
   default: nil
   }
@@ -118,6 +123,7 @@ func target(for key: String) -> Double? {
   case "W4.merge": 0.15
   case "W2.sink1", "W2.sink4": 1
   case "W6.taskSlotsLatest": 1.5
+  case "W6.taskSlotsLatestLogged": 1.1
   case "W7.combineLatest", "W7.zip": 0.3
   default: nil
   }

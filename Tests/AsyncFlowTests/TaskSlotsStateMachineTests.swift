@@ -31,7 +31,7 @@ struct TaskSlotsStateMachineTests {
     let decision = machine.reserve("id", policy: new)
     switch (new, decision) {
     case (.latestWins, .start(let token, let superseded, let predecessors, _)):
-      #expect(superseded.count == 1 && superseded.first == first.task)
+      #expect(superseded.count == 1 && superseded.first?.task == first.task)
       #expect(predecessors.isEmpty)
       #expect(machine.slots["id"]!.map(\.token) == [token])  // the old registration left in the same step
       #expect(machine.runningCount == 1)
@@ -60,7 +60,7 @@ struct TaskSlotsStateMachineTests {
     switch (new, decision) {
     case (.latestWins, .start(let token, let superseded, _, _)):
       // Both leave: the waiting one is cancelled before its operation, which then never runs.
-      #expect(superseded == [running.task, waiting.task])
+      #expect(superseded.map(\.task) == [running.task, waiting.task])
       #expect(machine.slots["id"]!.map(\.token) == [token])
     case (.firstWins, .ignore):
       #expect(machine.slots["id"]!.count == 2)

@@ -61,15 +61,26 @@
 /// | `concurrent` | untouched; the new run starts at once |
 ///
 /// So a `latestWins` run cancels a `firstWins` write in flight: give writes an identity of their own.
+///
+/// ## Identities
+///
+/// An identity is a value (an enum case, with a row's id where needed): its `==`, `hash(into:)` and
+/// release run while the registry's lock is held, so an identity that holds an object whose
+/// `deinit` calls back into the same `TaskSlots` would deadlock. Operations, their captures, tasks
+/// and trigger names are released, and cancellation handlers run, only after the lock.
 public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
-  @usableFromInline let registry = TaskSlotsRegistry<ID>()
+  @usableFromInline let registry: TaskSlotsRegistry<ID>
 
-  /// Creates an empty registry; keep it in the object whose lifetime the tasks share.
+  /// Creates an empty registry; keep it in the object whose lifetime the tasks share. With a
+  /// `log`, every run is numbered and what happens to it is recorded there (see ``RequestLog``).
   ///
   /// ```swift
   /// private let slots = TaskSlots<String>()
+  /// private let logged = TaskSlots<String>(log: RequestLog())
   /// ```
-  public init() {}
+  public init(log: RequestLog<ID>? = nil) {
+    registry = TaskSlotsRegistry(log: log)
+  }
 
   deinit {
     registry.close()
@@ -102,15 +113,19 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   /// Runs of different policies may share an identity: see "Mixed policies on one identity" above.
   /// The closure runs on its own isolation: a `@MainActor` closure may write main-actor state.
   ///
+  /// `trigger` names why the run was asked for ("appear", "refresh", "retry"), for the request
+  /// log that the `TaskSlots` was created with; without a log it is ignored.
+  ///
   /// ```swift
   /// slots.run(.refresh) { @MainActor in await self.reload() }
+  /// slots.run(.articles, trigger: "pull to refresh") { @MainActor in await self.reload() }
   /// ```
   @inlinable @discardableResult
   public func run(
-    _ id: ID, policy: SlotPolicy = .latestWins, priority: TaskPriority? = nil,
+    _ id: ID, policy: SlotPolicy = .latestWins, priority: TaskPriority? = nil, trigger: String? = nil,
     operation: @escaping @Sendable @isolated(any) () async -> Void
   ) -> Task<Void, Never>? {
-    registry.run(id, policy: policy, priority: priority) { _ in await operation() }
+    registry.run(id, policy: policy, priority: priority, trigger: trigger) { _ in await operation() }
   }
 
   /// Starts `operation` under `id` as the `run` whose operation takes no argument does, and hands
@@ -126,10 +141,10 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   /// ```
   @inlinable @discardableResult
   public func run(
-    _ id: ID, policy: SlotPolicy = .latestWins, priority: TaskPriority? = nil,
+    _ id: ID, policy: SlotPolicy = .latestWins, priority: TaskPriority? = nil, trigger: String? = nil,
     operation: @escaping @Sendable @isolated(any) (Run) async -> Void
   ) -> Task<Void, Never>? {
-    registry.run(id, policy: policy, priority: priority, operation: operation)
+    registry.run(id, policy: policy, priority: priority, trigger: trigger, operation: operation)
   }
 
   /// Cancels every task under `id`: the running one, and the queued ones, which then never run.
@@ -219,6 +234,14 @@ extension TaskSlots {
     /// ```
     public let id: ID
 
+    /// The run's number: from 1, in call order; with a request log, the number the log records
+    /// it under (unique among everything that writes to that log), for the caller's own logs.
+    ///
+    /// ```swift
+    /// slots.run(.articles) { run in logger.debug("request #\(run.number)") }
+    /// ```
+    public var number: Int { token }
+
     @inlinable init(registry: TaskSlotsRegistry<ID>, id: ID, token: Int) {
       self.registry = registry
       self.id = id
@@ -248,31 +271,67 @@ extension TaskSlots {
 @usableFromInline
 final class TaskSlotsRegistry<ID: Hashable & Sendable>: Sendable {
   @usableFromInline let state = LockedState(TaskSlotsStateMachine<ID>())
+  @usableFromInline let log: RequestLog<ID>?
 
-  @inlinable init() {}
+  @inlinable init(log: RequestLog<ID>?) {
+    self.log = log
+  }
 
   @inlinable func run(
-    _ id: ID, policy: SlotPolicy, priority: TaskPriority?,
+    _ id: ID, policy: SlotPolicy, priority: TaskPriority?, trigger: String?,
     operation: @escaping @Sendable @isolated(any) (TaskSlots<ID>.Run) async -> Void
   ) -> Task<Void, Never>? {
-    guard
-      case .start(let token, let superseded, let predecessors, let wakes) = state.withLock({
-        $0.reserve(id, policy: policy)
-      })
-    else { return nil }
+    let log = self.log
+    let decision = state.withLock { machine in
+      guard let log else { return machine.reserve(id, policy: policy) }
+      return log.withStorage { entries in
+        // Numbered and recorded in the step that decides, so that the log's order is the registry's.
+        let token = entries.takeNumber()
+        let decision = machine.reserve(id, policy: policy, token: token, trigger: trigger)
+        TaskSlotsRegistry.record(decision, token: token, id: id, trigger: trigger, in: &entries)
+        return decision
+      }
+    }
+    guard case .start(let token, let superseded, let predecessors, let wakes) = decision else { return nil }
     // Cancelled outside the lock (cancellation handlers run synchronously and may call back in),
     // and before the new task exists.
-    for task in superseded { task.cancel() }
+    for entry in superseded { entry.task?.cancel() }
     for wake in wakes { wake.resume() }
     let run = TaskSlots<ID>.Run(registry: self, id: id, token: token)
     // Through FlowScheduling, so that a task started under a `TestClock` follows its schedule.
     let task = FlowScheduling.startTask(priority: priority, inheritingContext: true) {
       for predecessor in predecessors { await predecessor.wait() }
-      if !Task.isCancelled { await operation(run) }
-      self.state.withLock { $0.finished(id: id, token: token) }.perform()
+      if !Task.isCancelled {
+        // A queued run's turn has come: "queued" was its entry so far.
+        if !predecessors.isEmpty { log?.record(.init(run: token, id: id, trigger: trigger, event: .started)) }
+        await operation(run)
+      }
+      // The task's captures, the operation's among them, are released when this closure returns,
+      // after the lock: an operation may capture an object whose `deinit` calls back in.
+      self.state.withLock { machine in
+        let ended = machine.finished(id: id, token: token)
+        log?.record(.init(run: token, id: id, trigger: trigger, event: Task.isCancelled ? .cancelled : .finished))
+        return ended
+      }.perform()
     }
     if !state.withLock({ $0.attach(task, id: id, token: token) }) { task.cancel() }
     return task
+  }
+
+  /// What a `run` call decided, as the request log records it: each superseded run, then the new one.
+  @inlinable static func record(
+    _ decision: TaskSlotsStateMachine<ID>.RunDecision, token: Int, id: ID, trigger: String?,
+    in entries: inout RequestLog<ID>.Storage
+  ) {
+    switch decision {
+    case .ignore:
+      entries.append(.init(run: token, id: id, trigger: trigger, event: .ignored))
+    case .start(_, let superseded, let predecessors, _):
+      for old in superseded {
+        entries.append(.init(run: old.token, id: id, trigger: old.trigger, event: .superseded(by: token)))
+      }
+      entries.append(.init(run: token, id: id, trigger: trigger, event: predecessors.isEmpty ? .started : .queued))
+    }
   }
 
   func cancel(_ id: ID) {

@@ -12,10 +12,13 @@ struct TaskSlotsStateMachine<ID: Hashable> {
     @usableFromInline let token: Int
     /// `nil` between the reservation and the task's creation.
     @usableFromInline var task: Task<Void, Never>?
+    /// What the caller named as the run's reason, kept for the request log (`nil` without one).
+    @usableFromInline let trigger: String?
 
-    @inlinable init(token: Int, task: Task<Void, Never>?) {
+    @inlinable init(token: Int, task: Task<Void, Never>?, trigger: String? = nil) {
       self.token = token
       self.task = task
+      self.trigger = trigger
     }
   }
 
@@ -54,7 +57,8 @@ struct TaskSlotsStateMachine<ID: Hashable> {
   /// leave (cancelled, superseded) while its task still runs, and the signal must fire when that
   /// task really ends.
   @usableFromInline var awaitedEnds: [Int: CompletionSignal] = [:]
-  @usableFromInline var nextToken = 0
+  /// The next run's number when the owner has no request log (with one, the log numbers runs).
+  @usableFromInline var nextToken = 1
   @usableFromInline var runningCount = 0
   /// Whether watchers may park, and the parked ones.
   @usableFromInline enum Watching {
@@ -85,29 +89,31 @@ struct TaskSlotsStateMachine<ID: Hashable> {
   @inlinable init() {}
 
   @usableFromInline enum RunDecision {
-    /// Cancel `superseded`, resume `wakes`, then start the task for `token`, after every one of
-    /// `predecessors` fired.
-    case start(token: Int, superseded: [Task<Void, Never>], predecessors: [CompletionSignal], wakes: [Wake])
+    /// Cancel the tasks of `superseded` (the registrations that left, for the request log too),
+    /// resume `wakes`, then start the task for `token`, after every one of `predecessors` fired.
+    case start(token: Int, superseded: [Entry], predecessors: [CompletionSignal], wakes: [Wake])
     /// `firstWins` while a task runs: start nothing.
     case ignore
   }
 
-  /// Registers a new task for `id` under `policy`. For `latestWins` the tasks in flight leave the
-  /// registry in the same step, so it never holds two for one identity.
-  @inlinable mutating func reserve(_ id: ID, policy: SlotPolicy) -> RunDecision {
+  /// Registers a new task for `id` under `policy`, numbered `token` (the request log's number) or,
+  /// without one, by the registry. For `latestWins` the tasks in flight leave the registry in the
+  /// same step, so it never holds two for one identity.
+  @inlinable mutating func reserve(
+    _ id: ID, policy: SlotPolicy, token: Int? = nil, trigger: String? = nil
+  ) -> RunDecision {
     // Taken out of the dictionary so that the array is uniquely referenced: mutating it in place
     // then costs no copy.
     var entries = slots.removeValue(forKey: id) ?? []
     let wasRunning = !entries.isEmpty
-    var superseded: [Task<Void, Never>] = []
+    var superseded: [Entry] = []
     var predecessors: [CompletionSignal] = []
     switch policy.storage {
     case .latestWins:
-      for entry in entries {
-        if let task = entry.task { superseded.append(task) }
-      }
+      // Handed out whole (the buffer moves, no copy), so that their tasks and triggers are
+      // released after the lock.
       runningCount -= entries.count
-      entries.removeAll(keepingCapacity: true)
+      swap(&superseded, &entries)
     case .firstWins:
       if wasRunning {
         slots[id] = entries
@@ -118,9 +124,9 @@ struct TaskSlotsStateMachine<ID: Hashable> {
     case .concurrent:
       break
     }
-    let token = nextToken
-    nextToken += 1
-    entries.append(Entry(token: token, task: nil))
+    let token = token ?? nextToken
+    nextToken = token + 1
+    entries.append(Entry(token: token, task: nil, trigger: trigger))
     runningCount += 1
     slots[id] = entries
     let wakes = wasRunning ? [] : wake(id, running: true)

@@ -1,0 +1,199 @@
+/// Joins repeated requests: while a run for an identity is in flight, every later caller with the
+/// same identity waits for it and gets its result or its failure, and its own operation is not
+/// called. The token refresher that five calls, all answered "unauthorized" at once, ask for at
+/// the same time: one refresh runs, all five get its token.
+///
+/// ```swift
+/// actor APIClient {
+///   enum Shared: Hashable, Sendable { case token }
+///   private let refreshes = SingleFlight<Shared, Token, APIError>()
+///
+///   func send(_ request: Request) async throws(APIError) -> Response? {
+///     var response = try await transport.send(request, token: token)
+///     if response.status == 401 {
+///       guard let fresh = try await refreshes.run(.token, operation: { try await auth.refreshToken() })
+///       else { return nil }   // this caller was cancelled
+///       token = fresh
+///       response = try await transport.send(request, token: fresh)
+///     }
+///     return response
+///   }
+/// }
+/// ```
+///
+/// - **Once, with the first caller's priority.** The first caller's `run` starts the operation in
+///   a task that inherits that caller's priority and task-local values, as `Task { }` does; it
+///   runs on the operation's own isolation (a `@MainActor` closure on the main actor). The task
+///   is started through the library's scheduling, so under a `TestClock` it follows the clock.
+/// - **Cancelling a caller** makes that caller's `run` return `nil` at once. The run goes on for
+///   the others; it is cancelled only when every caller waiting for it has been cancelled, and
+///   then the identity is free at once: the next caller starts a new run instead of joining the
+///   dying one, whose result then reaches no one.
+/// - **No caching.** When a run has ended, the next call starts a new one.
+/// - **Not re-entrant by identity.** An operation that calls `run` with its own identity joins
+///   itself and waits forever (as Go's `singleflight` does): give nested work another identity.
+/// - **Lifetimes.** The operation, and what it captures, are released before any caller gets the
+///   result; no user value is released, and no user code runs, while the lock is held.
+///
+/// `ID` is `Hashable & Sendable`, as a `TaskSlots` identity (a value: its `==`, `hash(into:)` and
+/// release run under the lock). `Success` is `Sendable`, because one result goes to callers on
+/// different tasks and isolations; `Failure` is any `Error`, or `Never` for an operation that
+/// cannot fail (then `run` throws nothing).
+public final class SingleFlight<ID: Hashable & Sendable, Success: Sendable, Failure: Error>: Sendable {
+  @usableFromInline let storage: SingleFlightStorage<ID, Success, Failure>
+
+  /// Creates a single flight with nothing in flight. With a `log`, every call is numbered and
+  /// recorded there: `started`, then `finished` or `cancelled`, or `joined(run:)` (see
+  /// ``RequestLog``).
+  ///
+  /// ```swift
+  /// private let refreshes = SingleFlight<String, Token, APIError>()
+  /// private let logged = SingleFlight<String, Token, APIError>(log: RequestLog())
+  /// ```
+  public init(log: RequestLog<ID>? = nil) {
+    storage = SingleFlightStorage(log: log)
+  }
+
+  /// Runs `operation` for `id`, or, if a run for `id` is in flight, waits for that one instead
+  /// and returns its result or throws its failure (`operation` is then not called). Returns
+  /// `nil` when the caller's task is cancelled, at once, whatever the run does.
+  ///
+  /// `trigger` names why the caller asked ("401 on /feed"), for the request log; without a log it
+  /// is ignored.
+  ///
+  /// ```swift
+  /// guard let token = try await refreshes.run(.token, operation: { try await api.refreshToken() }) else { return }
+  /// ```
+  @inlinable
+  public func run(
+    _ id: ID, trigger: String? = nil,
+    operation: @escaping @Sendable @isolated(any) () async throws(Failure) -> Success
+  ) async throws(Failure) -> Success? {
+    try await storage.run(id, trigger: trigger, operation: operation)
+  }
+
+  /// Whether a run for `id` is in flight: one that a caller would join.
+  ///
+  /// ```swift
+  /// #expect(!refreshes.isRunning(.token))   // every refresh has ended
+  /// ```
+  public func isRunning(_ id: ID) -> Bool {
+    storage.state.withLock { $0.isRunning(id) }
+  }
+}
+
+/// What the callers of a ``SingleFlight`` and the tasks of its runs share.
+@usableFromInline
+final class SingleFlightStorage<ID: Hashable & Sendable, Success: Sendable, Failure: Error>: Sendable {
+  /// A caller's continuation: resumed with the run's result, or with `nil` when it was cancelled.
+  @usableFromInline typealias Waiter = UnsafeContinuation<Result<Success, Failure>?, Never>
+  @usableFromInline typealias Machine = SingleFlightStateMachine<ID, Waiter, Task<Void, Never>>
+  @usableFromInline typealias Operation = @Sendable @isolated(any) () async throws(Failure) -> Success
+
+  @usableFromInline let state = LockedState(Machine())
+  @usableFromInline let log: RequestLog<ID>?
+
+  @inlinable init(log: RequestLog<ID>?) {
+    self.log = log
+  }
+
+  @inlinable func run(_ id: ID, trigger: String?, operation: @escaping Operation) async throws(Failure) -> Success? {
+    let waiterID = state.withLock { $0.makeWaiterID() }
+    let delivery = await withTaskCancellationHandler {
+      await withUnsafeContinuation { (waiter: Waiter) in
+        join(id, trigger: trigger, waiterID: waiterID, waiter: waiter, operation: operation)
+      }
+    } onCancel: {
+      leave(id, waiterID: waiterID)
+    }
+    guard let delivery else { return nil }
+    return try delivery.get()
+  }
+
+  @inlinable func join(_ id: ID, trigger: String?, waiterID: Int, waiter: Waiter, operation: @escaping Operation) {
+    let log = self.log
+    let action = state.withLock { machine in
+      // Read under the lock: a cancellation that comes after this read finds the caller registered.
+      let isCancelled = Task.isCancelled
+      guard let log else { return machine.join(id, waiterID: waiterID, waiter: waiter, isCancelled: isCancelled) }
+      return log.withStorage { entries in
+        let number = entries.takeNumber()
+        let action = machine.join(id, waiterID: waiterID, waiter: waiter, number: number, isCancelled: isCancelled)
+        let event: RequestLog<ID>.Event =
+          switch action {
+          case .start: .started
+          case .join(let run): .joined(run: run)
+          case .cancelled: .cancelled
+          }
+        entries.append(.init(run: number, id: id, trigger: trigger, event: event))
+        return action
+      }
+    }
+    switch action {
+    case .cancelled:
+      waiter.resume(returning: nil)
+    case .join:
+      break
+    case .start(let run):
+      let task = start(id, run: run, trigger: trigger, operation: operation)
+      if case .cancel = state.withLock({ $0.attach(id, run: run, task: task) }) { task.cancel() }
+    }
+  }
+
+  @inlinable func start(_ id: ID, run: Int, trigger: String?, operation: @escaping Operation) -> Task<Void, Never> {
+    let box = OperationBox(operation)
+    // Through FlowScheduling, so that the run follows a `TestClock`; inheriting the first caller's
+    // priority and task-local values, as `Task { }` does.
+    return FlowScheduling.startTask(inheritingContext: true) {
+      let result = await box.perform()
+      let log = self.log
+      let action = self.state.withLock { machine in
+        let action = machine.finished(id, run: run)
+        if let log {
+          let event: RequestLog<ID>.Event = if case .resume = action { .finished } else { .cancelled }
+          log.record(.init(run: run, id: id, trigger: trigger, event: event))
+        }
+        return action
+      }
+      // After the lock: the callers' code runs as soon as they are resumed.
+      if case .resume(let waiters) = action {
+        for waiter in waiters { waiter.resume(returning: result) }
+      }
+    }
+  }
+
+  @inlinable func leave(_ id: ID, waiterID: Int) {
+    switch state.withLock({ $0.leave(id, waiterID: waiterID) }) {
+    case .none:
+      break
+    case .resume(let waiter):
+      waiter.resume(returning: nil)
+    case .resumeAndCancel(let waiter, _, let task):
+      waiter.resume(returning: nil)
+      // Its cancellation handlers run here, synchronously: after the lock.
+      task?.cancel()
+    }
+  }
+}
+
+/// Holds a run's operation until the run calls it, so that the operation (and everything it
+/// captures) is released as soon as it returns, before any caller is resumed, rather than with
+/// the task's closure when the task ends.
+@usableFromInline
+final class OperationBox<Success: Sendable, Failure: Error>: @unchecked Sendable {
+  // Unchecked: set once before the task starts, taken once by that task only.
+  @usableFromInline var operation: (@Sendable @isolated(any) () async throws(Failure) -> Success)?
+
+  @inlinable init(_ operation: @escaping @Sendable @isolated(any) () async throws(Failure) -> Success) {
+    self.operation = operation
+  }
+
+  @inlinable func perform() async -> Result<Success, Failure> {
+    guard let operation = self.operation.take() else { preconditionFailure("Internal inconsistency: run twice") }
+    do throws(Failure) {
+      return .success(try await operation())
+    } catch {
+      return .failure(error)
+    }
+  }
+}

@@ -1,0 +1,273 @@
+import Testing
+
+@testable import AsyncFlow
+
+/// The single flight's decisions, state × event, as a table of plain values: waiters are names,
+/// tasks are numbers. States of one identity: idle (no entry), starting (decided, no task yet),
+/// running (task attached); each with one or two waiters where that matters.
+@Suite("SingleFlightStateMachine", .timeLimit(.minutes(1)))
+struct SingleFlightStateMachineTests {
+  typealias Machine = SingleFlightStateMachine<String, String, Int>
+
+  /// The identity's state as plain values: `nil` when idle.
+  private func flight(_ machine: Machine, _ id: String = "id") -> (run: Int, task: Int?, waiters: [String])? {
+    switch machine.flights[id] {
+    case nil: nil
+    case .starting(let run, let waiters)?: (run, nil, waiters.map(\.waiter))
+    case .running(let run, let task, let waiters)?: (run, task, waiters.map(\.waiter))
+    }
+  }
+
+  /// `waiters` callers (named a, b, ...) asked for "id"; the first started run 1.
+  private func starting(waiters: Int) -> Machine {
+    var machine = Machine()
+    for index in 0..<waiters {
+      let name = String(UnicodeScalar(UInt8(97 + index)))
+      _ = machine.join("id", waiterID: index, waiter: name, isCancelled: false)
+    }
+    return machine
+  }
+
+  /// As `starting`, with run 1's task (number 100) attached.
+  private func running(waiters: Int) -> Machine {
+    var machine = starting(waiters: waiters)
+    guard case .attached = machine.attach("id", run: 1, task: 100) else {
+      Issue.record("run 1 not attached")
+      return machine
+    }
+    return machine
+  }
+
+  // MARK: join
+
+  @Test func testJoin_whenIdle_startsARun() {
+    var machine = Machine()
+    guard case .start(let run) = machine.join("id", waiterID: 0, waiter: "a", isCancelled: false) else {
+      Issue.record("expected start")
+      return
+    }
+    #expect(run == 1)
+    #expect(flight(machine)! == (1, nil, ["a"]))
+  }
+
+  @Test func testJoin_whenIdle_withALogNumber_startsThatRun() {
+    var machine = Machine()
+    guard case .start(let run) = machine.join("id", waiterID: 0, waiter: "a", number: 7, isCancelled: false) else {
+      Issue.record("expected start")
+      return
+    }
+    #expect(run == 7)
+    #expect(flight(machine)!.run == 7)
+  }
+
+  @Test func testJoin_whenStarting_joins() {
+    var machine = starting(waiters: 1)
+    guard case .join(let run) = machine.join("id", waiterID: 1, waiter: "b", isCancelled: false) else {
+      Issue.record("expected join")
+      return
+    }
+    #expect(run == 1)
+    #expect(flight(machine)! == (1, nil, ["a", "b"]))
+  }
+
+  @Test func testJoin_whenRunning_joins() {
+    var machine = running(waiters: 1)
+    guard case .join(let run) = machine.join("id", waiterID: 1, waiter: "b", isCancelled: false) else {
+      Issue.record("expected join")
+      return
+    }
+    #expect(run == 1)
+    #expect(flight(machine)! == (1, 100, ["a", "b"]))
+  }
+
+  @Test func testJoin_whenRunningAnotherIdentity_startsItsOwnRun() {
+    var machine = running(waiters: 1)
+    guard case .start(let run) = machine.join("other", waiterID: 1, waiter: "b", isCancelled: false) else {
+      Issue.record("expected start")
+      return
+    }
+    #expect(run == 2)
+    #expect(flight(machine, "other")! == (2, nil, ["b"]))
+    #expect(flight(machine)! == (1, 100, ["a"]))
+  }
+
+  @Test(arguments: [0, 1, 2])
+  func testJoinCancelled_inEveryState_resumesAtOnceAndChangesNothing(state: Int) {
+    var machine = [Machine(), starting(waiters: 1), running(waiters: 1)][state]
+    let before = flight(machine)
+    guard case .cancelled = machine.join("id", waiterID: 9, waiter: "z", isCancelled: true) else {
+      Issue.record("expected cancelled")
+      return
+    }
+    #expect(flight(machine).map { "\($0)" } == before.map { "\($0)" })
+  }
+
+  // MARK: attach
+
+  @Test func testAttach_whenStarting_runs() {
+    var machine = starting(waiters: 2)
+    guard case .attached = machine.attach("id", run: 1, task: 100) else {
+      Issue.record("expected attached")
+      return
+    }
+    #expect(flight(machine)! == (1, 100, ["a", "b"]))
+  }
+
+  @Test func testAttach_whenIdle_cancelsTheTask() {
+    var machine = starting(waiters: 1)
+    _ = machine.leave("id", waiterID: 0)  // the only caller left before the task existed
+    guard case .cancel = machine.attach("id", run: 1, task: 100) else {
+      Issue.record("expected cancel")
+      return
+    }
+    #expect(flight(machine) == nil)
+  }
+
+  @Test func testAttach_whenStartingAnotherRun_cancelsTheTaskAndKeepsTheNewRun() {
+    var machine = starting(waiters: 1)
+    _ = machine.leave("id", waiterID: 0)
+    _ = machine.join("id", waiterID: 1, waiter: "b", isCancelled: false)  // run 2
+    guard case .cancel = machine.attach("id", run: 1, task: 100) else {
+      Issue.record("expected cancel")
+      return
+    }
+    #expect(flight(machine)! == (2, nil, ["b"]))
+  }
+
+  // MARK: leave
+
+  @Test func testLeave_whenIdle_doesNothing() {
+    var machine = Machine()
+    guard case .none = machine.leave("id", waiterID: 0) else {
+      Issue.record("expected none")
+      return
+    }
+  }
+
+  @Test(arguments: [false, true])
+  func testLeave_ofAnUnknownWaiter_doesNothing(attached: Bool) {
+    var machine = attached ? running(waiters: 1) : starting(waiters: 1)
+    guard case .none = machine.leave("id", waiterID: 5) else {
+      Issue.record("expected none")
+      return
+    }
+    #expect(flight(machine)!.waiters == ["a"])
+  }
+
+  @Test func testLeave_whenStartingWithOthers_resumesTheCallerOnly() {
+    var machine = starting(waiters: 2)
+    guard case .resume(let waiter) = machine.leave("id", waiterID: 0) else {
+      Issue.record("expected resume")
+      return
+    }
+    #expect(waiter == "a")
+    #expect(flight(machine)! == (1, nil, ["b"]))
+  }
+
+  @Test func testLeave_whenRunningWithOthers_resumesTheCallerOnly() {
+    var machine = running(waiters: 2)
+    guard case .resume(let waiter) = machine.leave("id", waiterID: 1) else {
+      Issue.record("expected resume")
+      return
+    }
+    #expect(waiter == "b")
+    #expect(flight(machine)! == (1, 100, ["a"]))
+  }
+
+  @Test func testLeave_whenStartingAlone_freesTheIdentityAndLeavesTheCancelToTheAttachment() {
+    var machine = starting(waiters: 1)
+    guard case .resumeAndCancel(let waiter, let run, let task) = machine.leave("id", waiterID: 0) else {
+      Issue.record("expected resumeAndCancel")
+      return
+    }
+    #expect(waiter == "a" && run == 1 && task == nil)
+    #expect(flight(machine) == nil)
+  }
+
+  @Test func testLeave_whenRunningAlone_freesTheIdentityAndCancelsTheTask() {
+    var machine = running(waiters: 1)
+    guard case .resumeAndCancel(let waiter, let run, let task) = machine.leave("id", waiterID: 0) else {
+      Issue.record("expected resumeAndCancel")
+      return
+    }
+    #expect(waiter == "a" && run == 1 && task == 100)
+    #expect(flight(machine) == nil)
+    // Free at once: the next caller starts a new run instead of joining the dying one.
+    guard case .start(let next) = machine.join("id", waiterID: 1, waiter: "b", isCancelled: false) else {
+      Issue.record("expected start")
+      return
+    }
+    #expect(next == 2)
+  }
+
+  @Test func testLeave_whenTheLastOfTwoLeaves_cancels() {
+    var machine = running(waiters: 2)
+    _ = machine.leave("id", waiterID: 0)
+    guard case .resumeAndCancel(let waiter, _, let task) = machine.leave("id", waiterID: 1) else {
+      Issue.record("expected resumeAndCancel")
+      return
+    }
+    #expect(waiter == "b" && task == 100)
+  }
+
+  // MARK: finished
+
+  @Test func testFinished_whenRunning_resumesEveryWaiterInJoinOrderAndFreesTheIdentity() {
+    var machine = running(waiters: 2)
+    guard case .resume(let waiters) = machine.finished("id", run: 1) else {
+      Issue.record("expected resume")
+      return
+    }
+    #expect(waiters == ["a", "b"])
+    #expect(flight(machine) == nil)
+    #expect(!machine.isRunning("id"))
+  }
+
+  @Test func testFinished_whenStarting_resumesEveryWaiter() {
+    var machine = starting(waiters: 2)  // the task ended before the caller attached it
+    guard case .resume(let waiters) = machine.finished("id", run: 1) else {
+      Issue.record("expected resume")
+      return
+    }
+    #expect(waiters == ["a", "b"])
+    #expect(flight(machine) == nil)
+    guard case .cancel = machine.attach("id", run: 1, task: 100) else {
+      Issue.record("a late attachment of an ended run must not register it")
+      return
+    }
+  }
+
+  @Test func testFinished_whenIdle_isAbandoned() {
+    var machine = running(waiters: 1)
+    _ = machine.leave("id", waiterID: 0)
+    guard case .abandoned = machine.finished("id", run: 1) else {
+      Issue.record("expected abandoned")
+      return
+    }
+  }
+
+  @Test func testFinished_whenRunningAnotherRun_isAbandonedAndLeavesTheNewRun() {
+    var machine = running(waiters: 1)
+    _ = machine.leave("id", waiterID: 0)
+    _ = machine.join("id", waiterID: 1, waiter: "b", isCancelled: false)  // run 2
+    guard case .abandoned = machine.finished("id", run: 1) else {
+      Issue.record("expected abandoned")
+      return
+    }
+    #expect(flight(machine)! == (2, nil, ["b"]))
+  }
+
+  // MARK: queries
+
+  @Test func testIsRunning_inEveryState() {
+    #expect(!Machine().isRunning("id"))
+    #expect(starting(waiters: 1).isRunning("id"))
+    #expect(running(waiters: 1).isRunning("id"))
+    #expect(!running(waiters: 1).isRunning("other"))
+  }
+
+  @Test func testMakeWaiterID_isUnique() {
+    var machine = Machine()
+    #expect((0..<3).map { _ in machine.makeWaiterID() } == [0, 1, 2])
+  }
+}

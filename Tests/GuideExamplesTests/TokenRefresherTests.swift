@@ -1,0 +1,109 @@
+import AsyncFlow
+import AsyncFlowTesting
+import GuideExamples
+import Testing
+
+/// The token refresher of Coordination.md, in the forced order "five requests get 401 at once":
+/// the fixed client refreshes once and all five get its token or its failure; the naive one
+/// refreshes five times. Everything runs on the test clock's executor (the callers, the actor, whose
+/// default executor follows the callers' preference, and the single flight's run), so that
+/// `runCurrent()` is a barrier.
+@Suite("Token refresher and request log examples", .timeLimit(.minutes(1)))
+struct TokenRefresherTests {
+  typealias Sends = ControlledCalls<String, Result<String, APIError>>
+  typealias Refreshes = ControlledCalls<Int, Result<String, APIError>>
+
+  /// Five calls of `get` whose first sends all get 401; the refresh is answered with `refreshed`.
+  private func fiveUnauthorizedCalls(
+    _ get: @escaping @Sendable (String) async -> Result<String?, APIError>, sends: Sends, refreshes: Refreshes,
+    clock: TestClock, refreshed: Result<String, APIError>
+  ) async -> [Result<String?, APIError>] {
+    let paths = (1...5).map { "/items/\($0)" }
+    let callers = paths.map { path in clock.task { await get(path) } }
+    await sends.calls(count: 5)
+    for path in paths { sends.respond(to: "\(path) old", with: .failure(.unauthorized)) }
+    await clock.runCurrent()  // every caller has started or joined a refresh
+    for index in refreshes.log.indices { refreshes.respond(toCall: index, with: refreshed) }
+    await clock.runCurrent()
+    if case .success(let token) = refreshed {
+      await sends.calls(count: 10)
+      for path in paths { sends.respond(to: "\(path) \(token)", with: .success("body of \(path)")) }
+    }
+    var results: [Result<String?, APIError>] = []
+    for caller in callers { results.append(await caller.value) }
+    return results
+  }
+
+  private func stubs() -> (Sends, Refreshes, SendRequest, RefreshToken) {
+    let sends = Sends()
+    let refreshes = Refreshes()
+    return (
+      sends, refreshes, { path, token in await sends.call("\(path) \(token)") },
+      { await refreshes.call(refreshes.log.count) }
+    )
+  }
+
+  @Test func fiveRequestsThatGet401AtOnceShareOneRefresh() async {
+    let clock = TestClock()
+    let (sends, refreshes, send, refresh) = stubs()
+    let client = APIClient(token: "old", send: send, refresh: refresh)
+    let results = await fiveUnauthorizedCalls(
+      { path in await Result(awaiting: { () throws(APIError) in try await client.get(path) }) }, sends: sends,
+      refreshes: refreshes, clock: clock, refreshed: .success("new"))
+    #expect(refreshes.log.count == 1)  // exactly one refresh
+    #expect(results.map { (try? $0.get()) ?? nil } == (1...5).map { "body of /items/\($0)" as String? })
+  }
+
+  @Test func fiveRequestsThatGet401AtOnceShareTheRefreshsFailure() async {
+    let clock = TestClock()
+    let (sends, refreshes, send, refresh) = stubs()
+    let client = APIClient(token: "old", send: send, refresh: refresh)
+    let results = await fiveUnauthorizedCalls(
+      { path in await Result(awaiting: { () throws(APIError) in try await client.get(path) }) }, sends: sends,
+      refreshes: refreshes, clock: clock, refreshed: .failure(.offline))
+    #expect(refreshes.log.count == 1)
+    for result in results { #expect(result == .failure(.offline)) }
+    #expect(sends.log.count == 5)  // nothing was sent again
+  }
+
+  @Test func theNaiveClientRefreshesOncePerRequest() async {
+    let clock = TestClock()
+    let (sends, refreshes, send, refresh) = stubs()
+    let client = NaiveAPIClient(token: "old", send: send, refresh: refresh)
+    let results = await fiveUnauthorizedCalls(
+      { path in await Result(awaiting: { () throws(APIError) in try await client.get(path) }) }, sends: sends,
+      refreshes: refreshes, clock: clock, refreshed: .success("new"))
+    #expect(refreshes.log.count == 5)  // the bug: five refreshes for one expiry
+    #expect(results.allSatisfy { (try? $0.get()) != nil })
+  }
+
+  @Test @MainActor func theRequestLogTellsWhatReplacedEachLoad() async {
+    let calls = ControlledCalls<String, [String]>(whenCancelled: [])
+    let model = LoggedArticlesModel { category in await calls.call(category) }
+    model.onAppear()  // #1
+    model.categoryChanged("swift")  // #2 supersedes #1
+    model.refresh("swift")  // #3 supersedes #2
+    // Recorded when `run` decided, before any operation ran; the cancelled runs' ends may follow.
+    let lines = model.log.entries.map(\.description).filter { !$0.hasSuffix("cancelled") }
+    #expect(
+      lines == [
+        "#1 articles [appear] started",
+        "#1 articles [appear] superseded by #2",
+        "#2 articles [category swift] started",
+        "#2 articles [category swift] superseded by #3",
+        "#3 articles [refresh] started",
+      ])
+    // Releasing the model cancels #3, whose stub then returns at once.
+  }
+}
+
+extension Result where Success: Sendable {
+  /// The outcome of a typed-throwing call, as a value.
+  fileprivate init(awaiting body: () async throws(Failure) -> Success) async {
+    do throws(Failure) {
+      self = .success(try await body())
+    } catch {
+      self = .failure(error)
+    }
+  }
+}
