@@ -163,9 +163,9 @@ struct RetryResetAfterElementTests {
       let marbles = Marbles(tick: .seconds(1))
       let attempts = LockedState<[Duration]>([])
       let source = scriptedSource(script, clock: marbles.clock, attempts: attempts)
-      let output = await marbles.record(
-        source.retryWithBackoff(maxRetries: 5, initialDelay: .seconds(1), resetAfterElement: reset, clock: marbles.clock),
-        ticks: 10)
+      let retried = source.retryWithBackoff(
+        maxRetries: 5, initialDelay: .seconds(1), resetAfterElement: reset, clock: marbles.clock)
+      let output = await marbles.record(retried, ticks: 10)
       if reset {
         #expect(attempts.withLock { $0 } == [.zero, .seconds(1), .seconds(2), .seconds(4)])
         #expect(output == "-a--[b|]")

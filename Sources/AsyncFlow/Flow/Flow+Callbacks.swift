@@ -52,7 +52,8 @@ extension Flow {
   ///     that there always is one to run.
   public static func callbacks(
     bufferingPolicy: FlowBufferingPolicy = .bufferingOldest(64),
-    @_inheritActorContext _ setup: @escaping @Sendable @isolated(any) (FlowCallbacks<Element, Failure>) async ->
+    @_inheritActorContext _ setup:
+      @escaping @Sendable @isolated(any) (FlowCallbacks<Element, Failure>) async ->
       @Sendable @isolated(any) () async -> Void
   ) -> Flow {
     Flow {
@@ -76,10 +77,6 @@ extension Flow {
 /// ```
 public struct FlowCallbacks<Element: Sendable, Failure: Error>: Sendable {
   let storage: CallbacksStorage<Element, Failure>
-
-  init(storage: CallbacksStorage<Element, Failure>) {
-    self.storage = storage
-  }
 
   /// Delivers `element` to the consumer, through the buffer; returns whether it will reach it.
   ///

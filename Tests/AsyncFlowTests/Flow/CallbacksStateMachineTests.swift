@@ -40,7 +40,9 @@ private func show(_ end: Machine.End?) -> String {
   }
 }
 
-extension CallbacksStateMachine where Element == Int, Failure == TestError, Consumer == Int, TaskWaiter == Int,
+extension CallbacksStateMachine
+where
+  Element == Int, Failure == TestError, Consumer == Int, TaskWaiter == Int,
   Work == Int
 {
   fileprivate var label: String {
