@@ -281,6 +281,19 @@ struct CallbacksStateMachineTests {
     #expect(machine.label == "running(buffer: [7], end: -, consumer: -, task: 3, phase: waiting(2))")
   }
 
+  /// The buffer's storage stays where it is: an append that copied the buffer (as one under a
+  /// guarded `case ... where` pattern does) would make every `send` cost the whole backlog.
+  @Test func testSend_whenRunning_appendsInPlaceWithoutCopyingTheBuffer() {
+    var machine = waiting([1, 2, 3])
+    guard case .running(let before) = machine.state else { return }
+    let address = before.buffer.slots.withUnsafeBufferPointer { $0.baseAddress }
+    #expect(before.buffer.slots.count == 4)  // room for one more: no growth below
+    _ = consume before
+    #expect(describe(machine.send(4)) == "accepted")
+    guard case .running(let after) = machine.state else { return }
+    #expect(after.buffer.slots.withUnsafeBufferPointer { $0.baseAddress } == address)
+  }
+
   @Test func testSend_whenSettingUp_buffers() {
     // `setup` may send at once, before it returns.
     var machine = running()
