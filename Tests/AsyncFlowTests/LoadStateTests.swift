@@ -13,6 +13,14 @@ struct LoadStateTests {
     #expect(Set([LoadState<Int, TestError>.loaded(1), .loaded(1)]).count == 1)
   }
 
+  @Test func initFromAResultIsLoadedOrFailed() async {
+    #expect(LoadState(Result<Int, TestError>.success(3)) == .loaded(3))
+    #expect(LoadState(Result<Int, TestError>.failure(TestError(id: 2))) == .failed(TestError(id: 2)))
+    // A task's result, as an app shows it.
+    let result = await Task { () async throws -> Int in throw TestError(id: 5) }.result
+    #expect(LoadState(result).failure as? TestError == TestError(id: 5))
+  }
+
   @Test func asLoadStateOnSuccess() async {
     let result = await collect(Flow.sequence([1, 2]).asLoadState())
     #expect(result.elements == [.loading, .loaded(1), .loaded(2)])

@@ -137,6 +137,95 @@ struct RetryWithBackoffTests {
   }
 }
 
+/// A cold source whose attempt `k` (from 1) emits `script[k - 1].elements` at once, then fails
+/// with `TestError(id: k)` or finishes; attempts past the script fail. Logs every attempt's instant.
+private func scriptedSource(
+  _ script: [(elements: [String], fails: Bool)], clock: TestClock, attempts: LockedState<[Duration]>
+) -> Flow<String, TestError> {
+  Flow { emitter throws(TestError) in
+    let attempt = attempts.withLock { attempts in
+      attempts.append(clock.now.offset)
+      return attempts.count
+    }
+    guard attempt <= script.count else { throw TestError(id: attempt) }
+    for element in script[attempt - 1].elements { await emitter.emit(element) }
+    if script[attempt - 1].fails { throw TestError(id: attempt) }
+  }
+}
+
+@Suite("retryWithBackoff(resetAfterElement:)", .timeLimit(.minutes(1)))
+struct RetryResetAfterElementTests {
+  /// Attempt 2 delivers an element, then fails: with the reset, attempt 3 waits `initialDelay`
+  /// (1 s) again and attempt 4 waits 2 s; without it they wait 2 s and 4 s.
+  @Test func anElementAfterARetryStartsTheDelayOver() async {
+    let script: [(elements: [String], fails: Bool)] = [([], true), (["a"], true), ([], true), (["b"], false)]
+    for reset in [true, false] {
+      let marbles = Marbles(tick: .seconds(1))
+      let attempts = LockedState<[Duration]>([])
+      let source = scriptedSource(script, clock: marbles.clock, attempts: attempts)
+      let retried = source.retryWithBackoff(
+        maxRetries: 5, initialDelay: .seconds(1), resetAfterElement: reset, clock: marbles.clock)
+      let output = await marbles.record(retried, ticks: 10)
+      if reset {
+        #expect(attempts.withLock { $0 } == [.zero, .seconds(1), .seconds(2), .seconds(4)])
+        #expect(output == "-a--[b|]")
+      } else {
+        #expect(attempts.withLock { $0 } == [.zero, .seconds(1), .seconds(3), .seconds(7)])
+        #expect(output == "-a-----[b|]")
+      }
+      #expect(marbles.clock.pendingSleepers == 0)
+    }
+  }
+
+  /// `maxRetries: 1`, and every attempt delivers an element before it fails: with the reset each
+  /// failure is a first one again; without it, the second failure is thrown.
+  @Test func anElementAfterARetryStartsTheCountOver() async {
+    let script: [(elements: [String], fails: Bool)] = [(["a"], true), (["b"], true), (["c"], false)]
+    let marbles = Marbles(tick: .seconds(1))
+    let attempts = LockedState<[Duration]>([])
+    let source = scriptedSource(script, clock: marbles.clock, attempts: attempts)
+    let reset = await marbles.record(
+      source.retryWithBackoff(maxRetries: 1, initialDelay: .seconds(1), resetAfterElement: true, clock: marbles.clock),
+      ticks: 5)
+    #expect(reset == "ab[c|]")
+
+    let counted = LockedState<[Duration]>([])
+    let plain = scriptedSource(script, clock: marbles.clock, attempts: counted)
+    // The default is `false`: today's count over the whole iteration.
+    let output = await marbles.record(
+      plain.retryWithBackoff(maxRetries: 1, initialDelay: .seconds(1), clock: marbles.clock), ticks: 5)
+    #expect(output == "a[b#]")
+  }
+
+  /// The documented hazard: a source that delivers one element and then fails is retried
+  /// forever, `initialDelay` apart, whatever `maxRetries` says.
+  @Test func aSourceThatDeliversOneElementThenFailsIsRetriedForever() async {
+    let marbles = Marbles(tick: .seconds(1))
+    let attempts = LockedState<[Duration]>([])
+    let script = Array(repeating: (elements: ["x"], fails: true), count: 100)
+    let source = scriptedSource(script, clock: marbles.clock, attempts: attempts)
+    let output = await marbles.record(
+      source.retryWithBackoff(maxRetries: 2, initialDelay: .seconds(1), resetAfterElement: true, clock: marbles.clock),
+      ticks: 8)
+    // One attempt a second, up to and including the last tick's instant.
+    #expect(output == "xxxxxxxxx")
+    #expect(attempts.withLock { $0.count } == 9)
+  }
+
+  /// Elements delivered before any retry do not matter: the first failure waits `initialDelay`.
+  @Test func anElementBeforeTheFirstRetryChangesNothing() async {
+    let script: [(elements: [String], fails: Bool)] = [(["a", "b"], true), ([], true), (["c"], false)]
+    let marbles = Marbles(tick: .seconds(1))
+    let attempts = LockedState<[Duration]>([])
+    let source = scriptedSource(script, clock: marbles.clock, attempts: attempts)
+    let output = await marbles.record(
+      source.retryWithBackoff(maxRetries: 2, initialDelay: .seconds(1), resetAfterElement: true, clock: marbles.clock),
+      ticks: 5)
+    #expect(attempts.withLock { $0 } == [.zero, .seconds(1), .seconds(3)])
+    #expect(output == "[ab]--[c|]")
+  }
+}
+
 /// A generator that always returns `value`.
 private struct Constant: RandomNumberGenerator, Sendable {
   let value: UInt64

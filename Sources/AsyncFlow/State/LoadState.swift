@@ -25,6 +25,20 @@ public enum LoadState<Value, Failure: Error> {
   /// The load failed with `Failure`.
   case failed(Failure)
 
+  /// The state of a load whose outcome is at hand: `.loaded` for a success, `.failed` for a
+  /// failure, as when a `Task`'s `result` or a callback's `Result` is shown.
+  ///
+  /// ```swift
+  /// let result = await Task { try await client.articles(page: 1) }.result
+  /// let state = LoadState(result)  // LoadState<[Article], any Error>: .loaded(articles) or .failed(error)
+  /// ```
+  public init(_ result: Result<Value, Failure>) {
+    switch result {
+    case .success(let value): self = .loaded(value)
+    case .failure(let failure): self = .failed(failure)
+    }
+  }
+
   /// The loaded value, or `nil` in every other state.
   ///
   /// ```swift

@@ -4,7 +4,10 @@ extension AsyncSequence where Self: Sendable {
   /// After the `k`-th failure (if `k <= maxRetries` and `shouldRetry(error)`), it waits
   /// `initialDelay * multiplier^(k-1)`, capped at `maxDelay` and scaled by a random factor in
   /// `[1 - jitter, 1]` drawn from `generator`, then makes a new iterator of this sequence. Retries are counted over the
-  /// whole iteration. Elements already delivered are not taken back, so a cold sequence (a
+  /// whole iteration, unless `resetAfterElement` is `true`: then an element delivered after a
+  /// retry starts the count and the delay over, so the next failure waits `initialDelay` again and
+  /// `maxRetries` counts from zero, as a reconnect loop wants after a connection that worked.
+  /// Elements already delivered are not taken back, so a cold sequence (a
   /// ``Flow``, a request) runs again from its start, while a hot one (a subject) is subscribed
   /// to again and does not replay what it sent in between. After `maxRetries` retries the last
   /// failure is thrown; `maxRetries: 0` retries nothing. Cancelling the consumer during a wait
@@ -20,11 +23,17 @@ extension AsyncSequence where Self: Sendable {
   ///   .retryWithBackoff(maxRetries: 3, initialDelay: .seconds(1), clock: clock) { $0.isTransient }
   /// let reproducible = api.search(term)
   ///   .retryWithBackoff(maxRetries: 3, initialDelay: .seconds(1), jitter: 0.5, using: seededGenerator, clock: clock)
+  /// let reconnecting = quotes
+  ///   .retryWithBackoff(maxRetries: 5, initialDelay: .seconds(1), resetAfterElement: true, clock: clock)
   /// ```
+  ///
+  /// - Warning: With `resetAfterElement: true`, a source that delivers one element and then fails
+  ///   is retried forever (every attempt starts the count over), after `initialDelay` each time.
+  ///   Bound it elsewhere if that can happen: the `while:` predicate, or a `timeoutFlow` around it.
   public func retryWithBackoff<C: Clock>(
     maxRetries: Int, initialDelay: Duration, multiplier: Double = 2, maxDelay: Duration = .seconds(60),
     jitter: Double = 0, using generator: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator(),
-    clock: C, while shouldRetry: @escaping @Sendable (Failure) -> Bool = { _ in true }
+    resetAfterElement: Bool = false, clock: C, while shouldRetry: @escaping @Sendable (Failure) -> Bool = { _ in true }
   ) -> AsyncRetryWithBackoffSequence<Self, C> where C.Duration == Duration {
     precondition(maxRetries >= 0, "retryWithBackoff: maxRetries must be 0 or greater, got \(maxRetries)")
     precondition(initialDelay >= .zero, "retryWithBackoff: initialDelay must be 0 or greater, got \(initialDelay)")
@@ -35,12 +44,12 @@ extension AsyncSequence where Self: Sendable {
       base: self,
       policy: .init(
         maxRetries: maxRetries, initialDelay: initialDelay, multiplier: multiplier, maxDelay: maxDelay, jitter: jitter,
-        generator: generator),
+        generator: generator, resetAfterElement: resetAfterElement),
       clock: clock, shouldRetry: shouldRetry)
   }
 
-  /// ``retryWithBackoff(maxRetries:initialDelay:multiplier:maxDelay:jitter:using:clock:while:)`` on
-  /// the `ContinuousClock`.
+  /// ``retryWithBackoff(maxRetries:initialDelay:multiplier:maxDelay:jitter:using:resetAfterElement:clock:while:)``
+  /// on the `ContinuousClock`.
   ///
   /// ```swift
   /// let results = api.search(term).retryWithBackoff(maxRetries: 3, initialDelay: .milliseconds(500), jitter: 0.2)
@@ -48,16 +57,16 @@ extension AsyncSequence where Self: Sendable {
   public func retryWithBackoff(
     maxRetries: Int, initialDelay: Duration, multiplier: Double = 2, maxDelay: Duration = .seconds(60),
     jitter: Double = 0, using generator: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator(),
-    while shouldRetry: @escaping @Sendable (Failure) -> Bool = { _ in true }
+    resetAfterElement: Bool = false, while shouldRetry: @escaping @Sendable (Failure) -> Bool = { _ in true }
   ) -> AsyncRetryWithBackoffSequence<Self, ContinuousClock> {
     retryWithBackoff(
       maxRetries: maxRetries, initialDelay: initialDelay, multiplier: multiplier, maxDelay: maxDelay, jitter: jitter,
-      using: generator, clock: ContinuousClock(), while: shouldRetry)
+      using: generator, resetAfterElement: resetAfterElement, clock: ContinuousClock(), while: shouldRetry)
   }
 }
 
 /// A sequence that iterates its base again after a failure, with exponential backoff; made by
-/// ``_Concurrency/AsyncSequence/retryWithBackoff(maxRetries:initialDelay:multiplier:maxDelay:jitter:using:clock:while:)``.
+/// ``_Concurrency/AsyncSequence/retryWithBackoff(maxRetries:initialDelay:multiplier:maxDelay:jitter:using:resetAfterElement:clock:while:)``.
 ///
 /// ```swift
 /// let retrying: AsyncRetryWithBackoffSequence<Flow<Page, any Error>, ContinuousClock> =
@@ -87,10 +96,12 @@ where C.Duration == Duration {
     var jitter: Double
     /// Each iteration draws from its own copy.
     var generator: any RandomNumberGenerator & Sendable
+    /// Whether an element delivered after a retry starts the count and the delay over.
+    var resetAfterElement: Bool
 
     init(
       maxRetries: Int, initialDelay: Duration, multiplier: Double, maxDelay: Duration, jitter: Double,
-      generator: any RandomNumberGenerator & Sendable
+      generator: any RandomNumberGenerator & Sendable, resetAfterElement: Bool
     ) {
       self.maxRetries = maxRetries
       self.initialDelay = initialDelay
@@ -98,6 +109,7 @@ where C.Duration == Duration {
       self.maxDelay = maxDelay.cappedInterval
       self.jitter = jitter
       self.generator = generator
+      self.resetAfterElement = resetAfterElement
     }
 
     /// `delay` scaled by a factor in `[1 - jitter, 1]`: the top 53 of 64 random bits make a
@@ -168,7 +180,13 @@ where C.Duration == Duration {
         }
         guard attempt != nil else { return nil }
         do throws(Base.Failure) {
-          return try await attempt.nextOrRelease(isolation: actor)
+          let element = try await attempt.nextOrRelease(isolation: actor)
+          if element != nil, retries > 0, sequence.policy.resetAfterElement {
+            // The attempt worked: its next failure is a first one again.
+            retries = 0
+            nextDelay = Swift.min(sequence.policy.initialDelay, sequence.policy.maxDelay)
+          }
+          return element
         } catch {
           if Task.isCancelled { return nil }
           guard retries < sequence.policy.maxRetries, sequence.shouldRetry(error) else { throw error }

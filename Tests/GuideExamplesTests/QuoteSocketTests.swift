@@ -1,0 +1,100 @@
+import AsyncFlow
+import AsyncFlowTesting
+import GuideExamples
+import Testing
+
+/// The socket bridged into a flow, shared by two screens, reconnected with a fresh backoff; all on
+/// a test clock, with the test playing the server.
+@Suite("Quote socket worked example", .timeLimit(.minutes(1)))
+@MainActor
+struct QuoteSocketTests {
+  /// A feed and both screens, made on the clock's schedule so that the share's upstream task (and
+  /// the retries' sleeps) follow the clock, and connected.
+  private func makeScreens(_ clock: TestClock) async -> (QuoteSocket, QuoteFeed, WatchlistModel, TickerModel) {
+    let socket = QuoteSocket()
+    let feed = QuoteFeed(socket: socket, clock: clock)
+    let watchlist = await clock.onSchedule { WatchlistModel(feed: feed) }
+    let ticker = await clock.onSchedule { TickerModel(feed: feed) }
+    await clock.runCurrent()
+    return (socket, feed, watchlist, ticker)
+  }
+
+  @Test func twoScreensShareOneConnection() async {
+    let clock = TestClock()
+    let (socket, feed, watchlist, ticker) = await makeScreens(clock)
+    #expect(socket.connects == 1 && socket.isConnected)
+    #expect(feed.quotes.subscriberCount == 2)
+    socket.serverSends(Quote("AAPL", 190))
+    socket.serverSends(Quote("MSFT", 410))
+    await clock.runCurrent()
+    #expect(watchlist.prices == ["AAPL": 190, "MSFT": 410])
+    #expect(ticker.latest == Quote("MSFT", 410))
+  }
+
+  @Test func aFailureReconnectsAndTheBackoffStartsOverOnceQuotesFlowed() async {
+    let clock = TestClock()
+    let (socket, _, watchlist, ticker) = await makeScreens(clock)
+    // Fails before any quote: 1 s, then 2 s, as a backoff should.
+    socket.serverFails("no route")
+    await clock.runCurrent()
+    #expect(socket.disconnects == 1 && !socket.isConnected)
+    await clock.advance(by: .seconds(1))
+    #expect(socket.connects == 2)
+    socket.serverFails("no route")
+    await clock.advance(by: .seconds(1))
+    #expect(socket.connects == 2)  // waiting 2 s this time
+    await clock.advance(by: .seconds(1))
+    #expect(socket.connects == 3)
+    // Quotes flow again, then the connection fails: the next wait is 1 s again, not 4 s.
+    socket.serverSends(Quote("AAPL", 191))
+    await clock.runCurrent()
+    socket.serverFails("reset by peer")
+    await clock.advance(by: .seconds(1))
+    #expect(socket.connects == 4 && socket.isConnected)
+    socket.serverSends(Quote("AAPL", 192))
+    await clock.runCurrent()
+    #expect(watchlist.prices == ["AAPL": 192] && ticker.latest == Quote("AAPL", 192))
+    // Both screens were kept across every reconnect: no failure reached them.
+    #expect(watchlist.failure == nil)
+    #expect(socket.disconnects == 3)
+  }
+
+  @Test func afterMaxRetriesTheScreensSeeTheFailure() async {
+    let clock = TestClock()
+    let (socket, _, watchlist, _) = await makeScreens(clock)
+    for attempt in 0...5 {
+      socket.serverFails("down \(attempt)")
+      await clock.runCurrent()
+      await clock.advance(by: .seconds(60))
+    }
+    #expect(socket.connects == 6 && socket.disconnects == 6)
+    #expect(watchlist.failure == SocketError("down 5"))
+    #expect(clock.pendingSleepers == 0)
+  }
+
+  @Test func theLastScreenLeavingDisconnects() async {
+    let clock = TestClock()
+    var (socket, feed, watchlist, ticker): (QuoteSocket, QuoteFeed, WatchlistModel?, TickerModel?) =
+      await makeScreens(clock)
+    socket.serverSends(Quote("AAPL", 190))
+    await clock.runCurrent()
+    watchlist = nil
+    await clock.runCurrent()
+    #expect(socket.isConnected && feed.quotes.subscriberCount == 1)  // the ticker still watches
+    ticker = nil
+    await clock.runCurrent()
+    #expect(feed.quotes.subscriberCount == 0)
+    #expect(!socket.isConnected && socket.disconnects == 1 && socket.onMessage == nil)
+    _ = (watchlist, ticker)
+  }
+
+  @Test func aServerCloseEndsTheFeedAfterTheCleanup() async {
+    let clock = TestClock()
+    let (socket, _, watchlist, _) = await makeScreens(clock)
+    socket.serverSends(Quote("AAPL", 190))
+    socket.serverCloses()
+    await clock.runCurrent()
+    #expect(watchlist.prices == ["AAPL": 190] && watchlist.failure == nil)
+    #expect(socket.disconnects == 1 && socket.connects == 1)
+  }
+}
