@@ -20,7 +20,7 @@ let package = Package(
     .target(name: "GuideExamples", dependencies: ["AsyncFlow", "AsyncFlowTesting"], path: "Guides/Examples"),
     .testTarget(name: "AsyncFlowTests", dependencies: ["AsyncFlow", "AsyncFlowTesting"]),
     .testTarget(name: "GuideExamplesTests", dependencies: ["GuideExamples", "AsyncFlow", "AsyncFlowTesting"]),
-    .testTarget(name: "AsyncFlowTestingTests", dependencies: ["AsyncFlowTesting"]),
+    .testTarget(name: "AsyncFlowTestingTests", dependencies: ["AsyncFlowTesting", "AsyncFlow"]),
   ],
   swiftLanguageModes: [.v6]
 )

@@ -10,7 +10,7 @@ import Testing
 @MainActor
 struct GracePeriodTests {
   let clock = TestClock()
-  let socket = PassthroughFlow<Quote, Never>()
+  let socket = PassthroughFlow<LiveQuote, Never>()
   let connections = ConnectionCount()
 
   func hub() -> QuotesHub {
@@ -24,7 +24,7 @@ struct GracePeriodTests {
 
   /// Sends what the socket receives, and lets the screens show it.
   func receive(_ symbol: String, _ price: Int) async {
-    socket.send(Quote(symbol: symbol, price: price))
+    socket.send(LiveQuote(symbol: symbol, price: price))
     await clock.runCurrent()
   }
 
@@ -35,7 +35,7 @@ struct GracePeriodTests {
 
   @Test func aQuickSwitchKeepsTheConnectionAndShowsTheLastQuoteAtOnce() async {
     let hub = hub()
-    let list = WatchlistModel(hub: hub)
+    let list = QuoteListModel(hub: hub)
     let detail = QuoteDetailModel(symbol: "AAPL", hub: hub)
     await onSchedule { list.appear() }
     await socket.subscribers(count: 1)
@@ -56,7 +56,7 @@ struct GracePeriodTests {
 
   @Test func comingBackAfterTheGracePeriodReconnects() async {
     let hub = hub()
-    let list = WatchlistModel(hub: hub)
+    let list = QuoteListModel(hub: hub)
     await onSchedule { list.appear() }
     await socket.subscribers(count: 1)
     await onSchedule { list.disappear() }

@@ -2,7 +2,7 @@ import AsyncFlow
 
 // region: grace-period-shared-connection
 /// A live quote: what the socket sends.
-public struct Quote: Sendable, Equatable {
+public struct LiveQuote: Sendable, Equatable {
   public var symbol: String
   public var price: Int
 
@@ -15,10 +15,10 @@ public struct Quote: Sendable, Equatable {
 /// connection stays open for 5 seconds: a quick switch from the list to a detail screen joins it,
 /// and first shows the last quote, instead of reconnecting.
 public final class QuotesHub: Sendable {
-  public let quotes: AsyncShareFlowSequence<Quote, Never>
+  public let quotes: AsyncShareFlowSequence<LiveQuote, Never>
 
   /// `connect` opens the socket and streams its quotes; it runs once per connection.
-  public init(clock: some Clock<Duration> = ContinuousClock(), connect: @escaping @Sendable () -> Flow<Quote, Never>) {
+  public init(clock: some Clock<Duration> = ContinuousClock(), connect: @escaping @Sendable () -> Flow<LiveQuote, Never>) {
     quotes = Flow { emitter in
       for await quote in connect() { await emitter.emit(quote) }
     }.shareFlow(replay: 1, gracePeriod: .seconds(5), clock: clock)
@@ -27,7 +27,7 @@ public final class QuotesHub: Sendable {
 
 /// The list screen: shows the latest price of every symbol while it is on screen.
 @MainActor
-public final class WatchlistModel {
+public final class QuoteListModel {
   public private(set) var prices: [String: Int] = [:]
   private let hub: QuotesHub
   private var subscription: FlowSubscription?
