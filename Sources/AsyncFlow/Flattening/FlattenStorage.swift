@@ -69,7 +69,8 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
     while true {
       let (step, effects) = state.withLock { machine -> (ConsumerStep, Machine.Effects) in
         var elements: [Inner.Element] = []
-        var effects = Machine.Effects()
+        // Asking again means the last batch reached the consumer's code.
+        var effects = machine.batchDelivered()
         while true {
           let action = machine.next()
           if case .drain(let channel) = action {
