@@ -32,6 +32,8 @@ final class FlattenInnerChannel<Element: Sendable, Failure: Error>: Sendable {
 /// The buffer is a stored property beside the state rather than a payload of it: looking at an
 /// enum copies its payload, and a payload array copied on every offer was then copied again on
 /// append (measured on `mergeFlow`'s hand-off). It holds elements only while `open` or `closed`.
+/// It is a ``RingBuffer``: a `switchToLatestFlow` consumer takes one element at a time from the
+/// front, which on an `Array` moved every remaining element each time.
 @usableFromInline
 struct FlattenInnerStateMachine<Element, Producer> {
   @usableFromInline
@@ -48,7 +50,7 @@ struct FlattenInnerStateMachine<Element, Producer> {
   }
 
   @usableFromInline let bufferLimit: Int
-  @usableFromInline var pending: [Element] = []
+  @usableFromInline var pending = RingBuffer<Element>()
   @usableFromInline var state = State.open(isListed: false, producer: nil)
 
   @inlinable init(bufferLimit: Int) {
@@ -167,11 +169,11 @@ struct FlattenInnerStateMachine<Element, Producer> {
   }
 
   @inlinable mutating func takePending(all: Bool, into elements: inout [Element]) {
-    if all || pending.count == 1 {
-      elements.append(contentsOf: pending)
-      pending.removeAll(keepingCapacity: true)
-    } else if !pending.isEmpty {
-      elements.append(pending.removeFirst())
+    if all {
+      elements.reserveCapacity(elements.count + pending.count)
+      while let element = pending.popFirst() { elements.append(element) }
+    } else if let element = pending.popFirst() {
+      elements.append(element)
     }
   }
 
@@ -179,7 +181,7 @@ struct FlattenInnerStateMachine<Element, Producer> {
   /// taken. Returns its task if that waits for room (to resume with `false`). Dropping twice is
   /// harmless: an inner may retire on its own between the decision to drop it and the drop.
   @inlinable mutating func drop() -> Producer? {
-    pending = []
+    pending = RingBuffer()
     switch state {
     case .open(_, let producer):
       state = .dropped

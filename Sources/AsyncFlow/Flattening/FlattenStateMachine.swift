@@ -61,9 +61,9 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     @usableFromInline @exclusivity(unchecked) var activeCount = 0
     /// Inners with something for the consumer (elements, or their end), in the order they got it.
     /// One may linger after its inner left: its channel is dropped then, and taking from it takes
-    /// nothing. (Channels rather than ids: no lookup per hand-off.)
-    @usableFromInline @exclusivity(unchecked) var ready: [(id: Int, channel: Channel)] = []
-    @usableFromInline @exclusivity(unchecked) var readyStart = 0
+    /// nothing. (Channels rather than ids: no lookup per hand-off.) A ``RingBuffer``: a busy
+    /// inner goes to the back after each take, so the queue may never empty.
+    @usableFromInline @exclusivity(unchecked) var ready = RingBuffer<(id: Int, channel: Channel)>()
     @usableFromInline @exclusivity(unchecked) var nextID = 0
     /// Inners whose turn has ended (`exhaustFlow`) while their elements wait for the consumer: the
     /// operator does not finish before they are taken.
@@ -233,13 +233,9 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       state = .running(Running())
       return .start
     case .running(let running):
-      if running.readyStart < running.ready.count {
-        let (id, channel) = running.ready[running.readyStart]
-        running.readyStart += 1
-        return .take(id: id, channel: channel, all: takesBatches)
+      if let entry = running.ready.popFirst() {
+        return .take(id: entry.id, channel: entry.channel, all: takesBatches)
       }
-      running.ready.removeAll(keepingCapacity: true)
-      running.readyStart = 0
       return .suspend
     case .ending:
       guard case .ending(let failure, var stopping) = state else { preconditionFailure("unreachable") }
@@ -287,11 +283,6 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
         running.behindCount -= 1
         if takesBatches { running.batchInners += 1 }
       }
-      if running.readyStart >= 32 && running.readyStart * 2 >= running.ready.count {
-        // A queue that never empties (a busy current inner) is trimmed as it goes.
-        running.ready.removeFirst(running.readyStart)
-        running.readyStart = 0
-      }
       // The consumer took one off the ready queue: the outer may go on (mergeFlow).
       if running.outerWaiting != nil, !taken.retires, outerWanted(running), let outer = running.outerWaiting.take() {
         effects.resume.append((outer, true))
@@ -332,7 +323,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     switch state {
     case .running(let running):
       // Something may have been listed between `next()` and this registration.
-      guard running.readyStart == running.ready.count else { return consumer }
+      guard running.ready.isEmpty else { return consumer }
       precondition(running.consumer == nil, "Internal inconsistency: state running, event suspendConsumer twice")
       running.consumer = consumer
       return nil
@@ -773,7 +764,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     return effects
   }
 
-  /// How many entries the ready queue holds, taken ones included (for tests: it must stay bounded).
+  /// How many entries the ready queue holds (for tests: it must stay bounded).
   var readyQueueLength: Int {
     guard case .running(let running) = state else { return 0 }
     return running.ready.count
