@@ -366,9 +366,19 @@ struct FlattenStateMachineTests {
     var machine = GridMachine.running(.latest)
     let id = machine.outerElement("a", key: 0, channel: { $0 }).startInner!
     // Nothing to cancel and nothing new to start: the waiting task begins with "b", and "a" is
-    // never transformed.
-    #expect(machine.outerElement("b", key: 0, channel: { $0 }).isEmpty)
+    // never transformed; it leaves with the effects, to be released after the lock.
+    let effects = machine.outerElement("b", key: 0, channel: { $0 })
+    #expect(effects.release == ["a"])
+    #expect(effects.startInner == nil && effects.cancel.isEmpty && effects.drop.isEmpty)
     #expect(machine.claim(id)?.element == "b")
+  }
+
+  @Test func testCancel_whenRunningWithAnElementHeldAndAnInnerNotBegun_releasesBothWithTheEffects() {
+    var machine = GridMachine.running(.merge(maxConcurrent: 1))
+    #expect(machine.outerElement("a", key: 0, channel: { $0 }).startInner == 0)  // its task has not begun
+    #expect(machine.outerElement("b", key: 0, channel: { $0 }).isEmpty)  // held: no slot
+    // Neither is released with the machine's state, under the lock: both leave with the effects.
+    #expect(machine.cancel().release.sorted() == ["a", "b"])
   }
 
   @Test func testOuterElement_whenRunningLatestAndTheCurrentInnerIsDraining_dropsItsElements() {
@@ -784,14 +794,14 @@ struct FlattenInnerStateMachineTests {
   @Test func testDrop_whenOpen_discardsTheElementsAndReturnsTheWaitingProducer() {
     var machine = open(holding: 4)
     _ = machine.waitForRoom(7)
-    #expect(machine.drop() == 7)
+    #expect(machine.drop().producer == 7)
     #expect(machine.offer("x") == .dropped)
   }
 
   @Test func testDrop_whenClosedOrDropped_hasNobodyToResume() {
     var closed = closed(holding: 1)
-    #expect(closed.drop() == nil)
-    #expect(closed.drop() == nil)
+    #expect(closed.drop().producer == nil)
+    #expect(closed.drop().producer == nil)
   }
 
   static let impossibleCells = ["closed.offer", "closed.waitForRoom", "closed.end"]

@@ -177,18 +177,33 @@ struct FlattenInnerStateMachine<Element, Producer> {
     }
   }
 
-  /// Superseded, retired, or the operator is ending: what it holds is discarded and nothing more is
-  /// taken. Returns its task if that waits for room (to resume with `false`). Dropping twice is
-  /// harmless: an inner may retire on its own between the decision to drop it and the drop.
-  @inlinable mutating func drop() -> Producer? {
-    pending = RingBuffer()
+  @usableFromInline
+  struct Dropped {
+    /// The inner's task if it waits for room, to resume with `false`.
+    @usableFromInline var producer: Producer?
+    /// What it held, discarded: the caller releases it once it has let go of its locks, since an
+    /// element's `deinit` may call back into the operator (cancel it, release its iterator).
+    @usableFromInline var discarded: RingBuffer<Element>
+
+    @inlinable init(producer: Producer?, discarded: RingBuffer<Element>) {
+      self.producer = producer
+      self.discarded = discarded
+    }
+  }
+
+  /// Superseded, retired, or the operator is ending: what it holds is discarded (handed out, not
+  /// released here) and nothing more is taken. Dropping twice is harmless: an inner may retire on
+  /// its own between the decision to drop it and the drop.
+  @inlinable mutating func drop() -> Dropped {
+    var discarded = RingBuffer<Element>()
+    swap(&discarded, &pending)
     switch state {
     case .open(_, let producer):
       state = .dropped
-      return producer
+      return Dropped(producer: producer, discarded: discarded)
     case .closed, .dropped:
       state = .dropped
-      return nil
+      return Dropped(producer: nil, discarded: discarded)
     }
   }
 }

@@ -106,12 +106,13 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       self.stage = .unclaimed(element)
     }
 
-    /// Hands a task that has not begun a newer element; false if it has begun. Mutating, so that
-    /// it runs in place in the dictionary rather than on a copy of the inner.
-    @inlinable mutating func replaceUnclaimed(_ element: OuterElement) -> Bool {
-      guard case .unclaimed = stage else { return false }
+    /// Hands a task that has not begun a newer element: returns the element it replaces (for the
+    /// storage to release after the lock), or `nil` if the task has begun. Mutating, so that it
+    /// runs in place in the dictionary rather than on a copy of the inner.
+    @inlinable mutating func replaceUnclaimed(_ element: OuterElement) -> OuterElement? {
+      guard case .unclaimed(let replaced) = stage else { return nil }
       stage = .unclaimed(element)
-      return true
+      return replaced
     }
   }
 
@@ -179,11 +180,16 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     @usableFromInline var cancel: [Handle] = []
     /// Start a task for this inner; it begins by claiming its element (``claim(_:)``).
     @usableFromInline var startInner: Int?
+    /// Outer elements that left the machine without being transformed (replaced, held or not
+    /// begun when the operator ended): released with the effects, after the lock, since a
+    /// `deinit` may call back into the operator.
+    @usableFromInline var release: [OuterElement] = []
 
     @inlinable init() {}
 
     @inlinable var isEmpty: Bool {
       resume.isEmpty && resumeConsumer == nil && drop.isEmpty && cancel.isEmpty && startInner == nil
+        && release.isEmpty
     }
 
     @inlinable mutating func merge(_ other: Effects) {
@@ -196,6 +202,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       resumeConsumer = resumeConsumer ?? other.resumeConsumer
       drop += other.drop
       cancel += other.cancel
+      release += other.release
       precondition(startInner == nil || other.startInner == nil, "Internal inconsistency: two inners to start")
       startInner = startInner ?? other.startInner
     }
@@ -502,7 +509,10 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
         case .latest:
           // Its task has not begun: it begins with this element instead. The superseded element is
           // never transformed, and a fast outer costs no task per element.
-          if let index = running.inners.index(forKey: current), running.inners.values[index].replaceUnclaimed(element) {
+          if let index = running.inners.index(forKey: current),
+            let replaced = running.inners.values[index].replaceUnclaimed(element)
+          {
+            effects.release.append(replaced)
             return effects
           }
           supersede(current, in: running, into: &effects)
@@ -756,6 +766,15 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       if case .superseded = inner.stage {} else { effects.drop.append(inner.channel) }
       stopping.innerTasks[id] = inner.task
       if let task = inner.task { effects.cancel.append(task) }
+    }
+    // The outer elements still in the machine leave with the effects: released after the lock,
+    // not with the running payload under it. (An unclaimed inner's task ends at its claim.)
+    if let held = running.held.take() { effects.release.append(held.element) }
+    for index in running.inners.indices {
+      if case .unclaimed(let element) = running.inners.values[index].stage {
+        effects.release.append(element)
+        running.inners.values[index].stage = .running
+      }
     }
     if let outer = running.outerWaiting.take() { effects.resume.append((outer, false)) }
     if let outerTask = running.outerTask { effects.cancel.append(outerTask) }
