@@ -121,4 +121,40 @@ struct FlatteningBoundTests {
     stall.release()
     await consumer.value
   }
+
+  /// The price of the default, written down: at most 16 inners run that have delivered nothing
+  /// yet; the next starts once one of them delivers (or ends).
+  @Test func byDefaultAtMostSixteenQuietInnersRunAtOnce() async {
+    let clock = TestClock()
+    let started = StartCounter()
+    let gate = Gate()
+    let merged = Flow.sequence(0..<20).mergeFlow { value in
+      Flow<Int, Never> { emitter in
+        started.increment()
+        if value < 16 { await gate.wait() }
+        await emitter.emit(value)
+      }
+    }
+    let result = clock.task { await collect(merged).elements }
+    await clock.runCurrent()
+    #expect(started.value == 16)
+    #expect(gate.parkedCount == 16)
+    gate.release()
+    #expect(await result.value.sorted() == Array(0..<20))
+  }
+
+  /// An explicit `maxConcurrent` above 16 runs that many inners at once, quiet ones included.
+  @Test func anExplicitMaxConcurrentAboveSixteenRunsThatManyQuietInners() async {
+    let gate = Gate()
+    let merged = Flow.sequence(0..<40).mergeFlow(maxConcurrent: 40) { value in
+      Flow<Int, Never> { emitter in
+        await gate.wait()
+        await emitter.emit(value)
+      }
+    }
+    let result = Task { await collect(merged).elements }
+    await gate.entered(count: 40)
+    gate.release()
+    #expect(await result.value.sorted() == Array(0..<40))
+  }
 }
