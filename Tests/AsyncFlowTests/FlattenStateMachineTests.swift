@@ -368,7 +368,7 @@ struct FlattenStateMachineTests {
     // Nothing to cancel and nothing new to start: the waiting task begins with "b", and "a" is
     // never transformed; it leaves with the effects, to be released after the lock.
     let effects = machine.outerElement("b", key: 0, channel: { $0 })
-    #expect(effects.release == ["a"])
+    #expect(effects.replaced == "a")
     #expect(effects.startInner == nil && effects.cancel.isEmpty && effects.drop.isEmpty)
     #expect(machine.claim(id)?.element == "b")
   }
@@ -378,7 +378,7 @@ struct FlattenStateMachineTests {
     #expect(machine.outerElement("a", key: 0, channel: { $0 }).startInner == 0)  // its task has not begun
     #expect(machine.outerElement("b", key: 0, channel: { $0 }).isEmpty)  // held: no slot
     // Neither is released with the machine's state, under the lock: both leave with the effects.
-    #expect(machine.cancel().release.sorted() == ["a", "b"])
+    #expect(machine.cancel().release?.sorted() == ["a", "b"])
   }
 
   @Test func testOuterElement_whenRunningLatestAndTheCurrentInnerIsDraining_dropsItsElements() {

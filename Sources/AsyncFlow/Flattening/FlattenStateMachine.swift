@@ -180,16 +180,21 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     @usableFromInline var cancel: [Handle] = []
     /// Start a task for this inner; it begins by claiming its element (``claim(_:)``).
     @usableFromInline var startInner: Int?
-    /// Outer elements that left the machine without being transformed (replaced, held or not
-    /// begun when the operator ended): released with the effects, after the lock, since a
-    /// `deinit` may call back into the operator.
-    @usableFromInline var release: [OuterElement] = []
+    /// Outer elements that left the machine without being transformed (held, or not begun, when
+    /// the operator ended): released with the effects, after the lock, since a `deinit` may call
+    /// back into the operator.
+    /// Optional, so that the common case (none) costs a word and no retain in every event's effects.
+    @usableFromInline var release: [OuterElement]?
+    /// The same for the one element `switchToLatestFlow` replaces in an inner that has not begun:
+    /// on its own, so that the common path of a fast outer allocates no array per element
+    /// (measured: `W3.switchToLatest` 30 % slower with an array).
+    @usableFromInline var replaced: OuterElement?
 
     @inlinable init() {}
 
     @inlinable var isEmpty: Bool {
       resume.isEmpty && resumeConsumer == nil && drop.isEmpty && cancel.isEmpty && startInner == nil
-        && release.isEmpty
+        && release == nil && replaced == nil
     }
 
     @inlinable mutating func merge(_ other: Effects) {
@@ -202,7 +207,10 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       resumeConsumer = resumeConsumer ?? other.resumeConsumer
       drop += other.drop
       cancel += other.cancel
-      release += other.release
+      if let otherRelease = other.release { release = (release ?? []) + otherRelease }
+      if let otherReplaced = other.replaced {
+        if replaced == nil { replaced = otherReplaced } else { release = (release ?? []) + [otherReplaced] }
+      }
       precondition(startInner == nil || other.startInner == nil, "Internal inconsistency: two inners to start")
       startInner = startInner ?? other.startInner
     }
@@ -316,7 +324,8 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   /// The consumer asks again: the batch it took last has been delivered, so the inners it came
   /// from no longer count toward ``behindLimit``. Called before the ``next()`` of each request.
   @inlinable mutating func batchDelivered() -> Effects {
-    guard case .running(let running) = state, running.batchInners > 0 else { return Effects() }
+    // `switchToLatestFlow` counts no batch: nothing to look at (it asks once per element).
+    guard tracksBehind, case .running(let running) = state, running.batchInners > 0 else { return Effects() }
     running.batchInners = 0
     var effects = Effects()
     if running.outerWaiting != nil, outerWanted(running), let outer = running.outerWaiting.take() {
@@ -512,7 +521,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
           if let index = running.inners.index(forKey: current),
             let replaced = running.inners.values[index].replaceUnclaimed(element)
           {
-            effects.release.append(replaced)
+            effects.replaced = replaced
             return effects
           }
           supersede(current, in: running, into: &effects)
@@ -769,13 +778,15 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     }
     // The outer elements still in the machine leave with the effects: released after the lock,
     // not with the running payload under it. (An unclaimed inner's task ends at its claim.)
-    if let held = running.held.take() { effects.release.append(held.element) }
+    var release: [OuterElement] = []
+    if let held = running.held.take() { release.append(held.element) }
     for index in running.inners.indices {
       if case .unclaimed(let element) = running.inners.values[index].stage {
-        effects.release.append(element)
+        release.append(element)
         running.inners.values[index].stage = .running
       }
     }
+    if !release.isEmpty { effects.release = release }
     if let outer = running.outerWaiting.take() { effects.resume.append((outer, false)) }
     if let outerTask = running.outerTask { effects.cancel.append(outerTask) }
     effects.resumeConsumer = running.consumer.take()

@@ -34,7 +34,7 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
   /// element's `deinit` may call back into this operator (cancel its consumer, release its
   /// iterator), which would deadlock on the lock.
   @inlinable func withMachine(_ event: (inout Machine) -> Machine.Effects) -> Machine.Effects {
-    var discarded: [RingBuffer<Inner.Element>] = []
+    var discarded: RingBuffer<Inner.Element>?
     let effects = state.withLock { machine in
       var effects = event(&machine)
       dropChannels(&effects, discarding: &discarded)
@@ -47,13 +47,20 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
   /// Called under the shared lock (then each channel's: the lock order). The channels' elements go
   /// to `discarded`, for the caller to release after the lock.
   @inlinable func dropChannels(
-    _ effects: inout Machine.Effects, discarding discarded: inout [RingBuffer<Inner.Element>]
+    _ effects: inout Machine.Effects, discarding discarded: inout RingBuffer<Inner.Element>?
   ) {
     guard !effects.drop.isEmpty else { return }
     for channel in effects.drop {
       let dropped = channel.state.withLock { $0.drop() }
       if let producer = dropped.producer { effects.resume.append((producer, false)) }
-      if !dropped.discarded.isEmpty { discarded.append(dropped.discarded) }
+      guard !dropped.discarded.isEmpty else { continue }
+      if discarded == nil {
+        // Moved, not copied: dropping one channel (the common case, a superseded inner) costs no
+        // allocation. Optional, so that an event that drops nothing costs nothing here.
+        discarded = dropped.discarded
+      } else {
+        for element in dropped.discarded { discarded!.append(element) }
+      }
     }
     effects.drop = []
   }
@@ -80,7 +87,7 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
   @inlinable func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> [Inner.Element]? {
     while true {
       // Released after the lock (see ``withMachine(_:)``).
-      var discarded: [RingBuffer<Inner.Element>] = []
+      var discarded: RingBuffer<Inner.Element>?
       let (step, effects) = state.withLock { machine -> (ConsumerStep, Machine.Effects) in
         var elements: [Inner.Element] = []
         // Asking again means the last batch reached the consumer's code.
