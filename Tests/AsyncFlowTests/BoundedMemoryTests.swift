@@ -82,9 +82,11 @@ let bufferingTable: [BufferingCase] = [
   BufferingCase(name: "mergeFlow(maxConcurrent: 2)", bound: 2 * (64 + 1) + 64) { _, inner, _ in
     AnyStepper(Flow.sequence(0..<4).mergeFlow(maxConcurrent: 2) { inner($0) })
   },
-  // 32 inners, unlimited: no inner starts while 16 hold elements, so 1,024 waiting, plus 64 per
-  // inner already running (all 32 start before any holds elements: 32 x 64), plus one batch.
-  BufferingCase(name: "mergeFlow() over 32 inners", bound: 32 * (64 + 1) + 64) { _, inner, _ in
+  // 32 inners, unlimited: no inner starts while the consumer is behind 16 (those that have not
+  // delivered yet included: before, all 32 started before any held elements, 32 x 64), each with
+  // 64 waiting, one in its task's hands and one in its body; plus the batch the consumer took
+  // from some of them (at most 16 x 64), which they refill.
+  BufferingCase(name: "mergeFlow() over 32 inners", bound: 16 * (64 + 2) + 16 * 64) { _, inner, _ in
     AnyStepper(Flow.sequence(0..<32).mergeFlow { inner($0) })
   },
 ]

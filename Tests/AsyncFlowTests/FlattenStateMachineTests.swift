@@ -316,7 +316,7 @@ struct FlattenStateMachineTests {
 
   @Test func testOuterElement_whenRunningMergeAndTheLimitOfInnersHoldElements_holdsIt() {
     var machine = GridMachine.running(.merge(maxConcurrent: .max))
-    for index in 0..<GridMachine.readyInnersLimit {
+    for index in 0..<GridMachine.behindInnersLimit {
       let id = machine.startInner("e\(index)")!
       _ = machine.listReady(id, channel: id)
     }
@@ -326,21 +326,59 @@ struct FlattenStateMachineTests {
     #expect(step == .wait)
     let waits = machine.pumpWait(7)
     #expect(waits)
-    // The consumer takes from one inner: the pump may go on.
+    // The consumer takes from one inner: what it took is in its batch, which still counts.
     guard case .take(let id, _, _) = machine.next() else { return #expect(Bool(false)) }
     let effects = machine.taken(id, channel: id, taken(isDrained: true)).effects
-    #expect(effects.resume.map { $0.0 } == [7])
+    #expect(effects.resume.isEmpty)
+    // It asks again, so the batch was delivered: the pump may go on.
+    #expect(machine.batchDelivered().resume.map { $0.0 } == [7])
     let next = machine.pumpStep(channel: { $0 })
-    #expect(next == .startInner(GridMachine.readyInnersLimit))
+    #expect(next == .startInner(GridMachine.behindInnersLimit))
+  }
+
+  @Test func testOuterElement_whenRunningMergeAndTheLimitOfInnersHaveNotDelivered_holdsIt() {
+    var machine = GridMachine.running(.merge(maxConcurrent: .max))
+    // Started, nothing offered yet: each may be about to (a short inner offers and ends at once).
+    for index in 0..<GridMachine.behindInnersLimit { _ = machine.startInner("e\(index)")! }
+    #expect(machine.outerElement("late", key: 0, channel: { $0 }).isEmpty)
+    #expect(machine.pumpStep(channel: { $0 }) == .wait)
+    // One ends without an element: the consumer is no longer behind it.
+    let effects = machine.innerEnded(0, GridInner.EndAction.retire, failure: nil)
+    #expect(effects.resume.isEmpty)  // the pump has not registered its wait
+    #expect(machine.pumpStep(channel: { $0 }) == .startInner(GridMachine.behindInnersLimit))
+  }
+
+  @Test func testOuterElement_whenRunningMergeWithAnExplicitLimitAboveTheDefault_startsThatMany() {
+    var machine = GridMachine.running(.merge(maxConcurrent: 20))
+    for index in 0..<20 { #expect(machine.outerElement("e\(index)", key: 0, channel: { $0 }).startInner == index) }
+    #expect(machine.outerElement("late", key: 0, channel: { $0 }).isEmpty)
+  }
+
+  @Test func testOuterElement_whenRunningKeyedLatestWithManyKeys_startsAnInnerForEach() {
+    var machine = GridMachine.running(.latest)
+    // One inner per key, however many keys: a list loads every row it shows at once.
+    for key in 0..<(GridMachine.behindInnersLimit * 2) {
+      #expect(machine.outerElement("e\(key)", key: key, channel: { $0 }).startInner == key)
+    }
   }
 
   @Test func testOuterElement_whenRunningLatestAndTheInnersTaskHasNotBegun_handsThatTaskTheNewElement() {
     var machine = GridMachine.running(.latest)
     let id = machine.outerElement("a", key: 0, channel: { $0 }).startInner!
     // Nothing to cancel and nothing new to start: the waiting task begins with "b", and "a" is
-    // never transformed.
-    #expect(machine.outerElement("b", key: 0, channel: { $0 }).isEmpty)
+    // never transformed; it leaves with the effects, to be released after the lock.
+    let effects = machine.outerElement("b", key: 0, channel: { $0 })
+    #expect(effects.replaced == "a")
+    #expect(effects.startInner == nil && effects.cancel.isEmpty && effects.drop.isEmpty)
     #expect(machine.claim(id)?.element == "b")
+  }
+
+  @Test func testCancel_whenRunningWithAnElementHeldAndAnInnerNotBegun_releasesBothWithTheEffects() {
+    var machine = GridMachine.running(.merge(maxConcurrent: 1))
+    #expect(machine.outerElement("a", key: 0, channel: { $0 }).startInner == 0)  // its task has not begun
+    #expect(machine.outerElement("b", key: 0, channel: { $0 }).isEmpty)  // held: no slot
+    // Neither is released with the machine's state, under the lock: both leave with the effects.
+    #expect(machine.cancel().release?.sorted() == ["a", "b"])
   }
 
   @Test func testOuterElement_whenRunningLatestAndTheCurrentInnerIsDraining_dropsItsElements() {
@@ -548,7 +586,7 @@ struct FlattenStateMachineTests {
 
   @Test func testOuterElement_whenRunningExhaustAndTheLimitOfEndedInnersWait_dropsIt() {
     var machine = GridMachine.running(.exhaust)
-    for index in 0..<GridMachine.readyInnersLimit {
+    for index in 0..<GridMachine.behindInnersLimit {
       let id = machine.startInner("e\(index)")!
       _ = machine.listReady(id, channel: id)
       _ = machine.innerEnded(id, GridInner.EndAction.retireWhenDrained(needsListing: false), failure: nil)
@@ -557,7 +595,10 @@ struct FlattenStateMachineTests {
     #expect(machine.outerElement("late", key: 0, channel: { $0 }).isEmpty)
     guard case .take(let id, _, _) = machine.next() else { return #expect(Bool(false)) }
     _ = machine.taken(id, channel: id, taken(isDrained: true, retires: true))
-    #expect(machine.outerElement("later", key: 0, channel: { $0 }).startInner != nil)
+    // Its elements are in the consumer's batch: they count until it asks again.
+    #expect(machine.outerElement("later", key: 0, channel: { $0 }).isEmpty)
+    _ = machine.batchDelivered()
+    #expect(machine.outerElement("latest", key: 0, channel: { $0 }).startInner != nil)
   }
 
   @Test func testInnerEnded_whenEndingOrFinished_forgetsTheTask() {
@@ -753,14 +794,14 @@ struct FlattenInnerStateMachineTests {
   @Test func testDrop_whenOpen_discardsTheElementsAndReturnsTheWaitingProducer() {
     var machine = open(holding: 4)
     _ = machine.waitForRoom(7)
-    #expect(machine.drop() == 7)
+    #expect(machine.drop().producer == 7)
     #expect(machine.offer("x") == .dropped)
   }
 
   @Test func testDrop_whenClosedOrDropped_hasNobodyToResume() {
     var closed = closed(holding: 1)
-    #expect(closed.drop() == nil)
-    #expect(closed.drop() == nil)
+    #expect(closed.drop().producer == nil)
+    #expect(closed.drop().producer == nil)
   }
 
   static let impossibleCells = ["closed.offer", "closed.waitForRoom", "closed.end"]

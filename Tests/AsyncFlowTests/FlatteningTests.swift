@@ -234,7 +234,7 @@ struct FlatteningTests {
   }
 
   // The whole of mergeFlow is bounded, not only each inner: with a stalled consumer the outer stops
-  // once `readyInnersLimit` inners hold elements (before, every outer element started an inner
+  // once `behindInnersLimit` inners are behind the consumer (before, every outer element started an inner
   // that buffered 64).
   @Test func mergeStopsPullingTheOuterWhileTheConsumerIsStalled() async {
     let clock = TestClock()
@@ -261,7 +261,7 @@ struct FlatteningTests {
     await clock.runCurrent()
     // 16 inners holding elements (the documented limit), plus the outer element held for a slot;
     // each inner pulled its buffer of 64 and one in hand. (Before the bound: 2,000 and 130,064.)
-    #expect(FlattenStateMachine<Int, Int, Int, Int, Int, Never>.readyInnersLimit == 16)
+    #expect(FlattenStateMachine<Int, Int, Int, Int, Int, Never>.behindInnersLimit == 16)
     #expect(outerPulled.withLock { $0 } <= 16 + 2)
     #expect(produced.withLock { $0 } <= (16 + 2) * (FlattenInnerChannel<Int, Never>.bufferLimit + 1))
     consumerGate.release()

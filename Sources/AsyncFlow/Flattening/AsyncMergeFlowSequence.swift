@@ -11,7 +11,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   ///
   /// - Parameters:
   ///   - maxConcurrent: How many inners may run at once; 1 or greater (1 is
-  ///     ``_Concurrency/AsyncSequence/concatFlow(_:)-1twn1``).
+  ///     ``_Concurrency/AsyncSequence/concatFlow(_:)-1twn1``). Besides, a new inner starts only
+  ///     while the consumer is behind fewer than 16 inners (or `maxConcurrent`, if above 16): see
+  ///     ``AsyncMergeFlowSequence``.
   ///   - transform: Makes the inner sequence for an element.
   @inlinable
   public func mergeFlow<Inner: AsyncSequence & Sendable>(
@@ -32,7 +34,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```
   ///
   /// - Parameters:
-  ///   - maxConcurrent: How many inners may run at once; 1 or greater.
+  ///   - maxConcurrent: How many inners may run at once; 1 or greater. Besides, a new inner
+  ///     starts only while the consumer is behind fewer than 16 inners (or `maxConcurrent`, if
+  ///     above 16): see ``AsyncMergeFlowSequence``.
   ///   - transform: Makes the inner sequence for an element.
   @inlinable
   public func mergeFlow<Inner: AsyncSequence & Sendable>(
@@ -55,7 +59,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   /// ```
   ///
   /// - Parameters:
-  ///   - maxConcurrent: How many inners may run at once; 1 or greater.
+  ///   - maxConcurrent: How many inners may run at once; 1 or greater. Besides, a new inner
+  ///     starts only while the consumer is behind fewer than 16 inners (or `maxConcurrent`, if
+  ///     above 16): see ``AsyncMergeFlowSequence``.
   ///   - transform: Makes the inner sequence for an element.
   @inlinable
   public func mergeFlow<Inner: AsyncSequence & Sendable>(
@@ -76,7 +82,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   /// ```
   ///
   /// - Parameters:
-  ///   - maxConcurrent: How many inners may run at once; 1 or greater.
+  ///   - maxConcurrent: How many inners may run at once; 1 or greater. Besides, a new inner
+  ///     starts only while the consumer is behind fewer than 16 inners (or `maxConcurrent`, if
+  ///     above 16): see ``AsyncMergeFlowSequence``.
   ///   - transform: Makes the inner sequence for an element.
   @inlinable
   public func mergeFlow<Inner: AsyncSequence & Sendable>(
@@ -94,6 +102,13 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
 ///   is pulled on demand; its elements reach the consumer in its own order, interleaved with the
 ///   other inners' as they arrive.
 /// - While `maxConcurrent` inners run, the rest wait in the base's order.
+/// - A slow consumer holds the base back: a new inner starts only while the consumer is behind
+///   fewer than 16 inners (`maxConcurrent` instead, if it is above 16). It is behind an inner from
+///   the inner's start until it has taken all the inner offered, and whenever the inner holds
+///   elements (an ended one until its last is taken); the inners of the batch its iterator took
+///   last count until it asks again. So behind a stalled consumer at most 16 inners start, holding
+///   at most 64 elements each, plus 64 in each inner it had caught up with that still runs. With
+///   the default `maxConcurrent`, give a limit to run more than 16 quiet, long-lived inners at once.
 /// - The first failure, of the base or of an inner, ends the sequence with it and cancels
 ///   everything else; it finishes when the base and every inner have finished.
 /// - When the iteration ends (finish, failure, cancellation or a dropped iterator), every task it

@@ -9,6 +9,11 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// before its `body` began never runs `body` at all, and no `body` is still running when
   /// `collectLatest` returns or when the calling task is cancelled (it then returns without throwing).
   ///
+  /// A failure of the sequence is not a newer element: the `body` of the element delivered just
+  /// before it begins all the same, as in Kotlin (`flow { emit(1); throw e }.collectLatest { ... }`
+  /// runs the body for 1, then throws `e`). The failure then cancels that `body` if it is still
+  /// running, and is thrown once it has ended.
+  ///
   /// ```swift
   /// await model.queries.collectLatest { @MainActor query in
   ///   let found = await api.search(query)
@@ -17,10 +22,106 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// }
   /// ```
   public func collectLatest(_ body: @escaping @Sendable @isolated(any) (Element) async -> Void) async throws(Failure) {
-    let runs = switchToLatestFlow { element in
-      Flow<Never, Never>(bufferSize: 0) { _ in await body(element) }
+    // The failure travels as an element of a key of its own, so that it does not supersede the
+    // last element's body (whose task may not have begun: it would never run). Its inner waits
+    // until that body has begun, then throws, which ends the operator and cancels the body.
+    let runs = CollectLatestEvents(base: self).switchToLatestFlow(by: \.isFailure) {
+      event -> Flow<Never, Failure> in
+      switch event {
+      case .element(let element, let begun):
+        return Flow(bufferSize: 0) { _ throws(Failure) in
+          begun.fire()
+          await body(element)
+        }
+      case .failed(let failure, let lastBegun):
+        return Flow(bufferSize: 0) { _ throws(Failure) in
+          await lastBegun?.wait()
+          throw failure
+        }
+      }
     }
     var iterator = runs.makeAsyncIterator()
     while try await iterator.next() != nil {}
+  }
+}
+
+/// The base's elements and its failure, as elements: each element with the signal its `body`
+/// fires when it begins, the failure with the signal of the element before it.
+struct CollectLatestEvents<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable where Base.Element: Sendable {
+  enum Event: Sendable {
+    case element(Base.Element, begun: BodyBegun)
+    case failed(Base.Failure, after: BodyBegun?)
+
+    var isFailure: Bool {
+      if case .failed = self { return true }
+      return false
+    }
+  }
+
+  let base: Base
+
+  struct AsyncIterator: AsyncIteratorProtocol {
+    var base: Base.AsyncIterator
+    var last: BodyBegun?
+    var ended = false
+
+    mutating func next(isolation actor: isolated (any Actor)?) async -> Event? {
+      guard !ended else { return nil }
+      do throws(Base.Failure) {
+        guard let element = try await base.next(isolation: actor) else {
+          ended = true
+          return nil
+        }
+        let begun = BodyBegun()
+        last = begun
+        return .element(element, begun: begun)
+      } catch {
+        ended = true
+        return .failed(error, after: last)
+      }
+    }
+
+    mutating func next() async -> Event? {
+      await next(isolation: nil)
+    }
+  }
+
+  func makeAsyncIterator() -> AsyncIterator {
+    AsyncIterator(base: base.makeAsyncIterator())
+  }
+}
+
+/// Fired when a `body` of ``_Concurrency/AsyncSequence/collectLatest(_:)`` begins. Waiting ends
+/// early when the waiting task is cancelled: the operator ending (its consumer cancelled) may
+/// cancel that body's task before it begins.
+final class BodyBegun: Sendable {
+  private struct State {
+    var fired = false
+    var waiter: UnsafeContinuation<Void, Never>?
+  }
+
+  private let state = LockedState(State())
+
+  func fire() {
+    state.withLock { state -> UnsafeContinuation<Void, Never>? in
+      state.fired = true
+      return state.waiter.take()
+    }?.resume()
+  }
+
+  /// Only the failure's inner waits, once.
+  func wait() async {
+    await withTaskCancellationHandler {
+      await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+        let resumeNow = state.withLock { state -> Bool in
+          if state.fired || Task.isCancelled { return true }
+          state.waiter = continuation
+          return false
+        }
+        if resumeNow { continuation.resume() }
+      }
+    } onCancel: {
+      state.withLock { $0.waiter.take() }?.resume()
+    }
   }
 }

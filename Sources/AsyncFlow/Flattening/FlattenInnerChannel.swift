@@ -32,6 +32,8 @@ final class FlattenInnerChannel<Element: Sendable, Failure: Error>: Sendable {
 /// The buffer is a stored property beside the state rather than a payload of it: looking at an
 /// enum copies its payload, and a payload array copied on every offer was then copied again on
 /// append (measured on `mergeFlow`'s hand-off). It holds elements only while `open` or `closed`.
+/// It is a ``RingBuffer``: a `switchToLatestFlow` consumer takes one element at a time from the
+/// front, which on an `Array` moved every remaining element each time.
 @usableFromInline
 struct FlattenInnerStateMachine<Element, Producer> {
   @usableFromInline
@@ -48,7 +50,7 @@ struct FlattenInnerStateMachine<Element, Producer> {
   }
 
   @usableFromInline let bufferLimit: Int
-  @usableFromInline var pending: [Element] = []
+  @usableFromInline var pending = RingBuffer<Element>()
   @usableFromInline var state = State.open(isListed: false, producer: nil)
 
   @inlinable init(bufferLimit: Int) {
@@ -167,26 +169,41 @@ struct FlattenInnerStateMachine<Element, Producer> {
   }
 
   @inlinable mutating func takePending(all: Bool, into elements: inout [Element]) {
-    if all || pending.count == 1 {
-      elements.append(contentsOf: pending)
-      pending.removeAll(keepingCapacity: true)
-    } else if !pending.isEmpty {
-      elements.append(pending.removeFirst())
+    if all {
+      elements.reserveCapacity(elements.count + pending.count)
+      while let element = pending.popFirst() { elements.append(element) }
+    } else if let element = pending.popFirst() {
+      elements.append(element)
     }
   }
 
-  /// Superseded, retired, or the operator is ending: what it holds is discarded and nothing more is
-  /// taken. Returns its task if that waits for room (to resume with `false`). Dropping twice is
-  /// harmless: an inner may retire on its own between the decision to drop it and the drop.
-  @inlinable mutating func drop() -> Producer? {
-    pending = []
+  @usableFromInline
+  struct Dropped {
+    /// The inner's task if it waits for room, to resume with `false`.
+    @usableFromInline var producer: Producer?
+    /// What it held, discarded: the caller releases it once it has let go of its locks, since an
+    /// element's `deinit` may call back into the operator (cancel it, release its iterator).
+    @usableFromInline var discarded: RingBuffer<Element>
+
+    @inlinable init(producer: Producer?, discarded: RingBuffer<Element>) {
+      self.producer = producer
+      self.discarded = discarded
+    }
+  }
+
+  /// Superseded, retired, or the operator is ending: what it holds is discarded (handed out, not
+  /// released here) and nothing more is taken. Dropping twice is harmless: an inner may retire on
+  /// its own between the decision to drop it and the drop.
+  @inlinable mutating func drop() -> Dropped {
+    var discarded = RingBuffer<Element>()
+    swap(&discarded, &pending)
     switch state {
     case .open(_, let producer):
       state = .dropped
-      return producer
+      return Dropped(producer: producer, discarded: discarded)
     case .closed, .dropped:
       state = .dropped
-      return nil
+      return Dropped(producer: nil, discarded: discarded)
     }
   }
 }

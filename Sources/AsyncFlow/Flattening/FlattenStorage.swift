@@ -28,20 +28,39 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
     self.operation = operation
   }
 
-  /// Runs `event` under the shared lock and drops the channels it names before releasing it.
+  /// Runs `event` under the shared lock and drops the channels it names before releasing it. What
+  /// leaves the operator (the discarded elements of dropped channels, the outer elements the
+  /// event let go of) is released only after the lock, when `discarded` and the effects are: an
+  /// element's `deinit` may call back into this operator (cancel its consumer, release its
+  /// iterator), which would deadlock on the lock.
   @inlinable func withMachine(_ event: (inout Machine) -> Machine.Effects) -> Machine.Effects {
-    state.withLock { machine in
+    var discarded: RingBuffer<Inner.Element>?
+    let effects = state.withLock { machine in
       var effects = event(&machine)
-      dropChannels(&effects)
+      dropChannels(&effects, discarding: &discarded)
       return effects
     }
+    withExtendedLifetime(discarded) {}  // released here, after the lock
+    return effects
   }
 
-  /// Called under the shared lock (then each channel's: the lock order).
-  @inlinable func dropChannels(_ effects: inout Machine.Effects) {
+  /// Called under the shared lock (then each channel's: the lock order). The channels' elements go
+  /// to `discarded`, for the caller to release after the lock.
+  @inlinable func dropChannels(
+    _ effects: inout Machine.Effects, discarding discarded: inout RingBuffer<Inner.Element>?
+  ) {
     guard !effects.drop.isEmpty else { return }
     for channel in effects.drop {
-      if let producer = channel.state.withLock({ $0.drop() }) { effects.resume.append((producer, false)) }
+      let dropped = channel.state.withLock { $0.drop() }
+      if let producer = dropped.producer { effects.resume.append((producer, false)) }
+      guard !dropped.discarded.isEmpty else { continue }
+      if discarded == nil {
+        // Moved, not copied: dropping one channel (the common case, a superseded inner) costs no
+        // allocation. Optional, so that an event that drops nothing costs nothing here.
+        discarded = dropped.discarded
+      } else {
+        for element in dropped.discarded { discarded!.append(element) }
+      }
     }
     effects.drop = []
   }
@@ -67,9 +86,12 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
   /// The next elements for the consumer, in order: at least one, or `nil` at the end.
   @inlinable func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> [Inner.Element]? {
     while true {
+      // Released after the lock (see ``withMachine(_:)``).
+      var discarded: RingBuffer<Inner.Element>?
       let (step, effects) = state.withLock { machine -> (ConsumerStep, Machine.Effects) in
         var elements: [Inner.Element] = []
-        var effects = Machine.Effects()
+        // Asking again means the last batch reached the consumer's code.
+        var effects = machine.batchDelivered()
         while true {
           let action = machine.next()
           if case .drain(let channel) = action {
@@ -83,7 +105,7 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
           let taken = channel.state.withLock { $0.take(all: all, into: &elements) }
           let result = machine.taken(id, channel: channel, taken)
           effects.merge(result.effects)
-          dropChannels(&effects)
+          dropChannels(&effects, discarding: &discarded)
           // A superseding policy takes one element at a time; an ending operator delivers what
           // was taken before its end.
           if !result.mayTakeMore || (!all && !elements.isEmpty) {
@@ -91,6 +113,7 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
           }
         }
       }
+      withExtendedLifetime(discarded) {}
       perform(effects)
       switch step {
       case .deliver(let elements):

@@ -153,6 +153,8 @@ struct OperatorCase: Sendable, CustomStringConvertible {
   /// Whether the operator runs inners, fallbacks or an operation that can fail at every position.
   var hasInners = false
   var upstream = Upstream.awaited
+  /// How long the upstream may outlive its last subscriber (`shareFlow(gracePeriod:)`).
+  var gracePeriod = Duration.zero
   var make: @Sendable (ProbeEnvironment) -> AnyStepper
 
   var description: String { name }
@@ -192,6 +194,8 @@ let operatorTable: [OperatorCase] = [
   OperatorCase(name: "retryWithBackoff") { env in
     AnyStepper(env.upstream().retryWithBackoff(maxRetries: 2, initialDelay: .seconds(1), clock: env.clock))
   },
+  // Not `resetAfterElement: true`: over a probe that delivers and then fails, it retries forever,
+  // as its doc comment warns, so `nextAfterFailure` never ends. `RetryWithBackoffTests` covers it.
   // Shaping and observing.
   OperatorCase(name: "scanFlow") {
     AnyStepper($0.upstream().scanFlow(0) { (sum: Int, x: Int) throws(TestError) in sum + x })
@@ -271,5 +275,8 @@ let operatorTable: [OperatorCase] = [
   OperatorCase(name: "shareFlow()", upstream: .sharedNotAwaited) { AnyStepper($0.upstream().shareFlow()) },
   OperatorCase(name: "shareFlow(replay: 2)", upstream: .sharedNotAwaited) {
     AnyStepper($0.upstream().shareFlow(replay: 2))
+  },
+  OperatorCase(name: "shareFlow(gracePeriod: 2 s)", upstream: .sharedNotAwaited, gracePeriod: .seconds(2)) { env in
+    AnyStepper(env.upstream().shareFlow(replay: 1, gracePeriod: .seconds(2), clock: env.clock))
   },
 ]

@@ -121,8 +121,6 @@ final class ReleaseEnvironment: Sendable {
 /// One row of the release table: an operator applied to `Token` probes.
 struct ReleaseCase: Sendable, CustomStringConvertible {
   var name: String
-  /// `shareFlow`'s upstream is the shared source's: cancelled, not awaited.
-  var awaitsUpstream = true
   var make: @Sendable (ReleaseEnvironment) -> AnyStepper
   var description: String { name }
 }
@@ -155,6 +153,11 @@ let releaseTable: [ReleaseCase] = [
   ReleaseCase(name: "prependState") { env in AnyStepper(env.upstream().prependState(env.token(-1))) },
   ReleaseCase(name: "retryWithBackoff") { env in
     AnyStepper(env.upstream().retryWithBackoff(maxRetries: 2, initialDelay: .seconds(1), clock: env.clock))
+  },
+  ReleaseCase(name: "retryWithBackoff(resetAfterElement: true)") { env in
+    AnyStepper(
+      env.upstream().retryWithBackoff(
+        maxRetries: 2, initialDelay: .seconds(1), resetAfterElement: true, clock: env.clock))
   },
   ReleaseCase(name: "scanFlow") { env in
     AnyStepper(env.upstream().scanFlow(env.token(-1)) { (_: Token, t: Token) throws(TestError) in t })
@@ -211,6 +214,9 @@ let releaseTable: [ReleaseCase] = [
   ReleaseCase(name: "mergeFlow()") { env in AnyStepper(env.upstream().mergeFlow { env.inner($0) }) },
   ReleaseCase(name: "concatFlow(_:)") { env in AnyStepper(env.upstream().concatFlow { env.inner($0) }) },
   ReleaseCase(name: "exhaustFlow(_:)") { env in AnyStepper(env.upstream().exhaustFlow { env.inner($0) }) },
-  ReleaseCase(name: "shareFlow()", awaitsUpstream: false) { AnyStepper($0.upstream().shareFlow()) },
-  ReleaseCase(name: "shareFlow(replay: 2)", awaitsUpstream: false) { AnyStepper($0.upstream().shareFlow(replay: 2)) },
+  ReleaseCase(name: "shareFlow()") { AnyStepper($0.upstream().shareFlow()) },
+  ReleaseCase(name: "shareFlow(replay: 2)") { AnyStepper($0.upstream().shareFlow(replay: 2)) },
+  ReleaseCase(name: "shareFlow(gracePeriod: 2 s)") { env in
+    AnyStepper(env.upstream().shareFlow(replay: 2, gracePeriod: .seconds(2), clock: env.clock))
+  },
 ]
