@@ -5,7 +5,8 @@ import Testing
 
 /// The explorer on the seeds' two races: the naive models fail within the default budget with a
 /// stale write in their timeline and an order that replays; the fixed models pass every order and
-/// every cancellation point.
+/// every cancellation point. Not `.onTestClock`: the explorer builds every run afresh on a
+/// `TestClock` of its own (`ExplorationRun.clock`), so a clock for the whole test would go unused.
 @Suite("Exploration of the guide's models", .timeLimit(.minutes(1)))
 @MainActor
 struct ExplorationGuideTests {

@@ -6,14 +6,13 @@ import Testing
 
 /// HotSources.md, "Sharing across a screen switch": two screens watch one shared connection; a
 /// quick switch (within the 5-second grace period) keeps it, a later one reconnects.
-@Suite("Grace period worked example", .timeLimit(.minutes(1)))
+@Suite("Grace period worked example", .onTestClock, .timeLimit(.minutes(1)))
 @MainActor
 struct GracePeriodTests {
-  let clock = TestClock()
   let socket = PassthroughFlow<LiveQuote, Never>()
   let connections = ConnectionCount()
 
-  func hub() -> QuotesHub {
+  func hub(_ clock: TestClock) -> QuotesHub {
     QuotesHub(clock: clock) { [socket, connections] in
       Flow { emitter in
         connections.increment()
@@ -23,51 +22,49 @@ struct GracePeriodTests {
   }
 
   /// Sends what the socket receives, and lets the screens show it.
-  func receive(_ symbol: String, _ price: Int) async {
+  func receive(_ symbol: String, _ price: Int, _ clock: TestClock) async {
     socket.send(LiveQuote(symbol: symbol, price: price))
     await clock.runCurrent()
   }
 
-  func onSchedule(_ step: () -> Void) async {
-    await clock.onSchedule { step() }
-    await clock.runCurrent()
-  }
-
   @Test func aQuickSwitchKeepsTheConnectionAndShowsTheLastQuoteAtOnce() async {
-    let hub = hub()
+    let clock = TestClock.current
+    let hub = hub(clock)
     let list = QuoteListModel(hub: hub)
     let detail = QuoteDetailModel(symbol: "AAPL", hub: hub)
-    await onSchedule { list.appear() }
+    list.appear()
     await socket.subscribers(count: 1)
-    await receive("AAPL", 190)
+    await receive("AAPL", 190, clock)
     #expect(list.prices == ["AAPL": 190])
-    await onSchedule { list.disappear() }  // the user taps a row
+    list.disappear()  // the user taps a row
     await clock.advance(by: .seconds(1))
-    await onSchedule { detail.appear() }
+    detail.appear()
+    await clock.runCurrent()
     #expect(detail.price == 190)  // the replay, before any new quote
-    await receive("AAPL", 191)
+    await receive("AAPL", 191, clock)
     #expect(detail.price == 191)
     #expect(connections.count == 1)
-    await onSchedule { detail.disappear() }
+    detail.disappear()
     await clock.run()  // the grace period ends: the connection closes
     #expect(socket.subscriberCount == 0)
     #expect(clock.pendingSleepers == 0)
   }
 
   @Test func comingBackAfterTheGracePeriodReconnects() async {
-    let hub = hub()
+    let clock = TestClock.current
+    let hub = hub(clock)
     let list = QuoteListModel(hub: hub)
-    await onSchedule { list.appear() }
+    list.appear()
     await socket.subscribers(count: 1)
-    await onSchedule { list.disappear() }
+    list.disappear()
     await clock.advance(by: .milliseconds(4999))
     #expect(socket.subscriberCount == 1)  // still connected
     await clock.advance(by: .milliseconds(1))
     #expect(socket.subscriberCount == 0)  // closed at 5 s
-    await onSchedule { list.appear() }
+    list.appear()
     await socket.subscribers(count: 1)
     #expect(connections.count == 2)
-    await onSchedule { list.disappear() }
+    list.disappear()
     await clock.run()
   }
 }

@@ -3,24 +3,25 @@ import AsyncFlowTesting
 import GuideExamples
 import Testing
 
-/// The socket bridged into a flow, shared by two screens, reconnected with a fresh backoff; all on
-/// a test clock, with the test playing the server.
-@Suite("Quote socket worked example", .timeLimit(.minutes(1)))
+/// The socket bridged into a flow, shared by two screens with a grace period, reconnected with a
+/// fresh backoff; all on the test's clock, with the test playing the server. Under `.onTestClock`
+/// the screens are made straight from the test: the share's upstream task, the retries' sleeps and
+/// the grace timer all run on `TestClock.current`'s schedule.
+@Suite("Quote socket worked example", .onTestClock, .timeLimit(.minutes(1)))
 @MainActor
 struct QuoteSocketTests {
-  /// A feed and both screens, made on the clock's schedule so that the share's upstream task (and
-  /// the retries' sleeps) follow the clock, and connected.
+  /// A feed and both screens, connected.
   private func makeScreens(_ clock: TestClock) async -> (QuoteSocket, QuoteFeed, WatchlistModel, TickerModel) {
     let socket = QuoteSocket()
     let feed = QuoteFeed(socket: socket, clock: clock)
-    let watchlist = await clock.onSchedule { WatchlistModel(feed: feed) }
-    let ticker = await clock.onSchedule { TickerModel(feed: feed) }
+    let watchlist = WatchlistModel(feed: feed)
+    let ticker = TickerModel(feed: feed)
     await clock.runCurrent()
     return (socket, feed, watchlist, ticker)
   }
 
   @Test func twoScreensShareOneConnection() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     let (socket, feed, watchlist, ticker) = await makeScreens(clock)
     #expect(socket.connects == 1 && socket.isConnected)
     #expect(feed.quotes.subscriberCount == 2)
@@ -32,7 +33,7 @@ struct QuoteSocketTests {
   }
 
   @Test func aFailureReconnectsAndTheBackoffStartsOverOnceQuotesFlowed() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     let (socket, _, watchlist, ticker) = await makeScreens(clock)
     // Fails before any quote: 1 s, then 2 s, as a backoff should.
     socket.serverFails("no route")
@@ -60,7 +61,7 @@ struct QuoteSocketTests {
   }
 
   @Test func afterMaxRetriesTheScreensSeeTheFailure() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     let (socket, _, watchlist, _) = await makeScreens(clock)
     for attempt in 0...5 {
       socket.serverFails("down \(attempt)")
@@ -69,11 +70,11 @@ struct QuoteSocketTests {
     }
     #expect(socket.connects == 6 && socket.disconnects == 6)
     #expect(watchlist.failure == SocketError("down 5"))
-    #expect(clock.pendingSleepers == 0)
+    #expect(clock.pendingSleepers == 0)  // an upstream that failed keeps no grace timer
   }
 
-  @Test func theLastScreenLeavingDisconnects() async {
-    let clock = TestClock()
+  @Test func theLastScreenLeavingDisconnectsOnlyAfterTheGracePeriod() async {
+    let clock = TestClock.current
     var (socket, feed, watchlist, ticker): (QuoteSocket, QuoteFeed, WatchlistModel?, TickerModel?) =
       await makeScreens(clock)
     socket.serverSends(Quote("AAPL", 190))
@@ -84,17 +85,58 @@ struct QuoteSocketTests {
     ticker = nil
     await clock.runCurrent()
     #expect(feed.quotes.subscriberCount == 0)
+    await clock.advance(by: .milliseconds(4999))
+    #expect(socket.isConnected && socket.disconnects == 0)  // the grace period still runs
+    await clock.advance(by: .milliseconds(1))
     #expect(!socket.isConnected && socket.disconnects == 1 && socket.onMessage == nil)
+    #expect(socket.connects == 1 && clock.pendingSleepers == 0)
     _ = (watchlist, ticker)
   }
 
+  @Test func aScreenComingBackWithinTheGracePeriodDoesNotReconnect() async {
+    let clock = TestClock.current
+    var (socket, feed, watchlist, ticker): (QuoteSocket, QuoteFeed, WatchlistModel?, TickerModel?) =
+      await makeScreens(clock)
+    socket.serverSends(Quote("AAPL", 190))
+    await clock.runCurrent()
+    (watchlist, ticker) = (nil, nil)  // the user leaves both screens...
+    await clock.runCurrent()
+    #expect(feed.quotes.subscriberCount == 0)
+    await clock.advance(by: .milliseconds(4999))
+    watchlist = WatchlistModel(feed: feed)  // ...and comes back just in time
+    await clock.runCurrent()
+    #expect(socket.connects == 1 && socket.disconnects == 0 && socket.isConnected)
+    #expect(watchlist?.prices == ["AAPL": 190])  // the replay, before any new quote
+    socket.serverSends(Quote("MSFT", 410))
+    await clock.runCurrent()
+    #expect(watchlist?.prices == ["AAPL": 190, "MSFT": 410])
+    // Leaving again starts a new grace period, from now: 5 s later the socket is closed, and a
+    // screen that comes after it connects again, with an empty replay.
+    watchlist = nil
+    await clock.runCurrent()
+    await clock.advance(by: .milliseconds(4999))
+    #expect(socket.isConnected)
+    await clock.advance(by: .milliseconds(1))
+    #expect(!socket.isConnected && socket.disconnects == 1)
+    ticker = TickerModel(feed: feed)
+    await clock.runCurrent()
+    #expect(socket.connects == 2 && socket.isConnected)
+    #expect(ticker?.latest == nil)
+    ticker = nil
+    await clock.runCurrent()
+    await clock.run()  // the grace period runs out
+    #expect(!socket.isConnected && socket.disconnects == 2 && socket.onMessage == nil)
+    #expect(clock.pendingSleepers == 0)
+  }
+
   @Test func aServerCloseEndsTheFeedAfterTheCleanup() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     let (socket, _, watchlist, _) = await makeScreens(clock)
     socket.serverSends(Quote("AAPL", 190))
     socket.serverCloses()
     await clock.runCurrent()
     #expect(watchlist.prices == ["AAPL": 190] && watchlist.failure == nil)
     #expect(socket.disconnects == 1 && socket.connects == 1)
+    #expect(clock.pendingSleepers == 0)  // an upstream that finished keeps no grace timer
   }
 }

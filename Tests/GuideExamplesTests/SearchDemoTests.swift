@@ -7,7 +7,7 @@ import Testing
 @Suite("Search demo pipelines", .onTestClock, .timeLimit(.minutes(1)))
 struct SearchDemoTests {
   @Test func catchingAtTheEndDiesAtTheFailureAndCatchingInsideSurvives() async {
-    let run = await runDemo()
+    let run = await runDemo(on: TestClock.current)
     // A: the "sw" results, then the failure of "swi" turns into the fallback and ends the stream.
     #expect(run.a.map(\.shows) == ["swift, swiftui, swift-format, switch, sweep, sword", "no results"])
     #expect(run.aEnded == .milliseconds(800))
@@ -21,7 +21,7 @@ struct SearchDemoTests {
   }
 
   @Test func theRecordedMarblesAreStableAndInTheGuide() async throws {
-    let run = await runDemo()
+    let run = await runDemo(on: TestClock.current)
     let a = marbles(run.a, ended: run.aEnded, symbol: demoSymbol)
     let b = marbles(run.b, ended: run.bEnded, symbol: demoSymbol)
     #expect(a == "-----r--[e|]")

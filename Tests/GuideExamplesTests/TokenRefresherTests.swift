@@ -5,10 +5,11 @@ import Testing
 
 /// The token refresher of Coordination.md, in the forced order "five requests get 401 at once":
 /// the fixed client refreshes once and all five get its token or its failure; the naive one
-/// refreshes five times. Everything runs on the test clock's executor (the callers, the actor, whose
-/// default executor follows the callers' preference, and the single flight's run), so that
+/// refreshes five times. Under `.onTestClock` everything runs on the test's clock's executor (the
+/// callers, started with `clock.task` because they are five concurrent requests; the actor, whose
+/// default executor follows the callers' preference; the single flight's run), so that
 /// `runCurrent()` is a barrier.
-@Suite("Token refresher and request log examples", .timeLimit(.minutes(1)))
+@Suite("Token refresher and request log examples", .onTestClock, .timeLimit(.minutes(1)))
 struct TokenRefresherTests {
   typealias Sends = ControlledCalls<String, Result<String, APIError>>
   typealias Refreshes = ControlledCalls<Int, Result<String, APIError>>
@@ -44,7 +45,7 @@ struct TokenRefresherTests {
   }
 
   @Test func fiveRequestsThatGet401AtOnceShareOneRefresh() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     let (sends, refreshes, send, refresh) = stubs()
     let client = APIClient(token: "old", send: send, refresh: refresh)
     let results = await fiveUnauthorizedCalls(
@@ -55,7 +56,7 @@ struct TokenRefresherTests {
   }
 
   @Test func fiveRequestsThatGet401AtOnceShareTheRefreshsFailure() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     let (sends, refreshes, send, refresh) = stubs()
     let client = APIClient(token: "old", send: send, refresh: refresh)
     let results = await fiveUnauthorizedCalls(
@@ -67,7 +68,7 @@ struct TokenRefresherTests {
   }
 
   @Test func theNaiveClientRefreshesOncePerRequest() async {
-    let clock = TestClock()
+    let clock = TestClock.current
     let (sends, refreshes, send, refresh) = stubs()
     let client = NaiveAPIClient(token: "old", send: send, refresh: refresh)
     let results = await fiveUnauthorizedCalls(

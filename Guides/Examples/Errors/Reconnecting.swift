@@ -13,6 +13,7 @@ public let reconnectAttempts = ["#", "a-b#", "#", "c|"]
 /// `resetAfterElement`.
 public func reconnectDiagrams() async -> [(label: String, diagram: String)] {
   func record(resetAfterElement: Bool) async -> String {
+    // Marbles of its own, and with them a clock of its own: each timeline starts at 0 s.
     let marbles = Marbles(tick: .seconds(1))
     let attempts = LockedState(0)
     // Cold: every retry makes the next attempt's input, timed from its own start.

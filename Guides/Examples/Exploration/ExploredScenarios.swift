@@ -90,6 +90,8 @@ public func historyExploration() -> Exploration<LoadMoreListModel> {
     let pages = Pages(whenCancelled: .failure(CancellationError()))
     answerFromAChangingFeed(pages, in: run)
     let model = LoadMoreListModel(fetch: run.stub(pages))
+    // Not `.onTestClock`: the explorer makes a fresh clock for every run, outside the test's scope,
+    // so the model's flows are put on that run's clock by hand.
     await run.clock.onSchedule { model.start() }
     return model
   }

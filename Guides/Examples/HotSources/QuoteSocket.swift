@@ -84,8 +84,9 @@ extension QuoteSocket {
 // endregion: quote-connection
 
 // region: quote-feed
-/// The app's one live feed: one connection for every screen that watches it (`shareFlow`), and
-/// a reconnect after a failure whose backoff starts over once quotes flowed again
+/// The app's one live feed: one connection for every screen that watches it (`shareFlow`), kept
+/// open for 5 s after the last screen left (`gracePeriod`), so that switching screens does not
+/// reconnect, and a reconnect after a failure whose backoff starts over once quotes flowed again
 /// (`resetAfterElement: true`): a connection that worked for an hour and then failed waits
 /// 1 s, not as long as one that never worked.
 @MainActor
@@ -95,7 +96,7 @@ public final class QuoteFeed {
   public init<C: Clock>(socket: QuoteSocket, clock: C) where C.Duration == Duration {
     quotes = socket.quotes()
       .retryWithBackoff(maxRetries: 5, initialDelay: .seconds(1), resetAfterElement: true, clock: clock)
-      .shareFlow(replay: 1)
+      .shareFlow(replay: 1, gracePeriod: .seconds(5), clock: clock)
   }
 }
 // endregion: quote-feed
