@@ -17,6 +17,23 @@ private func same(_ lhs: UnsafeContinuation<Void, Never>?, _ rhs: UnsafeContinua
   return unsafeBitCast(lhs, to: UnsafeRawPointer.self) == unsafeBitCast(rhs, to: UnsafeRawPointer.self)
 }
 
+/// What `upstreamStarted` decided, for `#expect`: the task kept, cancelled, or kept with the grace
+/// timer to start.
+extension SubjectStateMachine.UpstreamStartedAction {
+  var isKept: Bool {
+    if case .none = self { return true }
+    return false
+  }
+  var cancelled: Task<Void, Never>? {
+    if case .cancel(let task) = self { return task }
+    return nil
+  }
+  var startGraceTimer: SubjectStateMachine.StartGraceTimer? {
+    if case .startGraceTimer(let start) = self { return start }
+    return nil
+  }
+}
+
 /// A task to hand to the machine as the upstream's: the machine only stores and returns it.
 private let upstreamTask = Task<Void, Never> {}
 private let otherUpstreamTask = Task<Void, Never> {}
@@ -55,7 +72,7 @@ struct SubjectStateMachineTests {
 
   private static func running(replayLimit: Int = 0) -> (Machine, subscriber: Int, generation: Int) {
     var (machine, id, generation) = starting(replayLimit: replayLimit)
-    precondition(machine.upstreamStarted(upstreamTask, generation: generation) == nil)
+    precondition(machine.upstreamStarted(upstreamTask, generation: generation).isKept)
     return (machine, id, generation)
   }
 
@@ -71,7 +88,7 @@ struct SubjectStateMachineTests {
   }
 
   private static func isRunning(_ machine: Machine, generation: Int, task: Task<Void, Never>) -> Bool {
-    if case .running(generation, let running) = machine.state { return running == task }
+    if case .running(generation, let running, _) = machine.state { return running == task }
     return false
   }
 
@@ -331,7 +348,7 @@ struct SubjectStateMachineTests {
     var (machine, id, generation) = Self.starting()
     #expect(machine.unsubscribe(id).cancelUpstream == nil)
     #expect(Self.isIdle(machine))
-    #expect(machine.upstreamStarted(upstreamTask, generation: generation) == upstreamTask)
+    #expect(machine.upstreamStarted(upstreamTask, generation: generation).cancelled == upstreamTask)
     #expect(Self.isIdle(machine))
   }
 
@@ -450,7 +467,7 @@ struct SubjectStateMachineTests {
 
   @Test func testUpstreamStarted_whenStarting_runs() {
     var (machine, _, generation) = Self.starting()
-    #expect(machine.upstreamStarted(upstreamTask, generation: generation) == nil)
+    #expect(machine.upstreamStarted(upstreamTask, generation: generation).isKept)
     #expect(Self.isRunning(machine, generation: generation, task: upstreamTask))
   }
 
@@ -463,8 +480,8 @@ struct SubjectStateMachineTests {
       Issue.record("expected startUpstream")
       return
     }
-    #expect(machine.upstreamStarted(otherUpstreamTask, generation: current) == nil)
-    #expect(machine.upstreamStarted(upstreamTask, generation: stale) == upstreamTask)
+    #expect(machine.upstreamStarted(otherUpstreamTask, generation: current).isKept)
+    #expect(machine.upstreamStarted(upstreamTask, generation: stale).cancelled == upstreamTask)
     #expect(Self.isRunning(machine, generation: current, task: otherUpstreamTask))
   }
 
@@ -472,7 +489,7 @@ struct SubjectStateMachineTests {
     // The upstream may end before its task's handle is reported.
     var (machine, _, generation) = Self.starting()
     _ = machine.upstreamEnded(failure: nil, generation: generation)
-    #expect(machine.upstreamStarted(upstreamTask, generation: generation) == upstreamTask)
+    #expect(machine.upstreamStarted(upstreamTask, generation: generation).cancelled == upstreamTask)
     #expect(machine.isEnded)
   }
 
@@ -948,7 +965,7 @@ struct SubjectStateMachineTests {
     }
     #expect(machine.unsubscribe(mailbox).cancelUpstream == nil)
     #expect(Self.isIdle(machine))
-    #expect(machine.upstreamStarted(upstreamTask, generation: generation) == upstreamTask)
+    #expect(machine.upstreamStarted(upstreamTask, generation: generation).cancelled == upstreamTask)
   }
 
   @Test func testUnsubscribeMailbox_whenEnded_changesNothing() {

@@ -77,7 +77,8 @@ public struct AsyncShareFlowSequence<Element: Sendable, Failure: Error>: AsyncSe
     var startGraceTimerTask: (@Sendable (SubjectStorage<Element, Failure>, Int) -> Task<Void, Never>)?
     if let clock {
       startGraceTimerTask = { storage, timer in
-        // The deadline counts from the last subscriber's leaving, not from when the task runs.
+        // The deadline counts from the last subscriber's leaving (or, if it left while the
+        // upstream's task was being created, from that task's report), not from when this task runs.
         let deadline = clock.now.advanced(by: gracePeriod)
         return FlowScheduling.startTask {
           do {

@@ -31,7 +31,9 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     case idle
     /// The task of the upstream's iteration `generation` is being created.
     case starting(generation: Int)
-    case running(generation: Int, task: Task<Void, Never>)
+    /// `executor` is the preference the task was started with (`FlowScheduling.executor`: a
+    /// `TestClock`'s under test, `nil` in an app), kept for the grace timer of this run.
+    case running(generation: Int, task: Task<Void, Never>, executor: (any TaskExecutor)?)
     /// The last subscriber left a share with a grace period: its upstream runs on until the grace
     /// timer fires (then `idle`) or a subscriber comes (then `starting` or `running` again). What
     /// the upstream sends meanwhile reaches the replay only.
@@ -48,10 +50,26 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     @usableFromInline let generation: Int
     /// Its task; `nil` while it is being created (the last subscriber left while it started).
     @usableFromInline var upstream: Task<Void, Never>?
+    /// The executor preference that task was started with; the grace timer is started with it.
+    @usableFromInline var executor: (any TaskExecutor)?
     /// Tells this grace timer from an older one that fires late.
     @usableFromInline let timer: Int
     /// The timer's task, `nil` until the storage, having started it outside the lock, reports it.
+    /// While `upstream` is `nil` the timer is not started yet: it starts when the upstream's task
+    /// reports, with that task's executor.
     @usableFromInline var timerTask: Task<Void, Never>?
+  }
+
+  /// A grace timer for the storage to start, after the lock, then report with `graceTimerStarted`.
+  ///
+  /// It is started with the executor preference of the upstream's task, not in the context of
+  /// whoever left last: a subscriber cancelled from outside the schedule (a test's body cancelling
+  /// its consumer task, whose cancellation handler unsubscribes; a `FlowSubscription` cancelled on
+  /// the main actor) would otherwise put the timer off the `TestClock`'s executor, where the clock
+  /// cannot wait for it to stop the upstream.
+  struct StartGraceTimer {
+    let timer: Int
+    let executor: (any TaskExecutor)?
   }
 
   @usableFromInline
@@ -213,7 +231,7 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   private mutating func rejoin() -> Task<Void, Never>? {
     guard case .lingering(let lingering) = state else { return nil }
     if let upstream = lingering.upstream {
-      state = .running(generation: lingering.generation, task: upstream)
+      state = .running(generation: lingering.generation, task: upstream, executor: lingering.executor)
     } else {
       state = .starting(generation: lingering.generation)
     }
@@ -298,9 +316,9 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     var releasedReplay = RingBuffer<Element>()
     /// The leaving push subscriber's mailbox, which holds its closures: released after the lock.
     var releasedMailbox: Mailbox?
-    /// The last subscriber left a share with a grace period: the grace timer to start, then report
-    /// with `graceTimerStarted`.
-    var startGraceTimer: Int?
+    /// The last subscriber left a share with a grace period whose upstream's task is known: the
+    /// grace timer to start, then report with `graceTimerStarted`.
+    var startGraceTimer: StartGraceTimer?
   }
 
   /// Removes a subscriber and frees its buffer. When it was the last, a share stops its upstream
@@ -414,15 +432,18 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     case .subject, .idle, .ended, .lingering:
       return
     case .starting(let generation) where hasGracePeriod:
-      action.startGraceTimer = linger(generation: generation, upstream: nil)
+      // No timer yet: its executor is the upstream task's, known when that task reports
+      // (`upstreamStarted` starts the timer then), not this leaver's, which may be off the schedule.
+      _ = linger(generation: generation, upstream: nil, executor: nil)
       return
-    case .running(let generation, let task) where hasGracePeriod:
-      action.startGraceTimer = linger(generation: generation, upstream: task)
+    case .running(let generation, let task, let executor) where hasGracePeriod:
+      let timer = linger(generation: generation, upstream: task, executor: executor)
+      action.startGraceTimer = StartGraceTimer(timer: timer, executor: executor)
       return
     case .starting:
       // The task being created finds a newer state when it reports, and is cancelled then.
       state = .idle
-    case .running(_, let task):
+    case .running(_, let task, _):
       state = .idle
       action.cancelUpstream = task
     }
@@ -430,10 +451,11 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
     if !keepsReplayWhenStopped { swap(&action.releasedReplay, &replay) }
   }
 
-  private mutating func linger(generation: Int, upstream: Task<Void, Never>?) -> Int {
+  private mutating func linger(generation: Int, upstream: Task<Void, Never>?, executor: (any TaskExecutor)?) -> Int {
     let timer = nextGraceTimer
     nextGraceTimer += 1
-    state = .lingering(Lingering(generation: generation, upstream: upstream, timer: timer, timerTask: nil))
+    state = .lingering(
+      Lingering(generation: generation, upstream: upstream, executor: executor, timer: timer, timerTask: nil))
     return timer
   }
 
@@ -546,24 +568,37 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
 
   // MARK: Upstream events (shareFlow)
 
-  /// The task of iteration `generation` exists; returns it if it must be cancelled at once (it was
-  /// stopped, or superseded, while it was being created).
-  mutating func upstreamStarted(_ task: Task<Void, Never>, generation: Int) -> Task<Void, Never>? {
+  enum UpstreamStartedAction {
+    /// The task is kept.
+    case none
+    /// The iteration was stopped, or superseded, while its task was being created: cancel it.
+    case cancel(Task<Void, Never>)
+    /// The last subscriber left while the task was being created: the task is kept, and the grace
+    /// timer, which waited for the task's executor, is to be started now with it.
+    case startGraceTimer(StartGraceTimer)
+  }
+
+  /// The task of iteration `generation` exists, started with the executor preference `executor`
+  /// (the one the grace timer of this run is started with).
+  mutating func upstreamStarted(
+    _ task: Task<Void, Never>, generation: Int, executor: (any TaskExecutor)? = nil
+  ) -> UpstreamStartedAction {
     switch state {
     case .starting(generation):
-      state = .running(generation: generation, task: task)
-      return nil
+      state = .running(generation: generation, task: task, executor: executor)
+      return .none
     case .lingering(var lingering) where lingering.generation == generation:
-      guard lingering.upstream == nil else {
+      guard lingering.upstream == nil, lingering.timerTask == nil else {
         preconditionFailure("Internal inconsistency: state \(state), event upstreamStarted(\(generation))")
       }
       lingering.upstream = task
+      lingering.executor = executor
       state = .lingering(lingering)
-      return nil
-    case .running(generation, _):
+      return .startGraceTimer(StartGraceTimer(timer: lingering.timer, executor: executor))
+    case .running(generation, _, _):
       preconditionFailure("Internal inconsistency: state \(state), event upstreamStarted(\(generation))")
     case .idle, .starting, .running, .lingering, .ended:
-      return task
+      return .cancel(task)
     case .subject:
       preconditionFailure("Internal inconsistency: state subject, event upstreamStarted")
     }
@@ -573,7 +608,7 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   /// iteration was stopped and must not deliver anything any more.
   mutating func upstreamElement(_ element: Element, generation: Int) -> SendAction? {
     switch state {
-    case .starting(generation), .running(generation, _):
+    case .starting(generation), .running(generation, _, _):
       return deliver(element)
     case .lingering(let lingering) where lingering.generation == generation:
       return deliver(element)  // to the replay: nobody is subscribed
@@ -587,7 +622,7 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error> {
   /// Iteration `generation` finished or failed; ends the share unless that iteration was stopped.
   mutating func upstreamEnded(failure: Failure?, generation: Int) -> SendAction {
     switch state {
-    case .starting(generation), .running(generation, _):
+    case .starting(generation), .running(generation, _, _):
       return end(with: failure)
     case .lingering(let lingering) where lingering.generation == generation:
       // The grace period ends with the upstream: a later subscriber ends at once. The timer's task

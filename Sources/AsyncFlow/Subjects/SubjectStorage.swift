@@ -116,12 +116,15 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
 
   // MARK: shareFlow's grace period
 
-  func startGraceTimer(_ timer: Int) {
+  /// Starts the timer with the executor preference of the upstream's task, whatever the caller's:
+  /// the last subscriber may leave from anywhere (a cancellation handler runs in the canceller's
+  /// context), and the timer must run where the upstream runs, on a `TestClock`'s executor in tests.
+  func startGraceTimer(_ start: SubjectStateMachine<Element, Failure>.StartGraceTimer) {
     guard let startGraceTimerTask else {
       preconditionFailure("Internal inconsistency: a share without grace period was asked to start a grace timer")
     }
-    let task = startGraceTimerTask(self, timer)
-    state.withLock { $0.graceTimerStarted(task, timer: timer) }?.cancel()
+    let task = FlowScheduling.$executor.withValue(start.executor) { startGraceTimerTask(self, start.timer) }
+    state.withLock { $0.graceTimerStarted(task, timer: start.timer) }?.cancel()
   }
 
   /// The grace period of timer `timer` is over: stops the upstream unless a subscriber came.
@@ -137,8 +140,15 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
     guard let startUpstreamTask else {
       preconditionFailure("Internal inconsistency: a subject was asked to start an upstream")
     }
+    // The preference the task is started with (`FlowScheduling.startTask` reads the same one), kept
+    // for this run's grace timer.
+    let executor = FlowScheduling.executor
     let task = startUpstreamTask(self, generation)
-    state.withLock { $0.upstreamStarted(task, generation: generation) }?.cancel()
+    switch state.withLock({ $0.upstreamStarted(task, generation: generation, executor: executor) }) {
+    case .none: break
+    case .cancel(let task): task.cancel()
+    case .startGraceTimer(let start): startGraceTimer(start)
+    }
   }
 
   /// The body of the upstream task: sends each element unless this iteration was stopped, then

@@ -8,6 +8,12 @@ private let timerTask = Task<Void, Never> {}
 
 private func same(_ lhs: Task<Void, Never>?, _ rhs: Task<Void, Never>) -> Bool { lhs == rhs }
 
+/// The executor preference the upstream's task is reported with (a `TestClock`'s, under test):
+/// the machine only stores it and hands it back with the grace timer to start.
+private let upstreamExecutor: any TaskExecutor = globalConcurrentExecutor
+
+private func same(_ lhs: (any TaskExecutor)?, _ rhs: any TaskExecutor) -> Bool { lhs.map { $0 === rhs } ?? false }
+
 /// The grace-period cells of ``SubjectStateMachine``'s grid: the new state `lingering` (upstream
 /// task known or still being created, timer task known or not) against every event that reaches
 /// it, and the events that lead into it from `starting` and `running`.
@@ -24,20 +30,31 @@ struct ShareGracePeriodStateMachineTests {
     guard case .startUpstream(let generation) = machine.next(id, swapping: &batch) else {
       preconditionFailure("expected startUpstream")
     }
-    if started { precondition(machine.upstreamStarted(upstreamTask, generation: generation) == nil) }
+    if started {
+      precondition(machine.upstreamStarted(upstreamTask, generation: generation, executor: upstreamExecutor).isKept)
+    }
     return (machine, id, generation)
   }
 
-  /// The last subscriber left: the machine lingers, with its timer's task reported or not.
+  /// The last subscriber left: the machine lingers, with its timer's task reported or not. Left
+  /// while the upstream's task was being created (`started: false`), it has no timer to start yet:
+  /// `timer` is then the one `upstreamStarted` will ask for.
   private static func lingering(
     started: Bool = true, timerReported: Bool = true
   ) -> (Machine, generation: Int, timer: Int) {
     var (machine, id, generation) = subscribed(started: started)
     _ = machine.upstreamElement(1, generation: generation)
     let action = machine.unsubscribe(id)
-    guard let timer = action.startGraceTimer else { preconditionFailure("expected startGraceTimer") }
-    if timerReported { precondition(machine.graceTimerStarted(timerTask, timer: timer) == nil) }
-    return (machine, generation, timer)
+    guard case .lingering(let lingering) = machine.state else { preconditionFailure("expected lingering") }
+    guard started else {
+      precondition(action.startGraceTimer == nil)
+      return (machine, generation, lingering.timer)
+    }
+    guard let start = action.startGraceTimer, start.timer == lingering.timer else {
+      preconditionFailure("expected startGraceTimer")
+    }
+    if timerReported { precondition(machine.graceTimerStarted(timerTask, timer: start.timer) == nil) }
+    return (machine, generation, start.timer)
   }
 
   private static func isLingering(_ machine: Machine) -> Bool {
@@ -51,25 +68,59 @@ struct ShareGracePeriodStateMachineTests {
     var (machine, id, _) = Self.subscribed(started: true)
     let action = machine.unsubscribe(id)
     #expect(action.cancelUpstream == nil)
-    #expect(action.startGraceTimer != nil)
+    // The timer goes where the upstream's task runs, not where the last subscriber left from.
+    #expect(same(action.startGraceTimer?.executor, upstreamExecutor))
     guard case .lingering(let lingering) = machine.state else {
       Issue.record("expected lingering, got \(machine.state)")
       return
     }
+    #expect(lingering.timer == action.startGraceTimer?.timer)
     #expect(same(lingering.upstream, upstreamTask))
     #expect(lingering.timerTask == nil)
   }
 
-  @Test func testLastUnsubscribe_whenStarting_lingersWithTheTaskStillComing() {
+  @Test func testLastUnsubscribe_whenStarting_lingersWithoutATimerUntilTheTaskReports() {
     var (machine, id, generation) = Self.subscribed(started: false)
-    #expect(machine.unsubscribe(id).startGraceTimer != nil)
-    // The task reports: it is kept, not cancelled.
-    #expect(machine.upstreamStarted(upstreamTask, generation: generation) == nil)
+    // The task's executor is not known yet: the timer waits for it.
+    #expect(machine.unsubscribe(id).startGraceTimer == nil)
+    guard case .lingering(let before) = machine.state else {
+      Issue.record("expected lingering, got \(machine.state)")
+      return
+    }
+    // The task reports: it is kept, not cancelled, and the timer starts now, with its executor.
+    let start = machine.upstreamStarted(upstreamTask, generation: generation, executor: upstreamExecutor)
+      .startGraceTimer
+    #expect(start?.timer == before.timer)
+    #expect(same(start?.executor, upstreamExecutor))
     guard case .lingering(let lingering) = machine.state else {
       Issue.record("expected lingering, got \(machine.state)")
       return
     }
     #expect(same(lingering.upstream, upstreamTask))
+    #expect(machine.graceTimerStarted(timerTask, timer: before.timer) == nil)
+  }
+
+  @Test func testLastUnsubscribe_whenStarting_thenUpstreamEnded_startsNoTimer() {
+    // The upstream's task may run, and end, before its handle is reported.
+    var (machine, id, generation) = Self.subscribed(started: false)
+    _ = machine.unsubscribe(id)
+    #expect(machine.upstreamEnded(failure: nil, generation: generation).cancelGraceTimer == nil)
+    #expect(machine.upstreamStarted(upstreamTask, generation: generation).cancelled == upstreamTask)
+    #expect(machine.isEnded)
+  }
+
+  @Test func testLastUnsubscribe_whenRunningAfterALingerWhileStarting_keepsTheExecutor() {
+    // Left while starting, rejoined before the task reported, left again once it ran.
+    var (machine, generation, _) = Self.lingering(started: false)
+    let id = machine.subscribe().id
+    #expect(machine.upstreamStarted(upstreamTask, generation: generation, executor: upstreamExecutor).isKept)
+    #expect(same(machine.unsubscribe(id).startGraceTimer?.executor, upstreamExecutor))
+  }
+
+  @Test func testLastUnsubscribe_afterALingerThatRejoined_keepsTheExecutor() {
+    var (machine, _, _) = Self.lingering()
+    let id = machine.subscribe().id
+    #expect(same(machine.unsubscribe(id).startGraceTimer?.executor, upstreamExecutor))
   }
 
   @Test func testLastPushUnsubscribe_whenRunning_lingers() {
@@ -79,10 +130,10 @@ struct ShareGracePeriodStateMachineTests {
       Issue.record("expected startUpstream")
       return
     }
-    #expect(machine.upstreamStarted(upstreamTask, generation: generation) == nil)
+    #expect(machine.upstreamStarted(upstreamTask, generation: generation, executor: upstreamExecutor).isKept)
     let action = machine.unsubscribe(mailbox)
     #expect(action.cancelUpstream == nil)
-    #expect(action.startGraceTimer != nil)
+    #expect(same(action.startGraceTimer?.executor, upstreamExecutor))
     #expect(Self.isLingering(machine))
   }
 
@@ -101,7 +152,7 @@ struct ShareGracePeriodStateMachineTests {
     let id = machine.subscribe().id
     var batch: [Int] = []
     guard case .startUpstream(let generation) = machine.next(id, swapping: &batch) else { return }
-    #expect(machine.upstreamStarted(upstreamTask, generation: generation) == nil)
+    #expect(machine.upstreamStarted(upstreamTask, generation: generation).isKept)
     _ = machine.upstreamElement(1, generation: generation)
     let action = machine.unsubscribe(id)
     #expect(action.startGraceTimer == nil)
@@ -125,11 +176,12 @@ struct ShareGracePeriodStateMachineTests {
     var (machine, generation, _) = Self.lingering()
     let (id, _, cancelTimer) = machine.subscribe()
     #expect(same(cancelTimer, timerTask))
-    guard case .running(generation, let task) = machine.state else {
+    guard case .running(generation, let task, let executor) = machine.state else {
       Issue.record("expected running(\(generation)), got \(machine.state)")
       return
     }
     #expect(same(task, upstreamTask))
+    #expect(same(executor, upstreamExecutor))
     var batch: [Int] = []
     guard case .deliver = machine.next(id, swapping: &batch) else {
       Issue.record("expected the replay")
@@ -197,24 +249,33 @@ struct ShareGracePeriodStateMachineTests {
     let id = machine.subscribe().id
     var batch: [Int] = []
     guard case .startUpstream(let generation) = machine.next(id, swapping: &batch) else { return }
+    #expect(machine.upstreamStarted(upstreamTask, generation: generation).isKept)
     _ = machine.upstreamElement(1, generation: generation)
-    guard let timer = machine.unsubscribe(id).startGraceTimer else { return }
-    #expect(machine.graceExpired(timer: timer).releasedReplay.isEmpty)
+    guard let start = machine.unsubscribe(id).startGraceTimer else {
+      Issue.record("expected startGraceTimer")
+      return
+    }
+    #expect(machine.graceExpired(timer: start.timer).releasedReplay.isEmpty)
     #expect(Array(machine.replay) == [1])
   }
 
-  @Test func testGraceExpired_whenLingeringWhileStarting_cancelsTheTaskWhenItReports() {
+  @Test func testGraceExpired_whenLingeringWhileStarting_doesNothing() {
+    // No timer was started (it waits for the task's executor): an older one firing changes nothing.
     var (machine, generation, timer) = Self.lingering(started: false)
-    #expect(machine.graceExpired(timer: timer).cancelUpstream == nil)
-    #expect(same(machine.upstreamStarted(upstreamTask, generation: generation), upstreamTask))
+    #expect(machine.graceExpired(timer: timer - 1).cancelUpstream == nil)
+    #expect(Self.isLingering(machine))
+    #expect(machine.upstreamStarted(upstreamTask, generation: generation).startGraceTimer?.timer == timer)
   }
 
   @Test func testGraceExpired_ofAnOlderTimer_doesNothing() {
     var (machine, _, timer) = Self.lingering()
     // A subscriber comes and leaves again: a new timer.
     let id = machine.subscribe().id
-    guard let newer = machine.unsubscribe(id).startGraceTimer else { return }
-    #expect(newer != timer)
+    guard let newer = machine.unsubscribe(id).startGraceTimer else {
+      Issue.record("expected startGraceTimer")
+      return
+    }
+    #expect(newer.timer != timer)
     let action = machine.graceExpired(timer: timer)
     #expect(action.cancelUpstream == nil)
     #expect(Self.isLingering(machine))
@@ -250,7 +311,7 @@ struct ShareGracePeriodStateMachineTests {
     var (machine, generation, _) = Self.lingering()
     #expect(machine.upstreamElement(9, generation: generation + 1) == nil)
     #expect(machine.upstreamEnded(failure: nil, generation: generation + 1).isEmpty)
-    #expect(same(machine.upstreamStarted(timerTask, generation: generation + 1), timerTask))
+    #expect(same(machine.upstreamStarted(timerTask, generation: generation + 1).cancelled, timerTask))
     #expect(Self.isLingering(machine))
   }
 
