@@ -41,12 +41,14 @@ struct GateTests {
 
   @Test func enteredReturnsAtOnceWhenEnoughAreParked() async {
     let gate = Gate()
-    await gate.entered(count: 0)
+    #expect(await bounded("entered(count: 0) with nobody parked") { await gate.entered(count: 0) } != nil)
     let waiter = Task { await gate.wait() }
-    await gate.entered()
-    await gate.entered()
+    await bounded("the waiter to park") { await gate.entered() }
+    #expect(gate.parkedCount == 1)
+    #expect(await bounded("entered() with the waiter already parked") { await gate.entered() } != nil)
     gate.release()
-    await waiter.value
+    #expect(await bounded(waiter, "the released waiter") != nil)
+    #expect(gate.parkedCount == 0)
   }
 
   /// Parked for sure: the clock's executor ran the waiter until it suspended in `entered(count:)`.

@@ -147,7 +147,7 @@ struct TestClockSuiteScopeTests {
     #expect(TestClock.current.now == .init(offset: .seconds(1)))
   }
 
-  @Suite struct Nested {
+  @Suite(.timeLimit(.minutes(1))) struct Nested {
     @Test func aTestOfANestedSuiteHasOneToo() {
       #expect(TestClock.current.now == .init(offset: .zero))
     }

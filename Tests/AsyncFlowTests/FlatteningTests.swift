@@ -181,9 +181,18 @@ struct FlatteningTests {
         }
       }
     }
-    for await value in flattened where value == 3 { break }
-    await innerEnded.wait()
-    await outerEnded.wait()
+    let received = await bounded("the loop's first three values") {
+      var received: [Int] = []
+      for await value in flattened {
+        received.append(value)
+        if value == 3 { break }
+      }
+      return received
+    }
+    #expect(received == [1, 2, 3])
+    await bounded("the inner's end once the loop was left") { await innerEnded.wait() }
+    await bounded("the outer's end once the loop was left") { await outerEnded.wait() }
+    #expect(innerEnded.isFired && outerEnded.isFired)
   }
 
   // Rule 7

@@ -235,9 +235,10 @@ struct HotSourcesTests {
     let shared = upstream.shareFlow()
     do {
       var iterator = shared.makeAsyncIterator()
-      _ = await iterator.next()
+      #expect(await iterator.next() == 1)
     }
-    await ended.wait()
+    await bounded("the upstream's end once its last subscriber left") { await ended.wait() }
+    #expect(ended.isFired)
   }
 
   @Test func shareDeliversTheUpstreamFailureToEverySubscriber() async {
