@@ -21,7 +21,7 @@ struct GateTests {
           passed.increment()
         })
     }
-    await gate.entered(count: 3)
+    await bounded("gate.entered(count: 3)") { await gate.entered(count: 3) }
     #expect(gate.parkedCount == 3)
     #expect(passed.count == 0)
     gate.release()
@@ -33,20 +33,22 @@ struct GateTests {
   @Test func aCancelledCallerLeavesAtOnce() async {
     let gate = Gate()
     let waiter = Task { await gate.wait() }
-    await gate.entered()
+    await bounded("gate.entered()") { await gate.entered() }
     waiter.cancel()
-    await waiter.value
+    await bounded(waiter, "waiter")
     #expect(gate.parkedCount == 0)
   }
 
   @Test func enteredReturnsAtOnceWhenEnoughAreParked() async {
     let gate = Gate()
-    await gate.entered(count: 0)
+    #expect(await bounded("entered(count: 0) with nobody parked") { await gate.entered(count: 0) } != nil)
     let waiter = Task { await gate.wait() }
-    await gate.entered()
-    await gate.entered()
+    await bounded("the waiter to park") { await gate.entered() }
+    #expect(gate.parkedCount == 1)
+    #expect(await bounded("entered() with the waiter already parked") { await gate.entered() } != nil)
     gate.release()
-    await waiter.value
+    #expect(await bounded(waiter, "the released waiter") != nil)
+    #expect(gate.parkedCount == 0)
   }
 
   /// Parked for sure: the clock's executor ran the waiter until it suspended in `entered(count:)`.
@@ -56,7 +58,7 @@ struct GateTests {
     let parked = clock.task { await gate.entered(count: 5) }
     await clock.runCurrent()
     parked.cancel()
-    await parked.value
+    _ = await clock.value(of: parked)
     #expect(gate.parkedCount == 0)
   }
 }

@@ -26,7 +26,7 @@ struct TestClockTests {
       try? await clock.sleep(until: .init(offset: .seconds(2)))
       log.append("b@\(clock.now)")
     }
-    await clock.sleepers(count: 2)
+    await bounded("clock.sleepers(count: 2)") { await clock.sleepers(count: 2) }
     await clock.advance(by: .seconds(3))
     #expect(log.all == ["a@1.0 seconds", "a'@1.5 seconds", "b@2.0 seconds"])
     #expect(clock.now == .init(offset: .seconds(3)))
@@ -45,7 +45,7 @@ struct TestClockTests {
           }
         }
       }
-      await clock.sleepers(count: 4)
+      await bounded("clock.sleepers(count: 4)") { await clock.sleepers(count: 4) }
       await clock.run()
       #expect(
         log.all == [
@@ -97,9 +97,9 @@ struct TestClockTests {
         return error is CancellationError
       }
     }
-    await clock.sleepers(count: 1)
+    await bounded("clock.sleepers(count: 1)") { await clock.sleepers(count: 1) }
     sleeper.cancel()
-    #expect(await sleeper.value)
+    #expect(await clock.value(of: sleeper) == true)
     #expect(clock.pendingSleepers == 0)
     #expect(clock.now == .init(offset: .zero))
   }
@@ -126,7 +126,8 @@ struct TestClockTests {
       await clock.advance(by: .seconds(2))
       await clock.run()
     }
-    await driver.value
+    // Not `value(of:)`: the driver settles the clock itself, from the clock.
+    await bounded(driver, "driver")
     #expect(log.all == ["slept@1.0 seconds"])
     #expect(clock.now == .init(offset: .seconds(2)))
   }
@@ -144,14 +145,14 @@ struct TestClockTests {
       try? await clock.sleep(until: .init(offset: .seconds(1)))
       try? await clock.sleep(until: .init(offset: .seconds(2)))  // like a retry's second backoff
     }
-    await clock.sleepers(count: 1)
+    await bounded("clock.sleepers(count: 1)") { await clock.sleepers(count: 1) }
     await withKnownIssue {
       await clock.run()
     } matching: { issue in
       issue.comments.contains { $0.rawValue.contains("Start the code under test with `clock.task { }`") }
     }
     plain.cancel()  // its second sleep throws: nothing is left hanging
-    await plain.value
+    await bounded(plain, "plain")
     #expect(clock.pendingSleepers == 0)
   }
 
@@ -163,9 +164,9 @@ struct TestClockTests {
       async let child: Void = { try? await clock.sleep(until: .init(offset: .seconds(2))) }()
       await child
     }
-    await clock.sleepers(count: 1)
+    await bounded("clock.sleepers(count: 1)") { await clock.sleepers(count: 1) }
     await clock.run()
-    await onClock.value
+    _ = await clock.value(of: onClock)
     #expect(clock.now == .init(offset: .seconds(2)))
   }
 
@@ -177,13 +178,13 @@ struct TestClockTests {
     let parked = clock.task { await clock.sleepers(count: 5) }
     await clock.runCurrent()
     parked.cancel()
-    await parked.value
+    _ = await clock.value(of: parked)
     // Cancelled before it waits.
     let early = Task {
       withUnsafeCurrentTask { $0?.cancel() }
       await clock.sleepers(count: 5)
     }
-    await early.value
+    await bounded(early, "early")
     #expect(clock.pendingSleepers == 0)
   }
 
@@ -200,16 +201,16 @@ struct TestClockTests {
         if ticks >= 50 { driver.withLock { $0 }?.cancel() }
       }
     }
-    await clock.sleepers(count: 1)
+    await bounded("clock.sleepers(count: 1)") { await clock.sleepers(count: 1) }
     let task = Task {
       if advances { await clock.advance(by: .seconds(1_000_000_000)) } else { await clock.run() }
     }
     driver.withLock { $0 = task }
-    await task.value
+    await bounded(task, "task")
     #expect(clock.now >= .init(offset: .seconds(50)))
     #expect(clock.now < .init(offset: .seconds(1_000_000_000)))
     ticker.cancel()
-    await ticker.value
+    _ = await clock.value(of: ticker)
   }
 
   @Test func aCancelledRunCurrentReturnsThoughTheExecutorNeverIdles() async {
@@ -225,9 +226,10 @@ struct TestClockTests {
     }
     let task = Task { await clock.runCurrent() }
     waiter.withLock { $0 = task }
-    await task.value
+    #expect(await bounded(task, "the cancelled runCurrent()") != nil)
+    #expect(task.isCancelled)
     spinner.cancel()
-    await spinner.value
+    #expect(await bounded(spinner, "the cancelled spinner") != nil)
   }
 
   @Test func advanceByNegativeDurationIsAProgrammerError() async {

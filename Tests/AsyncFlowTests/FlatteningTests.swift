@@ -47,10 +47,10 @@ struct FlatteningTests {
     }
     var iterator = flattened.makeAsyncIterator()
     #expect(try await iterator.next() == "a1")
-    await outerGate.entered()
+    await bounded("outerGate.entered()") { await outerGate.entered() }
     outerGate.release()
     #expect(try await iterator.next() == "b1")  // the operator has received "b"
-    await outerGate.entered()
+    await bounded("outerGate.entered()") { await outerGate.entered() }
     proceedA.fire()  // "a" ignores its cancellation and goes on (or fails)
     proceedB.fire()
     outerGate.release()
@@ -70,7 +70,7 @@ struct FlatteningTests {
     }
     let clock = TestClock()
     let result = clock.task { await collect(latest).elements }
-    #expect(await result.value == ["c"])
+    #expect(await clock.value(of: result) == ["c"])
     #expect(transformed.all == ["c"])
   }
 
@@ -116,11 +116,11 @@ struct FlatteningTests {
     }
     var iterator = flattened.makeAsyncIterator()
     #expect(await iterator.next() == "a1")
-    await outerGate.entered()
+    await bounded("outerGate.entered()") { await outerGate.entered() }
     // The consumer is slow: the inner has pulled at most its bounded buffer and one element more.
     #expect(pulls.withLock { $0 } <= FlattenInnerChannel<String, Never>.bufferLimit + 2)
     outerGate.release()
-    await outerGate.entered()
+    await bounded("outerGate.entered()") { await outerGate.entered() }
     // "b" superseded "a" while nobody was asking for elements.
     #expect(await iterator.next() == "b1")
     outerGate.release()
@@ -153,11 +153,11 @@ struct FlatteningTests {
       let second = await iterator.next(isolation: nil)
       return (first, second, log.all.sorted())
     }
-    await consumerGate.entered()
-    await innerGate.entered()
-    await outerGate.entered()
+    await bounded("consumerGate.entered()") { await consumerGate.entered() }
+    await bounded("innerGate.entered()") { await innerGate.entered() }
+    await bounded("outerGate.entered()") { await outerGate.entered() }
     consumer.cancel()
-    let (first, second, logAtEnd) = await consumer.value
+    guard case let (first, second, logAtEnd)? = await bounded(consumer, "consumer") else { return }
     #expect(first == "a1")
     #expect(second == nil)
     #expect(logAtEnd == ["a ended", "outer ended"])
@@ -181,9 +181,18 @@ struct FlatteningTests {
         }
       }
     }
-    for await value in flattened where value == 3 { break }
-    await innerEnded.wait()
-    await outerEnded.wait()
+    let received = await bounded("the loop's first three values") {
+      var received: [Int] = []
+      for await value in flattened {
+        received.append(value)
+        if value == 3 { break }
+      }
+      return received
+    }
+    #expect(received == [1, 2, 3])
+    await bounded("the inner's end once the loop was left") { await innerEnded.wait() }
+    await bounded("the outer's end once the loop was left") { await outerEnded.wait() }
+    #expect(innerEnded.isFired && outerEnded.isFired)
   }
 
   // Rule 7
@@ -203,7 +212,7 @@ struct FlatteningTests {
     }
     let result = Task { await collect(merged).elements }
     for _ in 0..<4 {
-      await gate.entered(count: 1)
+      await bounded("gate.entered(count: 1)") { await gate.entered(count: 1) }
       gate.release()
     }
     // Keep releasing until everything has run.
@@ -213,9 +222,9 @@ struct FlatteningTests {
         gate.release()
       }
     }
-    let elements = await result.value
+    let elements = await bounded(result, "result")
     drainer.cancel()
-    #expect(elements.sorted() == Array(1...10))
+    #expect(elements?.sorted() == Array(1...10))
     #expect(running.withLock { $0.peak } == 3)
   }
 
@@ -228,9 +237,9 @@ struct FlatteningTests {
       }
     }
     let result = Task { await collect(merged).elements }
-    await gate.entered(count: 5)
+    await bounded("gate.entered(count: 5)") { await gate.entered(count: 5) }
     gate.release()
-    #expect(await result.value.sorted() == [1, 2, 3, 4, 5])
+    #expect(await bounded(result, "result")?.sorted() == [1, 2, 3, 4, 5])
   }
 
   // The whole of mergeFlow is bounded, not only each inner: with a stalled consumer the outer stops
@@ -265,7 +274,7 @@ struct FlatteningTests {
     #expect(outerPulled.withLock { $0 } <= 16 + 2)
     #expect(produced.withLock { $0 } <= (16 + 2) * (FlattenInnerChannel<Int, Never>.bufferLimit + 1))
     consumerGate.release()
-    await consumer.value
+    _ = await clock.value(of: consumer)
   }
 
   @Test func mergeMaxConcurrentBelowOneIsAProgrammerError() async {
@@ -303,7 +312,7 @@ struct FlatteningTests {
     innerGate.release()
     await clock.runCurrent()  // "a" has finished
     outerGate.release()
-    #expect(await result.value == ["a", "c"])
+    #expect(await clock.value(of: result) == ["a", "c"])
   }
 
   // exhaustFlow's turn ends when the inner's work ends, not when the consumer has taken its
@@ -334,7 +343,7 @@ struct FlatteningTests {
     tapGate.release()
     await clock.runCurrent()  // tap 3 arrives after tap 2's work ended: it runs
     consumerGate.release()
-    #expect(await result.value == [1, 2, 3])
+    #expect(await clock.value(of: result) == [1, 2, 3])
   }
 
   // Rule 9
@@ -357,7 +366,7 @@ struct FlatteningTests {
     await clock.runCurrent()  // everything has run until it parked
     #expect(gate.parkedCount == 3)  // k2v1, k1v2 and the outer; k1v1 was cancelled and left
     gate.release()
-    #expect(await result.value.sorted() == ["k1v2", "k2v1"])
+    #expect(await clock.value(of: result)?.sorted() == ["k1v2", "k2v1"])
   }
 
   @Test func keyedLatestLoadsAHundredRowsConcurrently() async {
@@ -369,9 +378,9 @@ struct FlatteningTests {
       }
     }
     let result = Task { await collect(loads).elements }
-    await gate.entered(count: 100)
+    await bounded("gate.entered(count: 100)") { await gate.entered(count: 100) }
     gate.release()
-    #expect(await result.value.sorted() == Array(0..<100))
+    #expect(await bounded(result, "result")?.sorted() == Array(0..<100))
   }
 
   @Test func failureTypesFollowTheRule() {

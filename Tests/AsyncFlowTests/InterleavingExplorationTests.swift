@@ -101,7 +101,7 @@ func explore<S: AsyncSequence & Sendable>(
     }
   }
   await clock.run()
-  await consumer.value
+  _ = await clock.value(of: consumer)
   await clock.runCurrent()
   #expect(clock.pendingSleepers == 0)
   return run.withLock { $0 }

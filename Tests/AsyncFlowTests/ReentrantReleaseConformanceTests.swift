@@ -63,7 +63,7 @@ struct ReentrantReleaseConformanceTests {
   }
 }
 
-@Suite("ReleaseWitness")
+@Suite("ReleaseWitness", .timeLimit(.minutes(1)))
 struct ReleaseWitnessTests {
   @Test func aTokenReleasedOutsideEveryLockIsNotReported() {
     let witness = ReleaseWitness()
