@@ -312,6 +312,7 @@ final class FlattenConsumer<
 where Outer.Element: Sendable, Inner.Element: Sendable {
   @usableFromInline let storage: FlattenStorage<Outer, Inner, Key, Failure>
   /// Elements already taken from the storage in one batch, delivered from here without the lock.
+  /// Emptied once used up, before the consumer waits for the next batch (``next(isolation:)``).
   @usableFromInline var taken: [Inner.Element] = []
   @usableFromInline var takenStart = 0
 
@@ -324,19 +325,31 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
   }
 
   @inlinable func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Inner.Element? {
-    if Task.isCancelled {
-      taken = []
-      takenStart = 0
-      storage.cancel()
-    }
-    if takenStart < taken.count {
+    if takenStart < taken.count, !Task.isCancelled {
       defer { takenStart += 1 }
       return taken[takenStart]
     }
+    // Used up (or the consumer is cancelled): the batch goes now, not when the next one arrives.
+    // Kept while the consumer waits, it held the elements the consumer was done with for as long
+    // as the inners were quiet: a `deinit` meant to run once the consumer let go of its element (a
+    // subscription's clean-up, one that cancels the consumer) ran late, or never.
+    releaseTaken()
+    // After the release: an element's `deinit` may have cancelled this task just now.
+    if Task.isCancelled { storage.cancel() }
     guard let batch = try await storage.next(isolation: actor) else { return nil }
     taken = batch
     takenStart = 1
     return batch[0]
+  }
+
+  /// Lets go of the batch, outside every lock and outside the access to ``taken``: an element's
+  /// `deinit` may call back in (cancel this task, read the operator).
+  @inlinable func releaseTaken() {
+    guard !taken.isEmpty else { return }
+    var used: [Inner.Element] = []
+    swap(&used, &taken)
+    takenStart = 0
+    withExtendedLifetime(used) {}  // released here
   }
 }
 
