@@ -215,12 +215,22 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
   }
 
   @inlinable func runInner(_ id: Int) async {
-    // The element is claimed only now: one superseded while this task was on its way never runs.
-    guard let (channel, element) = state.withLock({ $0.claim(id) }) else { return }
-    let inner = await operation.transform(element)
-    var iterator = inner.makeAsyncIterator()
+    guard case (let channel, var iterator)? = await claimInner(id) else { return }
     let failure = await forward(&iterator, to: channel)
     innerEnded(channel, failure: failure)
+  }
+
+  /// Claims inner `id`'s outer element and makes its iterator; `nil` if the operator is ending.
+  /// The element is claimed only now: one superseded while this task was on its way never runs.
+  ///
+  /// A function of its own so that the outer element and the inner sequence go when it returns:
+  /// as locals of ``runInner(_:)`` they lived (in a debug build) as long as the inner ran, so an
+  /// outer element the transform was done with stayed alive behind a long-lived inner (its
+  /// `deinit`, say a subscription's clean-up, ran only when the inner ended).
+  @inlinable func claimInner(_ id: Int) async -> (Channel, Inner.AsyncIterator)? {
+    guard let (channel, element) = state.withLock({ $0.claim(id) }) else { return nil }
+    let inner = await operation.transform(element)
+    return (channel, inner.makeAsyncIterator())
   }
 
   /// The inner's loop: pulls `iterator` and hands each element over until it ends, fails (the

@@ -30,11 +30,12 @@ enum FlatteningOperator: String, CaseIterable, Sendable, CustomStringConvertible
 }
 
 /// A flattening operator lets go of a user value as soon as it is done with it, not when the next
-/// value arrives: a value whose `deinit` does the clean-up the consumer waits for (here,
-/// cancelling the consumer) must run while the inners are quiet. Before the fix the consumer's
-/// iterator kept the batch it had delivered while it waited for the next: with quiet inners no
+/// value arrives or the inner ends: a value whose `deinit` does the clean-up the consumer waits
+/// for (here, cancelling the consumer) must run while the inners are quiet. Before the fixes the
+/// consumer's iterator kept the batch it had delivered while it waited for the next, and an
+/// inner's task kept its outer element for as long as the inner ran: with quiet inners neither
 /// `deinit` ran, and the consumer, cancelled by nobody, never returned (the `cancelFromARelease`
-/// rows of `mergeFlow(maxConcurrent: 1)` and `concatFlow` in the release table).
+/// rows of `mergeFlow`, `mergeFlow(maxConcurrent: 1)` and `concatFlow` in the release table).
 ///
 /// Each run is on a `TestClock`: once its schedule is idle the consumer must have returned, so a
 /// consumer left waiting fails the test instead of hanging it.
@@ -75,6 +76,43 @@ struct FlatteningRetentionTests {
     await clock.runCurrent()
 
     #expect(released.withLock { $0 }, "\(`operator`): the delivered element is still held while the consumer waits")
+    #expect(returned.withLock { $0 }, "\(`operator`): the consumer, cancelled by the element's release, never returned")
+    consumer.cancel()
+    _ = await clock.value(of: consumer)
+  }
+
+  /// The inner is made and runs (quietly): its outer element is no longer needed, and its `deinit`
+  /// cancels the consumer, waiting in `next()`, which then returns `nil`. The outer's iterator
+  /// keeps nothing it returned (a `Flow`'s keeps its batch), so only the operator could hold it.
+  @Test(arguments: FlatteningOperator.allCases)
+  func anOuterElementIsReleasedOnceItsInnerIsMade(_ operator: FlatteningOperator) async {
+    let clock = TestClock()
+    let start = Gate()
+    let never = Gate()
+    let consumerTask = TaskHandleBox()
+    let released = LockedState(false)
+    let returned = LockedState(false)
+    let outer = FreshElements { index in
+      guard index == 0 else {
+        await never.wait()
+        return nil
+      }
+      return ReleaseHook {
+        released.withLock { $0 = true }
+        consumerTask.cancel()
+      }
+    }
+    let consumer = clock.task {
+      await start.wait()
+      await `operator`.iterate(outer) { _ in Flow<ReleaseHook, Never> { _ in await never.wait() } }
+      returned.withLock { $0 = true }
+    }
+    consumerTask.set(consumer)
+    await start.entered()
+    start.release()
+    await clock.runCurrent()
+
+    #expect(released.withLock { $0 }, "\(`operator`): the outer element is still held while its inner runs")
     #expect(returned.withLock { $0 }, "\(`operator`): the consumer, cancelled by the element's release, never returned")
     consumer.cancel()
     _ = await clock.value(of: consumer)
