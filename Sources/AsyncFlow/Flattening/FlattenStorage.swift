@@ -215,12 +215,22 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
   }
 
   @inlinable func runInner(_ id: Int) async {
-    // The element is claimed only now: one superseded while this task was on its way never runs.
-    guard let (channel, element) = state.withLock({ $0.claim(id) }) else { return }
-    let inner = await operation.transform(element)
-    var iterator = inner.makeAsyncIterator()
+    guard case (let channel, var iterator)? = await claimInner(id) else { return }
     let failure = await forward(&iterator, to: channel)
     innerEnded(channel, failure: failure)
+  }
+
+  /// Claims inner `id`'s outer element and makes its iterator; `nil` if the operator is ending.
+  /// The element is claimed only now: one superseded while this task was on its way never runs.
+  ///
+  /// A function of its own so that the outer element and the inner sequence go when it returns:
+  /// as locals of ``runInner(_:)`` they lived (in a debug build) as long as the inner ran, so an
+  /// outer element the transform was done with stayed alive behind a long-lived inner (its
+  /// `deinit`, say a subscription's clean-up, ran only when the inner ended).
+  @inlinable func claimInner(_ id: Int) async -> (Channel, Inner.AsyncIterator)? {
+    guard let (channel, element) = state.withLock({ $0.claim(id) }) else { return nil }
+    let inner = await operation.transform(element)
+    return (channel, inner.makeAsyncIterator())
   }
 
   /// The inner's loop: pulls `iterator` and hands each element over until it ends, fails (the
@@ -312,6 +322,7 @@ final class FlattenConsumer<
 where Outer.Element: Sendable, Inner.Element: Sendable {
   @usableFromInline let storage: FlattenStorage<Outer, Inner, Key, Failure>
   /// Elements already taken from the storage in one batch, delivered from here without the lock.
+  /// Emptied once used up, before the consumer waits for the next batch (``next(isolation:)``).
   @usableFromInline var taken: [Inner.Element] = []
   @usableFromInline var takenStart = 0
 
@@ -324,19 +335,31 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
   }
 
   @inlinable func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Inner.Element? {
-    if Task.isCancelled {
-      taken = []
-      takenStart = 0
-      storage.cancel()
-    }
-    if takenStart < taken.count {
+    if takenStart < taken.count, !Task.isCancelled {
       defer { takenStart += 1 }
       return taken[takenStart]
     }
+    // Used up (or the consumer is cancelled): the batch goes now, not when the next one arrives.
+    // Kept while the consumer waits, it held the elements the consumer was done with for as long
+    // as the inners were quiet: a `deinit` meant to run once the consumer let go of its element (a
+    // subscription's clean-up, one that cancels the consumer) ran late, or never.
+    releaseTaken()
+    // After the release: an element's `deinit` may have cancelled this task just now.
+    if Task.isCancelled { storage.cancel() }
     guard let batch = try await storage.next(isolation: actor) else { return nil }
     taken = batch
     takenStart = 1
     return batch[0]
+  }
+
+  /// Lets go of the batch, outside every lock and outside the access to ``taken``: an element's
+  /// `deinit` may call back in (cancel this task, read the operator).
+  @inlinable func releaseTaken() {
+    guard !taken.isEmpty else { return }
+    var used: [Inner.Element] = []
+    swap(&used, &taken)
+    takenStart = 0
+    withExtendedLifetime(used) {}  // released here
   }
 }
 
