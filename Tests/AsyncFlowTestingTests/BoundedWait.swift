@@ -18,17 +18,13 @@ let waitBudget = 200_000
 /// watcher of its own awaits the task, and the test polls what it saw between yields: giving up
 /// leaves only the watcher behind.
 ///
-/// Not from code on a test clock's executor (inside `clock.task { }` or an `.onTestClock` test):
-/// polling there keeps the clock's serial schedule busy and starves what it waits for. There, use
-/// `clock.value(of:)`, or `clock.runCurrent()` and a check of what it should have reached.
-///
 /// ```swift
 /// let consumer = Task { await collect(flow).elements }
 /// #expect(await bounded(consumer) == [1, 2])
 /// ```
 @discardableResult
 func bounded<Success: Sendable, Failure: Error>(
-  _ task: Task<Success, Failure>, _ what: String = "the task", yields: Int = waitBudget,
+  _ task: Task<Success, Failure>, _ what: @autoclosure () -> String = "the task", yields: Int = waitBudget,
   sourceLocation: SourceLocation = #_sourceLocation
 ) async throws(Failure) -> Success? {
   let outcome = LockedState<Result<Success, Failure>?>(nil)
@@ -43,7 +39,7 @@ func bounded<Success: Sendable, Failure: Error>(
   }
   if let result = outcome.withLock({ $0 }) { return try result.get() }
   Issue.record(
-    "\(what) did not end within \(yields) scheduler yields\(Task.isCancelled ? " (the test was cancelled)" : ""): the code under test is stuck",
+    "\(what()) did not end within \(yields) scheduler yields\(Task.isCancelled ? " (the test was cancelled)" : ""): the code under test is stuck",
     sourceLocation: sourceLocation)
   return nil
 }
@@ -58,11 +54,11 @@ func bounded<Success: Sendable, Failure: Error>(
 /// ```
 @discardableResult
 func bounded<T: Sendable>(
-  _ what: String, yields: Int = waitBudget, sourceLocation: SourceLocation = #_sourceLocation,
+  _ what: @autoclosure () -> String, yields: Int = waitBudget, sourceLocation: SourceLocation = #_sourceLocation,
   _ wait: @escaping @Sendable () async -> T
 ) async -> T? {
   let waiter = Task { await wait() }
-  let result = await bounded(waiter, what, yields: yields, sourceLocation: sourceLocation)
+  let result = await bounded(waiter, what(), yields: yields, sourceLocation: sourceLocation)
   if result == nil { waiter.cancel() }
   return result
 }

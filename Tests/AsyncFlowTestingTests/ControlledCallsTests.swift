@@ -38,22 +38,22 @@ struct ControlledCallsTests {
     for round in 0..<10_000 {
       let calls = ControlledCalls<Int, Int>()
       let caller = Task { await calls.call(round) }
-      await bounded("calls.calls(count: 1)") { await calls.calls(count: 1) }
+      await calls.calls(count: 1)
       calls.respond(to: round, with: round * 2)
-      #expect(await bounded(caller, "caller") == round * 2)
+      #expect(await caller.value == round * 2)
     }
   }
 
   @Test func theLogRecordsArgumentsCancellationAndAnswers() async {
     let calls = ControlledCalls<String, String>(whenCancelled: "cancelled")
     let first = Task { await calls.call("sw") }
-    await bounded("calls.parked(count: 1)") { await calls.parked(count: 1) }
+    await calls.parked(count: 1)
     let second = Task { await calls.call("swift") }
-    await bounded("calls.parked(count: 2)") { await calls.parked(count: 2) }
+    await calls.parked(count: 2)
     first.cancel()
-    #expect(await bounded(first, "first") == "cancelled")
+    #expect(await first.value == "cancelled")
     calls.respond(toCall: 1, with: "swift results")
-    #expect(await bounded(second, "second") == "swift results")
+    #expect(await second.value == "swift results")
     #expect(
       calls.log == [
         ControlledCall(index: 0, argument: "sw", wasCancelled: true, isAnswered: true),
@@ -67,11 +67,11 @@ struct ControlledCallsTests {
     let calls = ControlledCalls<Int, Result<Int, Offline>>()
     let a = Task { await calls.call(1) }
     let b = Task { await calls.call(2) }
-    await bounded("calls.parked(count: 2)") { await calls.parked(count: 2) }
+    await calls.parked(count: 2)
     calls.fail(2, with: Offline())
     calls.fail(call: calls.log.first { $0.argument == 1 }!.index, with: Offline())
-    #expect(await bounded(a, "a") == .failure(Offline()))
-    #expect(await bounded(b, "b") == .failure(Offline()))
+    #expect(await a.value == .failure(Offline()))
+    #expect(await b.value == .failure(Offline()))
   }
 
   // MARK: Cancellation before the call waits
@@ -100,7 +100,7 @@ struct ControlledCallsTests {
       withUnsafeCurrentTask { $0?.cancel() }
       return await calls.call(7)
     }
-    await bounded("calls.parked(count: 1)") { await calls.parked(count: 1) }
+    await calls.parked(count: 1)
     #expect(calls.waitingCalls == [ControlledCall(index: 0, argument: 7, wasCancelled: true)])
     calls.respond(toCall: 0, with: 70)
     #expect(await clock.value(of: caller) == 70)

@@ -21,7 +21,7 @@ struct GateTests {
           passed.increment()
         })
     }
-    await bounded("gate.entered(count: 3)") { await gate.entered(count: 3) }
+    await gate.entered(count: 3)
     #expect(gate.parkedCount == 3)
     #expect(passed.count == 0)
     gate.release()
@@ -33,9 +33,9 @@ struct GateTests {
   @Test func aCancelledCallerLeavesAtOnce() async {
     let gate = Gate()
     let waiter = Task { await gate.wait() }
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     waiter.cancel()
-    await bounded(waiter, "waiter")
+    await waiter.value
     #expect(gate.parkedCount == 0)
   }
 
@@ -58,7 +58,7 @@ struct GateTests {
     let parked = clock.task { await gate.entered(count: 5) }
     await clock.runCurrent()
     parked.cancel()
-    _ = await clock.value(of: parked)
+    await parked.value
     #expect(gate.parkedCount == 0)
   }
 }

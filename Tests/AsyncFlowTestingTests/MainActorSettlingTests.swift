@@ -49,7 +49,7 @@ struct MainActorSettlingTests {
         await screen.record("rendered \(second)")
       }
     }
-    await bounded("clock.sleepers(count: 1)") { await clock.sleepers(count: 1) }
+    await clock.sleepers(count: 1)
     await clock.advance(by: .seconds(2))
     #expect(screen.log == ["tick 1 at 1.0 seconds", "rendered 1", "tick 2 at 2.0 seconds", "rendered 2"])
     await clock.run()
@@ -109,7 +109,7 @@ struct MainActorSettlingTests {
       #expect(screen.log.last == text)
     }
     pipeline.cancel()
-    _ = await clock.value(of: pipeline)
+    await pipeline.value
   }
 }
 

@@ -37,9 +37,7 @@ struct TestClockScopeTests {
     let calls = ControlledCalls<Int, Int>()
     let loader = Loader { value in await calls.call(value) }
     loader.load(1)
-    // Bounded by the schedule going idle, not by a barrier only the code under test can end.
-    await clock.runCurrent()
-    #expect(calls.waitingCalls.count == 1)
+    await calls.parked(count: 1)
     #expect(loader.isLoading)
     calls.respond(to: 1, with: 10)
     await clock.runCurrent()
@@ -65,8 +63,7 @@ struct TestClockScopeTests {
     let subscription = Flow.timer(every: .seconds(1), clock: clock).prefix(3).sink { tick in
       ticks.withLock { $0.append(tick.offset) }
     }
-    await clock.runCurrent()
-    #expect(clock.pendingSleepers == 1)
+    await clock.sleepers(count: 1)
     await clock.advance(by: .seconds(3))
     #expect(ticks.withLock { $0 } == [.seconds(1), .seconds(2), .seconds(3)])
     subscription.cancel()
@@ -123,9 +120,8 @@ struct TestClockScopeTests {
     let gate = Gate()
     let call = Task { @MainActor in await calls.call(1) }
     let wait = Task { @MainActor in await gate.wait() }
-    await clock.runCurrent()
-    #expect(calls.waitingCalls.count == 1)
-    #expect(gate.parkedCount == 1)
+    await calls.parked(count: 1)
+    await gate.entered()
     calls.respond(to: 1, with: 10)
     gate.release()
     #expect(await clock.value(of: call) == 10)
@@ -137,8 +133,7 @@ struct TestClockScopeTests {
     let clock = TestClock.current
     let calls = ControlledCalls<Int, Int>()
     let call = clock.task { await calls.call(1) }
-    await clock.runCurrent()
-    #expect(calls.waitingCalls.count == 1)
+    await calls.parked(count: 1)
     calls.respond(to: 1, with: 10)
     #expect(await clock.value(of: call) == 10)
   }

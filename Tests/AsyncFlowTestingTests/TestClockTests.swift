@@ -26,7 +26,7 @@ struct TestClockTests {
       try? await clock.sleep(until: .init(offset: .seconds(2)))
       log.append("b@\(clock.now)")
     }
-    await bounded("clock.sleepers(count: 2)") { await clock.sleepers(count: 2) }
+    await clock.sleepers(count: 2)
     await clock.advance(by: .seconds(3))
     #expect(log.all == ["a@1.0 seconds", "a'@1.5 seconds", "b@2.0 seconds"])
     #expect(clock.now == .init(offset: .seconds(3)))
@@ -45,7 +45,7 @@ struct TestClockTests {
           }
         }
       }
-      await bounded("clock.sleepers(count: 4)") { await clock.sleepers(count: 4) }
+      await clock.sleepers(count: 4)
       await clock.run()
       #expect(
         log.all == [
@@ -97,9 +97,9 @@ struct TestClockTests {
         return error is CancellationError
       }
     }
-    await bounded("clock.sleepers(count: 1)") { await clock.sleepers(count: 1) }
+    await clock.sleepers(count: 1)
     sleeper.cancel()
-    #expect(await clock.value(of: sleeper) == true)
+    #expect(await sleeper.value)
     #expect(clock.pendingSleepers == 0)
     #expect(clock.now == .init(offset: .zero))
   }
@@ -126,8 +126,7 @@ struct TestClockTests {
       await clock.advance(by: .seconds(2))
       await clock.run()
     }
-    // Not `value(of:)`: the driver settles the clock itself, from the clock.
-    await bounded(driver, "driver")
+    await driver.value
     #expect(log.all == ["slept@1.0 seconds"])
     #expect(clock.now == .init(offset: .seconds(2)))
   }
@@ -145,14 +144,14 @@ struct TestClockTests {
       try? await clock.sleep(until: .init(offset: .seconds(1)))
       try? await clock.sleep(until: .init(offset: .seconds(2)))  // like a retry's second backoff
     }
-    await bounded("clock.sleepers(count: 1)") { await clock.sleepers(count: 1) }
+    await clock.sleepers(count: 1)
     await withKnownIssue {
       await clock.run()
     } matching: { issue in
       issue.comments.contains { $0.rawValue.contains("Start the code under test with `clock.task { }`") }
     }
     plain.cancel()  // its second sleep throws: nothing is left hanging
-    await bounded(plain, "plain")
+    await plain.value
     #expect(clock.pendingSleepers == 0)
   }
 
@@ -164,9 +163,9 @@ struct TestClockTests {
       async let child: Void = { try? await clock.sleep(until: .init(offset: .seconds(2))) }()
       await child
     }
-    await bounded("clock.sleepers(count: 1)") { await clock.sleepers(count: 1) }
+    await clock.sleepers(count: 1)
     await clock.run()
-    _ = await clock.value(of: onClock)
+    await onClock.value
     #expect(clock.now == .init(offset: .seconds(2)))
   }
 
@@ -178,13 +177,13 @@ struct TestClockTests {
     let parked = clock.task { await clock.sleepers(count: 5) }
     await clock.runCurrent()
     parked.cancel()
-    _ = await clock.value(of: parked)
+    await parked.value
     // Cancelled before it waits.
     let early = Task {
       withUnsafeCurrentTask { $0?.cancel() }
       await clock.sleepers(count: 5)
     }
-    await bounded(early, "early")
+    await early.value
     #expect(clock.pendingSleepers == 0)
   }
 
@@ -201,16 +200,16 @@ struct TestClockTests {
         if ticks >= 50 { driver.withLock { $0 }?.cancel() }
       }
     }
-    await bounded("clock.sleepers(count: 1)") { await clock.sleepers(count: 1) }
+    await clock.sleepers(count: 1)
     let task = Task {
       if advances { await clock.advance(by: .seconds(1_000_000_000)) } else { await clock.run() }
     }
     driver.withLock { $0 = task }
-    await bounded(task, "task")
+    await task.value
     #expect(clock.now >= .init(offset: .seconds(50)))
     #expect(clock.now < .init(offset: .seconds(1_000_000_000)))
     ticker.cancel()
-    _ = await clock.value(of: ticker)
+    await ticker.value
   }
 
   @Test func aCancelledRunCurrentReturnsThoughTheExecutorNeverIdles() async {

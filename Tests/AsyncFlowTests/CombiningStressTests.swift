@@ -110,7 +110,7 @@ struct CombiningStressTests {
         }
         return afterCancel
       }
-      #expect(await bounded(consumer, "consumer") == 0, "seed \(seed)")
+      #expect(await consumer.value == 0, "seed \(seed)")
     }
   }
 }

@@ -47,10 +47,10 @@ struct FlatteningTests {
     }
     var iterator = flattened.makeAsyncIterator()
     #expect(try await iterator.next() == "a1")
-    await bounded("outerGate.entered()") { await outerGate.entered() }
+    await outerGate.entered()
     outerGate.release()
     #expect(try await iterator.next() == "b1")  // the operator has received "b"
-    await bounded("outerGate.entered()") { await outerGate.entered() }
+    await outerGate.entered()
     proceedA.fire()  // "a" ignores its cancellation and goes on (or fails)
     proceedB.fire()
     outerGate.release()
@@ -70,7 +70,7 @@ struct FlatteningTests {
     }
     let clock = TestClock()
     let result = clock.task { await collect(latest).elements }
-    #expect(await clock.value(of: result) == ["c"])
+    #expect(await result.value == ["c"])
     #expect(transformed.all == ["c"])
   }
 
@@ -116,11 +116,11 @@ struct FlatteningTests {
     }
     var iterator = flattened.makeAsyncIterator()
     #expect(await iterator.next() == "a1")
-    await bounded("outerGate.entered()") { await outerGate.entered() }
+    await outerGate.entered()
     // The consumer is slow: the inner has pulled at most its bounded buffer and one element more.
     #expect(pulls.withLock { $0 } <= FlattenInnerChannel<String, Never>.bufferLimit + 2)
     outerGate.release()
-    await bounded("outerGate.entered()") { await outerGate.entered() }
+    await outerGate.entered()
     // "b" superseded "a" while nobody was asking for elements.
     #expect(await iterator.next() == "b1")
     outerGate.release()
@@ -153,11 +153,11 @@ struct FlatteningTests {
       let second = await iterator.next(isolation: nil)
       return (first, second, log.all.sorted())
     }
-    await bounded("consumerGate.entered()") { await consumerGate.entered() }
-    await bounded("innerGate.entered()") { await innerGate.entered() }
-    await bounded("outerGate.entered()") { await outerGate.entered() }
+    await consumerGate.entered()
+    await innerGate.entered()
+    await outerGate.entered()
     consumer.cancel()
-    guard case let (first, second, logAtEnd)? = await bounded(consumer, "consumer") else { return }
+    let (first, second, logAtEnd) = await consumer.value
     #expect(first == "a1")
     #expect(second == nil)
     #expect(logAtEnd == ["a ended", "outer ended"])
@@ -212,7 +212,7 @@ struct FlatteningTests {
     }
     let result = Task { await collect(merged).elements }
     for _ in 0..<4 {
-      await bounded("gate.entered(count: 1)") { await gate.entered(count: 1) }
+      await gate.entered(count: 1)
       gate.release()
     }
     // Keep releasing until everything has run.
@@ -222,9 +222,9 @@ struct FlatteningTests {
         gate.release()
       }
     }
-    let elements = await bounded(result, "result")
+    let elements = await result.value
     drainer.cancel()
-    #expect(elements?.sorted() == Array(1...10))
+    #expect(elements.sorted() == Array(1...10))
     #expect(running.withLock { $0.peak } == 3)
   }
 
@@ -237,9 +237,9 @@ struct FlatteningTests {
       }
     }
     let result = Task { await collect(merged).elements }
-    await bounded("gate.entered(count: 5)") { await gate.entered(count: 5) }
+    await gate.entered(count: 5)
     gate.release()
-    #expect(await bounded(result, "result")?.sorted() == [1, 2, 3, 4, 5])
+    #expect(await result.value.sorted() == [1, 2, 3, 4, 5])
   }
 
   // The whole of mergeFlow is bounded, not only each inner: with a stalled consumer the outer stops
@@ -274,7 +274,7 @@ struct FlatteningTests {
     #expect(outerPulled.withLock { $0 } <= 16 + 2)
     #expect(produced.withLock { $0 } <= (16 + 2) * (FlattenInnerChannel<Int, Never>.bufferLimit + 1))
     consumerGate.release()
-    _ = await clock.value(of: consumer)
+    await consumer.value
   }
 
   @Test func mergeMaxConcurrentBelowOneIsAProgrammerError() async {
@@ -312,7 +312,7 @@ struct FlatteningTests {
     innerGate.release()
     await clock.runCurrent()  // "a" has finished
     outerGate.release()
-    #expect(await clock.value(of: result) == ["a", "c"])
+    #expect(await result.value == ["a", "c"])
   }
 
   // exhaustFlow's turn ends when the inner's work ends, not when the consumer has taken its
@@ -343,7 +343,7 @@ struct FlatteningTests {
     tapGate.release()
     await clock.runCurrent()  // tap 3 arrives after tap 2's work ended: it runs
     consumerGate.release()
-    #expect(await clock.value(of: result) == [1, 2, 3])
+    #expect(await result.value == [1, 2, 3])
   }
 
   // Rule 9
@@ -366,7 +366,7 @@ struct FlatteningTests {
     await clock.runCurrent()  // everything has run until it parked
     #expect(gate.parkedCount == 3)  // k2v1, k1v2 and the outer; k1v1 was cancelled and left
     gate.release()
-    #expect(await clock.value(of: result)?.sorted() == ["k1v2", "k2v1"])
+    #expect(await result.value.sorted() == ["k1v2", "k2v1"])
   }
 
   @Test func keyedLatestLoadsAHundredRowsConcurrently() async {
@@ -378,9 +378,9 @@ struct FlatteningTests {
       }
     }
     let result = Task { await collect(loads).elements }
-    await bounded("gate.entered(count: 100)") { await gate.entered(count: 100) }
+    await gate.entered(count: 100)
     gate.release()
-    #expect(await bounded(result, "result")?.sorted() == Array(0..<100))
+    #expect(await result.value.sorted() == Array(0..<100))
   }
 
   @Test func failureTypesFollowTheRule() {

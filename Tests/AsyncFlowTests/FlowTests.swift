@@ -87,9 +87,9 @@ struct FlowTests {
       let second = await iterator.next()
       return (first, second)
     }
-    await bounded("consumerHoldsFirst.entered()") { await consumerHoldsFirst.entered() }
+    await consumerHoldsFirst.entered()
     consumer.cancel()
-    guard case let (first, second)? = await bounded(consumer, "consumer") else { return }
+    let (first, second) = await consumer.value
     #expect(first == 1)
     #expect(second == nil)
     // `next()` returned only after the body had ended: its whole log is there.
@@ -107,7 +107,7 @@ struct FlowTests {
       bodyEnded.fire()
     }
     for await value in flow where value == 3 { break }
-    await bounded("bodyEnded.wait()") { await bodyEnded.wait() }
+    await bodyEnded.wait()
     #expect(bodyEnded.isFired)
   }
 
@@ -187,7 +187,7 @@ struct FlowTests {
       while let value = await iterator.next(isolation: nil) { rest.append(value) }
       return (first, rest)
     }
-    guard case let (first, rest)? = await clock.value(of: afterCancellation) else { return }
+    let (first, rest) = await afterCancellation.value
     #expect(first == 10)
     #expect(rest.isEmpty)
   }

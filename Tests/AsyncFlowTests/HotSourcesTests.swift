@@ -108,9 +108,9 @@ struct HotSourcesTests {
       started.fire()
       return await iterator.next()
     }
-    await bounded("started.wait()") { await started.wait() }
+    await started.wait()
     consumer.cancel()
-    #expect(await bounded(consumer, "consumer") == .some(nil))
+    #expect(await consumer.value == nil)
     #expect(subject.subscriberCount == 0)
   }
 
@@ -160,13 +160,13 @@ struct HotSourcesTests {
     let second = subject.makeAsyncIterator()
     let third = current.makeAsyncIterator()
     let fourth = shared.makeAsyncIterator()
-    await bounded(waiting, "waiting")
+    await waiting.value
     _ = (first, second, third, fourth)
     #expect(shared.subscriberCount == 1)
     // A cancelled waiter returns although the count is never reached.
     let cancelled = Task { await subject.subscribers(count: 10) }
     cancelled.cancel()
-    await bounded(cancelled, "cancelled")
+    await cancelled.value
     await inCancelledTask { await current.subscribers(count: 10) }
   }
 
@@ -211,7 +211,7 @@ struct HotSourcesTests {
     #expect(iterations.withLock { $0 } == 0)  // started by the first next(), not by subscribing
     #expect(await first.next() == 1)
     #expect(await first.next() == 2)
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     var late = shared.makeAsyncIterator()  // replays 2, then live
     gate.release()
     #expect(await late.next() == 2)
@@ -254,8 +254,8 @@ struct HotSourcesTests {
     await clock.runCurrent()  // both have subscribed and wait; the upstream is parked
     #expect(gate.parkedCount == 1)
     gate.release()
-    #expect(await clock.value(of: a) == TestError(id: 8))
-    #expect(await clock.value(of: b) == TestError(id: 8))
+    #expect(await a.value == TestError(id: 8))
+    #expect(await b.value == TestError(id: 8))
   }
 
   /// Run n of the upstream produces n01, then waits. Each subscriber below takes one element and
@@ -319,7 +319,7 @@ struct HotSourcesTests {
     }
     await subject.subscribers(count: 1)
     subject.send(1)
-    await bounded("gotOne.wait()") { await gotOne.wait() }
+    await gotOne.wait()
     await MainActor.run { subscription.cancel() }
     #expect(subject.subscriberCount == 0)  // unsubscribed when cancel() returned: 2 is not buffered
     subject.send(2)
@@ -334,7 +334,7 @@ struct HotSourcesTests {
       done.fire()
     } receiveValue: { _ in
     }
-    await bounded("done.wait()") { await done.wait() }
+    await done.wait()
     #expect(completion.withLock { $0 } == "failed 4")
     var subscriptions = Set<FlowSubscription>()
     subscription.store(in: &subscriptions)
@@ -420,7 +420,7 @@ struct ShareFlowRaceTests {
     }  // the last subscriber left: iteration 1 is stopped, but waits for `lateElement`
     var second = shared.makeAsyncIterator()
     #expect(await second.next() == 201)  // iteration 2
-    await bounded("secondIterationGate.entered()") { await secondIterationGate.entered() }
+    await secondIterationGate.entered()
     lateElement.fire()  // iteration 1 produces 102...
     await staleIterationEnded.wait()  // ...which the share refuses: the iteration ends there
     secondIterationGate.release()

@@ -101,7 +101,7 @@ func explore<S: AsyncSequence & Sendable>(
     }
   }
   await clock.run()
-  _ = await clock.value(of: consumer)
+  await consumer.value
   await clock.runCurrent()
   #expect(clock.pendingSleepers == 0)
   return run.withLock { $0 }

@@ -38,7 +38,7 @@ struct RetryWithBackoffTests {
       await collect(source.retryWithBackoff(maxRetries: 2, initialDelay: .seconds(1), clock: clock))
     }
     await clock.run()
-    #expect(await clock.value(of: result)?.failure == TestError(id: 3))
+    #expect(await result.value.failure == TestError(id: 3))
     #expect(attempts.withLock { $0 } == [.zero, .seconds(1), .seconds(3)])
   }
 
@@ -61,7 +61,7 @@ struct RetryWithBackoffTests {
           maxRetries: 4, initialDelay: .seconds(1), multiplier: 3, maxDelay: .seconds(5), clock: clock))
     }
     await clock.run()
-    _ = await clock.value(of: capped)
+    _ = await capped.value
     // Waits of 1, 3, 5 (9 capped), 5 (27 capped) seconds.
     #expect(attempts.withLock { $0 } == [.zero, .seconds(1), .seconds(4), .seconds(9), .seconds(14)])
 
@@ -86,7 +86,7 @@ struct RetryWithBackoffTests {
       await collect(source.retryWithBackoff(maxRetries: 1, initialDelay: .seconds(1), clock: clock))
     }
     await clock.run()
-    #expect(await clock.value(of: result)?.elements == ["a1", "a2"])
+    #expect(await result.value.elements == ["a1", "a2"])
   }
 
   @Test func cancellingDuringTheWaitEndsAtOnceWithoutAnotherAttempt() async {
@@ -96,9 +96,9 @@ struct RetryWithBackoffTests {
     let result = clock.task {
       await collect(source.retryWithBackoff(maxRetries: 5, initialDelay: .seconds(1), clock: clock))
     }
-    await bounded("clock.sleepers(count: 1)") { await clock.sleepers(count: 1) }
+    await clock.sleepers(count: 1)
     result.cancel()
-    guard case let (elements, failure)? = await clock.value(of: result) else { return }
+    let (elements, failure) = await result.value
     #expect(elements.isEmpty && failure == nil)
     #expect(clock.pendingSleepers == 0)
     await clock.advance(by: .seconds(10))
@@ -126,13 +126,13 @@ struct RetryWithBackoffTests {
       let next = (try? await iterator.next()) ?? nil
       log.append("next \(next.map(String.init) ?? "nil")")
     }
-    await bounded("parked.entered()") { await parked.entered() }
-    await bounded("never.entered()") { await never.entered() }
+    await parked.entered()
+    await never.entered()
     consumer.cancel()
     await clock.runCurrent()
     #expect(log.all == ["got Optional(1)"])
     cleanUp.fire()
-    _ = await clock.value(of: consumer)
+    await consumer.value
     #expect(log.all == ["got Optional(1)", "body ended", "next nil"])
   }
 }
@@ -262,7 +262,7 @@ struct RetryJitterTests {
           using: generator, clock: clock))
     }
     await clock.run()
-    _ = await clock.value(of: result)
+    _ = await result.value
     let offsets = attempts.withLock { $0 }
     return zip(offsets.dropFirst(), offsets).map { later, earlier in later - earlier }
   }

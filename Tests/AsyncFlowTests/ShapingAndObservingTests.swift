@@ -170,7 +170,7 @@ struct ShapingAndObservingTests {
       await Task.yield()
     }
     consumer.cancel()
-    await bounded(consumer, "consumer")
+    await consumer.value
     #expect(bodyEnded.isFired)
     #expect(log.all.suffix(4) == ["start", "asking", "body end", "cancel"])
 
@@ -311,14 +311,14 @@ struct ShapingAndObservingTests {
     weak let released = model
     let written = model!.written
     let subscription = values.assignFlow(to: \Model.value, on: model!)
-    await bounded("written.wait()") { await written.wait() }
+    await written.wait()
     #expect(model?.value == 5)
     model = nil
     #expect(released == nil)  // the subscription holds the model weakly
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     gate.release()
     // 6 found the model gone: the iteration ended, though the subscription was never cancelled.
-    await bounded("bodyEnded.wait()") { await bodyEnded.wait() }
+    await bodyEnded.wait()
     withExtendedLifetime(subscription) {}
   }
 }

@@ -127,8 +127,8 @@ struct SinkMailboxTests {
       for value in 1...500 { subject.send(value) }
       subject.finish()
     }
-    await bounded(sender, "sender")
-    await bounded("done.wait()") { await done.wait() }
+    await sender.value
+    await done.wait()
     #expect(box.received == Array(1...500))
     withExtendedLifetime(subscription) {}
   }
@@ -160,7 +160,7 @@ struct SinkMailboxTests {
       log.append(.value(value))
     }
     for value in 1...3 { subject!.send(value) }
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     subject!.finish()
     weak let released = subject
     subject = nil
@@ -242,7 +242,7 @@ struct SinkMailboxTests {
     executor.scheduling {
       for value in 1...5 { subject.send(value) }
     }
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     subscription.cancel()
     #expect(subject.subscriberCount == 0)
     subject.send(6)
@@ -271,7 +271,7 @@ struct SinkMailboxTests {
       }
     }
     executor.scheduling { subject.send(1) }
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     subscription.cancel()
     #expect(sawCancellation.isFired)  // the handler ran inside cancel()
     gate.release()  // lets the closure end if it was not cancelled
@@ -293,7 +293,7 @@ struct SinkMailboxTests {
     executor.scheduling {
       for value in 1...3 { subject.send(value) }
     }
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     weak let released = subscription
     subscription = nil
     #expect(released == nil)  // nothing else holds it: not the drain, not the subject
@@ -366,7 +366,7 @@ struct SinkMailboxTests {
     #expect(await iterator.next() == 2)
     #expect(!stopped.isFired)
     _ = consume iterator  // the last subscriber leaves: the upstream stops
-    await bounded("stopped.wait()") { await stopped.wait() }
+    await stopped.wait()
     #expect(log.values == [1])
   }
 
@@ -451,7 +451,7 @@ struct SinkMailboxTests {
       log.append(.value(value))
     }
     executor.scheduling { subject.send(0) }
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     executor.scheduling {
       for value in 1..<10_000 { subject.send(value) }
       subject.finish()

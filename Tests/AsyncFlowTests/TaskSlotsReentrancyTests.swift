@@ -42,7 +42,7 @@ struct TaskSlotsReentrancyTests {
         await gate.wait()  // returns once cancelled
       }
     }
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     slots.run("load") { await gate.wait() }
     #expect(await Reentry.isSetSoon(called))
     slots.cancelAll()
@@ -57,7 +57,7 @@ struct TaskSlotsReentrancyTests {
       let probe = Reentry.Probe { Self.callBack(into: slots, called) }
       slots.run("save", policy: .queue) { _ = probe }  // never runs: dropped by `cancel`
     }
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     slots.cancel("save")
     #expect(await Reentry.isSetSoon(called))
   }
@@ -68,7 +68,7 @@ struct TaskSlotsReentrancyTests {
     let returned = Reentry.Flag()
     let called = Reentry.Flag()
     slots.run("submit", policy: .firstWins) { await gate.wait() }
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     // On a thread of its own: `run` releases the ignored operation before it returns.
     Reentry.onThread(setting: returned) {
       let probe = Reentry.Probe { Self.callBack(into: slots, called) }

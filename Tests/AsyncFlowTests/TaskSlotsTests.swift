@@ -14,7 +14,7 @@ struct TaskSlotsTests {
       await gate.wait()  // returns once cancelled
       log.append("first ended, cancelled: \(Task.isCancelled)")
     }
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     let firstTask = first!
     let second = slots.run("load") {
       log.append("second started, first cancelled: \(firstTask.isCancelled)")
@@ -24,7 +24,7 @@ struct TaskSlotsTests {
     // The superseded task's completion left its successor in the slot.
     #expect(slots.isRunning("load"))
     #expect(slots.runningCount == 1)
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     gate.release()
     await second?.value
     #expect(log.all.contains("second started, first cancelled: true"))
@@ -40,7 +40,7 @@ struct TaskSlotsTests {
       runs.withLock { $0 += 1 }
       await gate.wait()
     }
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     #expect(slots.run("submit", policy: .firstWins) { runs.withLock { $0 += 1 } } == nil)
     gate.release()
     await first?.value
@@ -78,7 +78,7 @@ struct TaskSlotsTests {
           await gate.wait()
         }!)
     }
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     slots.cancel("save")
     #expect(slots.runningCount == 0)
     for task in tasks { await task.value }
@@ -95,7 +95,7 @@ struct TaskSlotsTests {
       log.append("q1")
       await gate.wait()  // returns once cancelled
     }!
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     let second = slots.run("save", policy: .queue) { log.append("q2") }!  // waits for q1
     let latest = slots.run("save") { log.append("latest") }!  // supersedes q1 and q2
     let third = slots.run("save", policy: .queue) { log.append("q3") }!  // waits for latest only
@@ -125,7 +125,7 @@ struct TaskSlotsTests {
     await messages.subscribers(count: 1)  // the seventh listens
     #expect(messages.subscriberCount == 1)
     messages.send("hello")
-    await bounded("gotOne.wait()") { await gotOne.wait() }
+    await gotOne.wait()
     messages.finish()
     await listeners.last!.value
     #expect(slots.runningCount == 0)
@@ -144,7 +144,7 @@ struct TaskSlotsTests {
           if !Task.isCancelled { done.withLock { $0 += 1 } }
         }!)
     }
-    await bounded("gate.entered(count: 100)") { await gate.entered(count: 100) }
+    await gate.entered(count: 100)
     #expect(slots.runningCount == 100)
     gate.release()
     for task in tasks { await task.value }
@@ -157,17 +157,17 @@ struct TaskSlotsTests {
     var slots: TaskSlots<Int>? = TaskSlots<Int>()
     var tasks: [Task<Void, Never>] = []
     for id in 0..<3 { tasks.append(slots!.run(id) { await gate.wait() }!) }
-    await bounded("gate.entered(count: 3)") { await gate.entered(count: 3) }
+    await gate.entered(count: 3)
     slots!.cancelAll()
     #expect(slots!.runningCount == 0)
     for task in tasks { await task.value }
 
     tasks = []
     for id in 0..<3 { tasks.append(slots!.run(id, policy: .concurrent) { await gate.wait() }!) }
-    await bounded("gate.entered(count: 3)") { await gate.entered(count: 3) }
+    await gate.entered(count: 3)
     slots = nil  // tasks end with their owner
     for task in tasks {
-      await bounded(task, "task")
+      await task.value
       #expect(task.isCancelled)
     }
   }
@@ -214,7 +214,7 @@ struct TaskSlotsTests {
     let gate = Gate()
     var model: SlotsModel? = await MainActor.run { SlotsModel() }
     let task = await model!.load(gate: gate)
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     #expect(!task.isCancelled)
     model = nil  // the last reference: the model, then its TaskSlots, deinit
     _ = model
@@ -235,14 +235,14 @@ struct TaskSlotsTests {
       await secondStarted.wait()  // cleanup that outlives the cancellation
       log.append("first cleaned up")
     }!
-    await bounded("running.entered()") { await running.entered() }
+    await running.entered()
     let second = slots.run("load") {
       log.append("second started")
       secondStarted.fire()
-      await bounded(first, "first")
+      await first.value
       log.append("second saw the first end")
     }!
-    await bounded(second, "second")
+    await second.value
     #expect(log.all == ["second started", "first cleaned up", "second saw the first end"])
   }
 
@@ -259,21 +259,21 @@ struct TaskSlotsTests {
       await gate.wait()
       log.append(Task.isCancelled ? "old cancelled" : "old ended")
     }!
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     let started = slots.run("id", policy: new) {
       log.append("new started")
       if new == .concurrent { await gate.wait() }  // proves both run at once
     }
     switch new {
     case .latestWins:
-      await bounded(old, "old")
+      await old.value
       await started?.value
       #expect(old.isCancelled)
       #expect(Set(log.all) == ["old cancelled", "new started"])
     case .firstWins:
       #expect(started == nil)
       gate.release()
-      await bounded(old, "old")
+      await old.value
       #expect(log.all == ["old ended"])
     case .queue:
       gate.release()
@@ -282,7 +282,7 @@ struct TaskSlotsTests {
     default:
       await gate.entered(count: 2)  // the new one is parked while the old one still is
       gate.release()
-      await bounded(old, "old")
+      await old.value
       await started?.value
       #expect(!old.isCancelled)
       #expect(Set(log.all) == ["old ended", "new started"])
@@ -298,7 +298,7 @@ struct TaskSlotsTests {
       await gate.wait()
       log.append("running ended, cancelled: \(Task.isCancelled)")
     }!
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     let queued = slots.run("save", policy: .queue) { log.append("queued ran") }!
     let latest = slots.run("save") { log.append("latest ran") }!
     for task in [running, queued, latest] { await task.value }
@@ -310,9 +310,9 @@ struct TaskSlotsTests {
     let slots = TaskSlots<String>()
     let gate = Gate()
     let submit = slots.run("form", policy: .firstWins) { await gate.wait() }!
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     let refresh = slots.run("form") {}
-    await bounded(submit, "submit")
+    await submit.value
     await refresh?.value
     #expect(submit.isCancelled)  // why writes get an identity of their own
   }
@@ -328,15 +328,15 @@ struct TaskSlotsTests {
       await gate.wait()  // cancelled by the second run
       seen.append(run.isLatest)
     }!
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     let second = slots.run("load") { run in
       await gate.wait()
       seen.append(run.isLatest)
     }!
-    await bounded(first, "first")
-    await bounded("gate.entered()") { await gate.entered() }
+    await first.value
+    await gate.entered()
     gate.release()
-    await bounded(second, "second")
+    await second.value
     #expect(seen.all == [true, false, true])
   }
 
@@ -348,9 +348,9 @@ struct TaskSlotsTests {
       await gate.wait()
       seen.append("cancelled \(Task.isCancelled), latest \(run.isLatest), id \(run.id)")
     }!
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     slots.cancel("load")
-    await bounded(task, "task")
+    await task.value
     #expect(seen.all == ["cancelled true, latest true, id load"])
   }
 
@@ -364,19 +364,19 @@ struct TaskSlotsTests {
     let first = slots.run("load") { await gate.wait() }!
     #expect(await next(&states) == true)
     let second = slots.run("load") { await gate.wait() }!  // replaces the first: still running
-    await bounded(first, "first")
-    await bounded("gate.entered()") { await gate.entered() }
+    await first.value
+    await gate.entered()
     #expect(slots.run("other") {} != nil)  // another identity: not reported
     gate.release()
-    await bounded(second, "second")
+    await second.value
     #expect(await next(&states) == false)
     // A run that starts and ends while the consumer is busy is conflated away: the state is
     // `false` again when it asks. So the third run is held until the consumer has seen it.
     let third = slots.run("load") { await gate.wait() }!
     #expect(await next(&states) == true)
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     gate.release()
-    await bounded(third, "third")
+    await third.value
     #expect(await next(&states) == false)
   }
 
@@ -404,11 +404,11 @@ struct TaskSlotsTests {
       return seen
     }
     let task = slots!.run("load") { await gate.wait() }!
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     slots = nil
-    await bounded(task, "task")
+    await task.value
     // What the consumer saw first depends on when it first asked; it ends on `false` either way.
-    guard let seen = await bounded(consumer, "consumer") else { return }
+    let seen = await consumer.value
     #expect([[false], [true, false], [false, true, false]].contains(seen))
   }
 
@@ -421,7 +421,7 @@ struct TaskSlotsTests {
       return seen
     }
     consumer.cancel()
-    guard let seen = await bounded(consumer, "consumer") else { return }
+    let seen = await consumer.value
     #expect(seen.count <= 1)
     #expect(slots.registry.state.withLock { $0.watchers.isEmpty })
   }
@@ -440,7 +440,7 @@ struct TaskSlotsTests {
     await clock.runCurrent()
     #expect(slots.registry.state.withLock { $0.watchers.count } == 1)
     consumer.cancel()
-    #expect(await clock.value(of: consumer) == [false])
+    #expect(await consumer.value == [false])
     #expect(slots.registry.state.withLock { $0.watchers.isEmpty })
     // The state changes after the cancellation: nobody is left to resume.
     #expect(slots.run("load") {} != nil)
@@ -459,12 +459,12 @@ struct TaskSlotsTests {
     await clock.runCurrent()
     #expect(!model.isRefreshing)
     let first = await clock.onSchedule { model.refresh() }
-    await bounded("calls.calls(count: 1)") { await calls.calls(count: 1) }
+    await calls.calls(count: 1)
     await clock.runCurrent()
     #expect(model.isRefreshing)
     let second = await clock.onSchedule { model.refresh() }
     await first?.value  // superseded: its call returned at its cancellation, its cleanup ran
-    await bounded("calls.calls(count: 2)") { await calls.calls(count: 2) }
+    await calls.calls(count: 2)
     await clock.runCurrent()
     #expect(model.isRefreshing == (style != .naiveDefer), "the second refresh is in flight")
     calls.respond(toCall: 1, with: ())
@@ -473,7 +473,7 @@ struct TaskSlotsTests {
     #expect(!model.isRefreshing)
     // Cancelled with nothing after it: the spinner goes off too.
     _ = await clock.onSchedule { model.refresh() }
-    await bounded("calls.calls(count: 3)") { await calls.calls(count: 3) }
+    await calls.calls(count: 3)
     await clock.runCurrent()
     #expect(model.isRefreshing)
     model.cancelRefresh()

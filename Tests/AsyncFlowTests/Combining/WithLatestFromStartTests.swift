@@ -54,7 +54,7 @@ struct WithLatestFromStartTests {
         consumer.cancel()
         return
       }
-      #expect(await bounded(consumer, "consumer") == "2b", "run \(run)")
+      #expect(await consumer.value == "2b", "run \(run)")
     }
   }
 }

@@ -14,7 +14,7 @@ struct RequestLogTests {
     await slots.run("articles", trigger: "appear") {}?.value  // #1
     await slots.run("articles", trigger: "category") {}?.value  // #2
     let load = slots.run("articles", trigger: "load") { await gate.wait() }  // #3, returns once cancelled
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     let refresh = slots.run("articles", trigger: "refresh") { run in #expect(run.number == 4) }  // #4
     await load?.value
     await refresh?.value
@@ -44,18 +44,18 @@ struct RequestLogTests {
     let slots = TaskSlots<String>(log: log)
     let gate = Gate()
     let submit = slots.run("submit", policy: .firstWins, trigger: "tap") { await gate.wait() }  // #1
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     #expect(slots.run("submit", policy: .firstWins, trigger: "double tap") {} == nil)  // #2
     gate.release()
     await submit?.value
     let first = slots.run("save", policy: .queue) { await gate.wait() }  // #3
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     let second = slots.run("save", policy: .queue, trigger: "autosave") {}  // #4
     gate.release()
     await first?.value
     await second?.value
     let dropped = slots.run("save", policy: .queue) { await gate.wait() }  // #5
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     let never = slots.run("save", policy: .queue) {}  // #6, dropped by the cancel
     slots.cancel("save")
     await dropped?.value
@@ -79,12 +79,12 @@ struct RequestLogTests {
     let gate = Gate()
     await slots.run("feed") {}?.value  // #1: numbers are shared by everything writing to the log
     let first = Task { await flight.run("token", trigger: "401 /feed") { await gate.wait(); return "t" } }  // #2
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     let joiner = Task { await flight.run("token", trigger: "401 /profile") { "unused" } }  // #3
     #expect(await Reentry.eventually { log.entries.count == 4 })  // the joiner joined
     gate.release()
-    #expect(await bounded(first, "first") == "t")
-    #expect(await bounded(joiner, "joiner") == "t")
+    #expect(await first.value == "t")
+    #expect(await joiner.value == "t")
     #expect(log.entries(ofRun: 2).map(\.event) == [.started, .finished])
     #expect(log.entries(ofRun: 3) == [Entry(run: 3, id: "token", trigger: "401 /profile", event: .joined(run: 2))])
   }
@@ -94,9 +94,9 @@ struct RequestLogTests {
     let flight = SingleFlight<String, Int, Never>(log: log)
     let calls = ControlledCalls<Int, Int>()
     let caller = Task { await flight.run("token") { await calls.call(0) } }
-    await bounded("calls.parked(count: 1)") { await calls.parked(count: 1) }
+    await calls.parked(count: 1)
     caller.cancel()
-    #expect(await bounded(caller, "caller") == .some(nil))
+    #expect(await caller.value == nil)
     calls.respond(toCall: 0, with: 1)
     #expect(await Reentry.eventually { log.entries.count == 2 })
     #expect(log.entries(ofRun: 1).map(\.event) == [.started, .cancelled])

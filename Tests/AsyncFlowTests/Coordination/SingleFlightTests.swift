@@ -41,7 +41,7 @@ struct SingleFlightTests {
     #expect(calls.arguments.count == 1)  // one caller's operation, once
     #expect(flight.isRunning("token"))
     calls.respond(toCall: 0, with: .success("fresh"))
-    for task in tasks { #expect(try await bounded(task, "task")?.get() == "fresh") }
+    for task in tasks { #expect(try await task.value.get() == "fresh") }
     #expect(called.value == 1)
     #expect(!flight.isRunning("token"))
   }
@@ -93,7 +93,7 @@ struct SingleFlightTests {
     await clock.runCurrent()
     #expect(Set(calls.arguments) == [0, 1, 2])
     for id in 0..<3 { calls.respond(to: id, with: id * 10) }
-    for (id, task) in tasks.enumerated() { #expect(await bounded(task, "task") == id * 10) }
+    for (id, task) in tasks.enumerated() { #expect(await task.value == id * 10) }
   }
 
   @Test func aCancelledCallerGetsNilAtOnceAndTheRunGoesOnForTheOthers() async throws {
@@ -133,10 +133,7 @@ struct SingleFlightTests {
     let tasks = callers(2, flight: flight, calls: calls, clock: clock, called: called)
     await clock.runCurrent()
     for task in tasks { task.cancel() }
-    for task in tasks {
-      guard let result = await bounded(task, "task") else { continue }
-      #expect(try result.get() == nil)
-    }
+    for task in tasks { #expect(try await task.value.get() == nil) }
     #expect(!flight.isRunning("token"))  // free although the old call is still out
     await clock.runCurrent()
     #expect(calls.log[0].wasCancelled)
@@ -169,13 +166,13 @@ struct SingleFlightTests {
         return priority
       }
     }
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     let second = Task(priority: .high) { await flight.run("id") { .high } }
     #expect(await Reentry.eventually { log.entries.count == 2 })  // the second caller joined
     gate.release()
-    guard let priority = await bounded(first, "first") else { return }
+    let priority = await first.value
     #expect(priority == .background)
-    #expect(await bounded(second, "second") == priority)
+    #expect(await second.value == priority)
   }
 
   @Test func theRunFollowsATestClock() async {
@@ -213,7 +210,7 @@ struct SingleFlightTests {
       }
       return freed.isSet  // read as this caller returns
     }
-    await bounded("gate.entered()") { await gate.entered() }
+    await gate.entered()
     let joiners = (0..<2).map { _ in
       Task {
         _ = await flight.run("id") { 2 }
@@ -222,8 +219,8 @@ struct SingleFlightTests {
     }
     #expect(await Reentry.eventually { log.entries.count == 3 })  // both joined
     gate.release()
-    #expect(await bounded(first, "first") == true)
-    for joiner in joiners { #expect(await bounded(joiner, "joiner") == true) }
+    #expect(await first.value)
+    for joiner in joiners { #expect(await joiner.value) }
   }
 
   @Test func anAbandonedRunsCapturesAreFreedWhenItsOperationReturns() async throws {
@@ -236,9 +233,9 @@ struct SingleFlightTests {
         return try await calls.call(0).get()
       }
     }
-    await bounded("calls.parked(count: 1)") { await calls.parked(count: 1) }
+    await calls.parked(count: 1)
     caller.cancel()
-    #expect(try await bounded(caller, "caller") == .some(nil))
+    #expect(try await caller.value == nil)
     #expect(!freed.isSet)  // the request is still out: the run's task holds its operation
     calls.respond(toCall: 0, with: .success("late"))
     #expect(await Reentry.isSetSoon(freed))
@@ -322,7 +319,7 @@ struct SingleFlightTests {
     #expect(unblocked)
     #expect(called.isSet)
     guard unblocked else { return }  // the caller is never resumed: do not wait for it
-    #expect(await bounded(caller, "caller") == .some(nil))
+    #expect(await caller.value == nil)
     hold.fire()
   }
 }

@@ -76,7 +76,7 @@ struct CallbacksTests {
     await clock.runCurrent()
     source.callbacks?.send(3)
     source.callbacks?.finish()
-    _ = await clock.value(of: consumer)
+    await consumer.value
     // The cleanup starts at `finish`, while the consumer may still take 3: only its place before
     // the end is fixed.
     let log = source.log.all
@@ -96,7 +96,7 @@ struct CallbacksTests {
     // The consumer has the element; the failure waits for the cleanup, which waits for the latch.
     #expect(source.log.all == ["setup", "got 1"])
     latch.fire()
-    _ = await clock.value(of: consumer)
+    await consumer.value
     #expect(source.log.all == ["setup", "got 1", "cleanup", "failed 7"])
   }
 
@@ -111,7 +111,7 @@ struct CallbacksTests {
     #expect(callbacks?.send(2) == false)
     callbacks?.fail(TestError(id: 1))
     callbacks?.finish()
-    _ = await clock.value(of: consumer)
+    await consumer.value
     let log = source.log.all
     #expect(log.filter { $0 != "cleanup" } == ["setup", "got 1", "end"])
     #expect(log.filter { $0 == "cleanup" }.count == 1 && log.last == "end", "\(log)")
@@ -130,7 +130,7 @@ struct CallbacksTests {
       let again = await collect(flow.prefix(1)).elements  // releases its iterator after one element
       return [before, first ?? -1, again.first ?? -1, source.setups]
     }
-    guard let value = await clock.value(of: result) else { return }
+    let value = await result.value
     #expect(value == [0, 1, 1, 2], "\(value)")
     await clock.runCurrent()
     #expect(source.cleanups == 2)
@@ -184,7 +184,7 @@ struct CallbacksTests {
     await clock.runCurrent()
     #expect(callbacks?.send(4) == true)  // the consumer took 1 and 2, and waits again
     callbacks?.finish()
-    #expect(await bounded(received, "received") == [1, 2, 4])
+    #expect(await received.value == [1, 2, 4])
   }
 
   @Test func sendFromManyTasksAtOnceLosesNothingUnbounded() async {
@@ -208,7 +208,7 @@ struct CallbacksTests {
       }
     }
     callbacks.finish()
-    guard let received = await bounded(consumer, "consumer") else { return }
+    let received = await consumer.value
     #expect(received.count == 8_000)
     for sender in 0..<8 {
       let mine = received.filter { $0 / 1_000 == sender }
@@ -230,7 +230,7 @@ struct CallbacksTests {
     await clock.runCurrent()
     #expect(source.log.all == ["setup", "got 1", "got 2"])  // waiting for the cleanup
     latch.fire()
-    _ = await clock.value(of: consumer)
+    await consumer.value
     #expect(source.log.all == ["setup", "got 1", "got 2", "cleanup", "end"])
     #expect(source.callbacks?.send(3) == false)
   }
@@ -247,9 +247,9 @@ struct CallbacksTests {
       steps.append("cleanups \(source.cleanups)")
       return steps
     }
-    await bounded("parked.entered()") { await parked.entered() }
+    await parked.entered()
     consumer.cancel()
-    guard let steps = await clock.value(of: consumer) else { return }
+    let steps = await consumer.value
     #expect(steps == ["Optional(1)", "nil", "cleanups 1"], "\(steps)")
   }
 
@@ -261,7 +261,7 @@ struct CallbacksTests {
       _ = try? await iterator.next()
       // The iterator is released here, without cancellation.
     }
-    _ = await clock.value(of: consumer)
+    await consumer.value
     await clock.runCurrent()
     #expect(source.log.all == ["setup", "cleanup"])
     #expect(source.callbacks?.send(3) == false)
@@ -277,7 +277,7 @@ struct CallbacksTests {
         Issue.record("unexpected failure \(error)")
       }
     }
-    _ = await clock.value(of: consumer)
+    await consumer.value
     await clock.runCurrent()
     #expect(source.log.all == ["setup", "cleanup"])
   }
@@ -295,7 +295,7 @@ struct CallbacksTests {
       _ = try? await iterator.next()
       _ = try? await iterator.next()
     }
-    _ = await clock.value(of: consumer)
+    await consumer.value
     await clock.runCurrent()
     #expect(source.cleanups == 1)
   }
@@ -308,7 +308,7 @@ struct CallbacksTests {
       var iterator = source.flow(initial: [1]).makeAsyncIterator()
       return try? await iterator.next()
     }
-    #expect(await clock.value(of: result) == .some(nil))
+    #expect(await result.value == nil)
     await clock.runCurrent()
     #expect(source.log.all == [])
   }
@@ -328,9 +328,9 @@ struct CallbacksTests {
       log.append("next returned")
       return element
     }
-    await bounded("connecting.entered()") { await connecting.entered() }
+    await connecting.entered()
     consumer.cancel()
-    #expect(await clock.value(of: consumer) == .some(nil))
+    #expect(await consumer.value == nil)
     #expect(log.all == ["setup saw cancellation: true", "cleanup", "next returned"])
   }
 
@@ -351,12 +351,11 @@ struct CallbacksTests {
           var iterator = flow.makeAsyncIterator()
           _ = await iterator.next()
         }
-        // On the clock: `value(of: consumer)` below bounds this barrier (`bounded` cannot run here).
         await connecting.entered()
         group.cancelAll()
       }
     }
-    _ = await clock.value(of: consumer)
+    await consumer.value
     await clock.runCurrent()
     #expect(log.all == ["setup returns", "cleanup"])
   }
@@ -379,7 +378,7 @@ struct CallbacksTests {
     socket.onMessage?(1)
     socket.onMessage?(2)
     socket.onClose?()
-    #expect(await clock.value(of: received) == [1, 2])
+    #expect(await received.value == [1, 2])
     #expect(socket.log == ["connect on main: true", "disconnect on main: true"])
   }
 
@@ -425,7 +424,7 @@ struct CallbacksTests {
         withUnsafeCurrentTask { $0?.cancel() }
         return await iterator.next() == nil
       }
-      guard let endedAtOnce = await bounded(consumer, "consumer") else { return }
+      let endedAtOnce = await consumer.value
       precondition(endedAtOnce)
     }
   }

@@ -19,7 +19,7 @@ struct TimedUpstreamStallTests {
       }
       var it = source.bufferFlow(policy: .bufferingNewest(2)).makeAsyncIterator()
       var elements: [Int?] = [await it.next(isolation: nil)]
-      await bounded("gate.entered()") { await gate.entered() }
+      await gate.entered()
       gate.release()
       for await finished in done where finished { break }
       if Task.isCancelled { return elements }
@@ -80,6 +80,6 @@ extension TimedUpstreamStallTests {
     await clock.runCurrent()
     #expect(produced.withLock { $0 } == 10, "\(row.name): the producer was held back")
     consumer.cancel()
-    _ = await clock.value(of: consumer)
+    await consumer.value
   }
 }
