@@ -3,14 +3,17 @@
 /// value's `deinit` may call back into the same source (send, cancel a subscription, read a count),
 /// and under the lock that call would deadlock.
 ///
-/// One value, the usual case (a `CurrentValueFlow` replacing its value), is held inline, so that
-/// the action allocates nothing for it.
+/// Up to two values are held inline, so that the usual cases allocate nothing: a `CurrentValueFlow`
+/// replacing its value evicts it from the replay and drops it from its subscriber's buffer (with
+/// only `.one` inline, the second went into a new array on every send: measured on
+/// `W2.currentValue1`, 300 ns per send against 120–180).
 @usableFromInline
 struct ReleasedElements<Element> {
   @usableFromInline
   enum Storage {
     case none
     case one(Element)
+    case two(Element, Element)
     case many([Element])
   }
 
@@ -27,6 +30,7 @@ struct ReleasedElements<Element> {
     switch storage {
     case .none: 0
     case .one: 1
+    case .two: 2
     case .many(let elements): elements.count
     }
   }
@@ -37,7 +41,9 @@ struct ReleasedElements<Element> {
     case .none:
       storage = .one(element)
     case .one(let first):
-      storage = .many([first, element])
+      storage = .two(first, element)
+    case .two(let first, let second):
+      storage = .many([first, second, element])
     case .many(var elements):
       storage = .none  // `elements` is uniquely referenced: appending does not copy it
       elements.append(element)

@@ -51,13 +51,17 @@ final class SubjectMailbox<Element: Sendable, Failure: Error>: FlowSubscriptionT
   func deliverValues(
     to receive: @Sendable @isolated(any) (Element) async -> Void, on isolation: isolated (any Actor)?
   ) async -> Failure?? {
-    // Each element leaves the batch as it is delivered, and is released here, after `receive`:
-    // never under the lock of the next `take` (its `deinit` may cancel this sink, or send).
+    // The batch's elements are moved out into an array before they are delivered, and released
+    // with it, here, before the next `take`: never under its lock (an element's `deinit` may cancel
+    // this sink, or send). One move per batch, not a `popFirst` per element: this loop is not
+    // specialized for the element type (the drain starts in the library), and each `RingBuffer`
+    // call here looked up generic metadata (measured with perf on `W2.sink1`: 18 % of the time).
     var batch = RingBuffer<Element>()
     while true {
       switch storage.take(self, swapping: &batch) {
       case .deliver:
-        while let element = batch.popFirst() {
+        let elements = batch.removeAll()
+        for element in elements {
           guard !gate.isCancelled else { return nil }
           await receive(element)
         }
@@ -87,7 +91,8 @@ final class SubjectMailbox<Element: Sendable, Failure: Error>: FlowSubscriptionT
     while true {
       switch storage.take(self, swapping: &batch) {
       case .deliver:
-        while let element = batch.popFirst() {
+        let elements = batch.removeAll()  // as in `deliverValues`
+        for element in elements {
           guard write(element, isolation) else {
             storage.unsubscribe(self)
             return

@@ -196,8 +196,10 @@ final class SubjectSubscriber<Element: Sendable, Failure: Error> {
   /// Serves the current batch inline in the consumer (specialized there); refills out of line.
   @inlinable
   func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-    if !batch.isEmpty, isSubscribed, !Task.isCancelled {
-      return batch.popFirst()
+    // `popFirst` last, and alone: one exclusive access to `batch` per element, not a read then a
+    // modify (each access to a class's stored property is checked at run time).
+    if isSubscribed, !Task.isCancelled, let element = batch.popFirst() {
+      return element
     }
     return try await refill(isolation: actor)
   }
