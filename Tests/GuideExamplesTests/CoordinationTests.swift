@@ -162,6 +162,9 @@ struct CoordinationTests {
     await submits.calls(count: 3)  // the fixed screen sent one, the naive one two
     // Responses arrive newest first.
     for _ in 0..<2 { searches.respond(to: "swift", with: ["swift results"]) }
+    // Settled between the two answers, so that "swift" is written before "sw" answers: the
+    // naive screen's two plain tasks otherwise race each other to the main actor.
+    await clock.runCurrent()
     for _ in 0..<2 { searches.respond(to: "sw", with: ["sw results"]) }
     detailCalls.respond(to: [1, 2], with: "row 1 v2")
     detailCalls.respond(to: [2, 1], with: "row 2 v1")
