@@ -1,4 +1,29 @@
-// The context that the doc-comment examples take for granted; compiled by .ci/doc-examples.py before every
-// example. Keep it small: each name here is one a reader of the examples is asked to imagine.
+// The app that the doc-comment examples are written in, compiled before every example by .ci/doc-examples.py.
+// Keep it small and plain: a reader of an example is asked to imagine exactly these names, so each should be
+// what the example's wording already suggests (`api.search(query)` searches; `AppError.offline` is an error).
+// A name that only one file uses belongs in that file's examples, in view of the reader.
 import AsyncFlow
-import AsyncFlowTesting
+
+/// The errors the examples' app deals in.
+enum AppError: Error, Equatable { case offline, unauthorized }
+enum APIError: Error, Equatable { case offline, server(status: Int) }
+enum SearchError: Error { case network(APIError), offline }
+
+/// A search result.
+struct Item: Sendable, Equatable, Identifiable {
+  var id: Int
+  var title: String
+}
+
+/// The app's network client: each call is a flow that fails with the API's error, or an async call.
+struct API: Sendable {
+  func search(_ query: String) -> Flow<[Item], SearchError> {
+    Flow.just([Item(id: 1, title: query)]).setFailureType(to: SearchError.self)
+  }
+  func rows() -> Flow<[Item], APIError> { Flow.just([]).setFailureType(to: APIError.self) }
+  func upload<Batch: Sendable>(_ batch: Batch) async throws(APIError) {}
+  func articles(page: Int) async throws(APIError) -> [Item] { [] }
+  func item(_ id: Int) async -> Item? { Item(id: id, title: "item \(id)") }
+}
+
+let api = API()

@@ -21,7 +21,8 @@ What an example may assume (there are no hidden lines: DocC shows everything a b
 - an `async throws` context with no actor isolation: examples may `await` and `try` at their top level.
 
 Declarations that Swift allows only at file scope (`extension`, `protocol`, `import`, declarations with an
-access modifier such as `private let`, and `@Observable` types, whose macro writes an extension) are moved
+access modifier such as `private let`, `@Observable` types, whose macro writes an extension, and
+Swift Testing's `@Test` functions and `@Suite` types) are moved
 out of the function to the generated file's top level, where the later blocks still see them.
 
 Every example compiles or it is not there: an example that needs more than the prelude and its file's
@@ -40,7 +41,7 @@ FENCE_OPEN = re.compile(r"^\s*/// ?```swift\s*$")
 FENCE_CLOSE = re.compile(r"^\s*/// ?```\s*$")
 DOC_LINE = re.compile(r"^\s*/// ?")
 FILE_SCOPE = re.compile(
-  r"^(?:@Observable\b|(?:@\w+(?:\([^)]*\))?\s+)*"
+  r"^(?:@(?:Observable|Test|Suite)\b|(?:@\w+(?:\([^)]*\))?\s+)*"
   r"(?:extension|protocol|import|precedencegroup|(?:public|package|internal|fileprivate|private)\b))"
 )
 # What every example may use without importing it: the two libraries, Swift Testing (for the examples of
