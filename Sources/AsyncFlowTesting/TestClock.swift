@@ -23,8 +23,9 @@ import AsyncFlow
 /// ```swift
 /// @Test(.onTestClock) func debouncesTheTerms() async {
 ///   let clock = TestClock.current
+///   let terms = Flow.sequence(["s", "sw", "swift"])
 ///   let results = clock.task {
-///     await Array(terms.debounceFlow(for: .milliseconds(300), clock: clock))
+///     await terms.debounceFlow(for: .milliseconds(300), clock: clock).reduce(into: []) { $0.append($1) }
 ///   }
 ///   await clock.advance(by: .seconds(1))
 ///   #expect(await clock.value(of: results) == ["swift"])
@@ -41,6 +42,7 @@ public final class TestClock: Clock, Sendable {
   /// A point on a ``TestClock``: the time since the clock was made.
   ///
   /// ```swift
+  /// let clock = TestClock()
   /// #expect(clock.now == .init(offset: .seconds(3)))
   /// ```
   public struct Instant: InstantProtocol, Hashable, Sendable, CustomStringConvertible {
@@ -72,7 +74,8 @@ public final class TestClock: Clock, Sendable {
     /// The duration from this instant to `other`.
     ///
     /// ```swift
-    /// let elapsed = start.duration(to: clock.now)
+    /// let start = clock.now
+  /// let elapsed = start.duration(to: clock.now)
     /// ```
     public func duration(to other: Instant) -> Duration {
       other.offset - offset
@@ -326,7 +329,8 @@ public final class TestClock: Clock, Sendable {
   /// start for it follow the clock's deterministic schedule.
   ///
   /// ```swift
-  /// let received = clock.task { await Array(Flow.timer(every: .seconds(1), clock: clock).prefix(3)) }
+  /// let ticks = Flow.timer(every: .seconds(1), clock: clock).prefix(3)
+  /// let received = clock.task { await ticks.reduce(into: []) { $0.append($1) } }
   /// await clock.advance(by: .seconds(3))
   /// ```
   @discardableResult
