@@ -6,9 +6,10 @@ extension AsyncSequence where Element: AsyncSequence {
   /// next keystroke still starts a new request.
   ///
   /// ```swift
-  /// let results = terms
+  /// let terms = Flow<String, Never>.sequence(["swift", "async"])
+/// let results = terms
   ///   .map { term in api.search(term) }
-  ///   .catchInner { _ in Flow.just([Result]()) }
+  ///   .catchInner { _ in Flow.just([Item]()) }
   ///   .switchToLatestFlow()
   /// ```
   public func catchInner<Fallback: AsyncSequence>(
@@ -22,7 +23,7 @@ extension AsyncSequence where Element: AsyncSequence {
 /// ``_Concurrency/AsyncSequence/catchInner(_:)``.
 ///
 /// ```swift
-/// let requests = Flow.sequence(["a", "b"]).map { api.search($0) }.catchInner { _ in Flow.just([]) }
+/// let sequence = Flow.sequence(["a", "b"]).map { api.search($0) }.catchInner { _ in Flow.just([]) }
 /// ```
 public struct AsyncCatchInnerSequence<Base: AsyncSequence, Fallback: AsyncSequence>: AsyncSequence
 where Base.Element: AsyncSequence, Fallback.Element == Base.Element.Element {
@@ -47,7 +48,7 @@ where Base.Element: AsyncSequence, Fallback.Element == Base.Element.Element {
   /// var iterator = sequence.makeAsyncIterator()
   /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
   /// ```
-  public struct Iterator: AsyncIteratorProtocol {
+  public struct Iterator: _FlowIterator {
     private var base: Base.AsyncIterator?
     private let handler: @Sendable (Base.Element.Failure) async -> Fallback
 
@@ -62,21 +63,8 @@ where Base.Element: AsyncSequence, Fallback.Element == Base.Element.Element {
     /// let element = try await iterator.next(isolation: #isolation)
     /// ```
     public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-      guard !Task.isCancelled else {
-        await base.endCancelled(isolation: actor)
-        return nil
-      }
-      guard let inner = try await base.nextOrRelease(isolation: actor) else { return nil }
+      guard let inner = try await base.nextUnlessCancelled(isolation: actor) else { return nil }
       return inner.catch(handler)
-    }
-
-    /// Returns the next inner sequence; see ``next(isolation:)``.
-    ///
-    /// ```swift
-    /// let element = try await iterator.next()
-    /// ```
-    public mutating func next() async throws(Failure) -> Element? {
-      try await next(isolation: nil)
     }
   }
 }

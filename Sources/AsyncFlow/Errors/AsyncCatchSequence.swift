@@ -7,7 +7,7 @@ extension AsyncSequence {
   /// failures into values with ``asLoadState()``.
   ///
   /// ```swift
-  /// let results = api.search("swift").catch { _ in Flow.just([Result]()) }  // never fails
+  /// let results = api.search("swift").catch { _ in Flow.just([Item]()) }  // never fails
   /// ```
   public func `catch`<Fallback: AsyncSequence>(
     _ handler: @escaping @Sendable (Failure) async -> Fallback
@@ -20,8 +20,8 @@ extension AsyncSequence {
 /// ``_Concurrency/AsyncSequence/catch(_:)``.
 ///
 /// ```swift
-/// let sequence: AsyncCatchSequence<Flow<Int, MyError>, Flow<Int, Never>> =
-///   Flow<Int, MyError>.fail(.broken).catch { _ in Flow.just(0) }
+/// let sequence: AsyncCatchSequence<Flow<Int, AppError>, Flow<Int, Never>> =
+///   Flow<Int, AppError>.fail(.offline).catch { _ in Flow.just(0) }
 /// ```
 public struct AsyncCatchSequence<Base: AsyncSequence, Fallback: AsyncSequence>: AsyncSequence
 where Fallback.Element == Base.Element {
@@ -46,7 +46,7 @@ where Fallback.Element == Base.Element {
   /// var iterator = sequence.makeAsyncIterator()
   /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
   /// ```
-  public struct Iterator: AsyncIteratorProtocol {
+  public struct Iterator: _FlowIterator {
     private var base: Base.AsyncIterator?
     private var fallback: Fallback.AsyncIterator?
     private let handler: @Sendable (Base.Failure) async -> Fallback
@@ -77,15 +77,6 @@ where Fallback.Element == Base.Element {
         }
       }
       return try await fallback.nextOrRelease(isolation: actor)
-    }
-
-    /// Returns the next element; see ``next(isolation:)``.
-    ///
-    /// ```swift
-    /// let element = try await iterator.next()
-    /// ```
-    public mutating func next() async throws(Failure) -> Element? {
-      try await next(isolation: nil)
     }
   }
 }

@@ -4,7 +4,8 @@ extension AsyncSequence where Failure == Never {
   /// `.finished` or `.failed` are never read.
   ///
   /// ```swift
-  /// let replayed = Flow.sequence(recordedEvents).dematerialize()  // fails where the recording failed
+  /// let recorded: [FlowEvent<Int, AppError>] = [.element(1), .failed(.offline)]
+/// let replayed = Flow.sequence(recorded).dematerialize()  // 1, then fails with .offline, as recorded
   /// ```
   public func dematerialize<Value, EventFailure: Error>() -> AsyncDematerializeSequence<Self, Value, EventFailure>
   where Element == FlowEvent<Value, EventFailure> {
@@ -45,7 +46,7 @@ where Base.Element == FlowEvent<Value, EventFailure>, Base.Failure == Never {
   /// var iterator = values.makeAsyncIterator()
   /// while let value = try await iterator.next() { print(value) }
   /// ```
-  public struct Iterator: AsyncIteratorProtocol {
+  public struct Iterator: _FlowIterator {
     private var base: Base.AsyncIterator?
 
     init(base: Base.AsyncIterator) {
@@ -68,15 +69,6 @@ where Base.Element == FlowEvent<Value, EventFailure>, Base.Failure == Never {
         base = nil
         throw failure
       }
-    }
-
-    /// The next value; see ``next(isolation:)``.
-    ///
-    /// ```swift
-    /// let value = try await iterator.next()
-    /// ```
-    public mutating func next() async throws(EventFailure) -> Value? {
-      try await next(isolation: nil)
     }
   }
 }

@@ -12,7 +12,8 @@ extension AsyncSequence {
 /// A sequence whose failure is transformed; made by ``_Concurrency/AsyncSequence/mapError(_:)``.
 ///
 /// ```swift
-/// let sequence: AsyncMapErrorSequence<Flow<Int, any Error>, AppError> = flow.mapError { AppError($0) }
+/// let sequence: AsyncMapErrorSequence<Flow<Int, APIError>, AppError> =
+///   Flow<Int, APIError>.fail(.offline).mapError { _ in AppError.offline }
 /// ```
 public struct AsyncMapErrorSequence<Base: AsyncSequence, MappedFailure: Error>: AsyncSequence {
   public typealias Element = Base.Element
@@ -36,7 +37,7 @@ public struct AsyncMapErrorSequence<Base: AsyncSequence, MappedFailure: Error>: 
   /// var iterator = sequence.makeAsyncIterator()
   /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
   /// ```
-  public struct Iterator: AsyncIteratorProtocol {
+  public struct Iterator: _FlowIterator {
     private var base: Base.AsyncIterator?
     private let transform: @Sendable (Base.Failure) -> MappedFailure
 
@@ -51,24 +52,11 @@ public struct AsyncMapErrorSequence<Base: AsyncSequence, MappedFailure: Error>: 
     /// let element = try await iterator.next(isolation: #isolation)
     /// ```
     public mutating func next(isolation actor: isolated (any Actor)?) async throws(MappedFailure) -> Element? {
-      guard !Task.isCancelled else {
-        await base.endCancelled(isolation: actor)
-        return nil
-      }
       do throws(Base.Failure) {
-        return try await base.nextOrRelease(isolation: actor)
+        return try await base.nextUnlessCancelled(isolation: actor)
       } catch {
         throw transform(error)
       }
-    }
-
-    /// Returns the next element; see ``next(isolation:)``.
-    ///
-    /// ```swift
-    /// let element = try await iterator.next()
-    /// ```
-    public mutating func next() async throws(MappedFailure) -> Element? {
-      try await next(isolation: nil)
     }
   }
 }

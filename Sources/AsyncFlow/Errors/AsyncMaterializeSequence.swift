@@ -6,7 +6,7 @@ extension AsyncSequence {
   /// A cancelled consumer gets no `.finished`: its iteration simply ends.
   ///
   /// ```swift
-  /// let events = await Array(Flow<Int, AppError>.fail(.offline).materialize())  // [.failed(.offline)]
+  /// for await event in Flow<Int, AppError>.fail(.offline).materialize() { print(event) }  // .failed(.offline)
   /// ```
   public func materialize() -> AsyncMaterializeSequence<Self> {
     AsyncMaterializeSequence(base: self)
@@ -42,9 +42,9 @@ public struct AsyncMaterializeSequence<Base: AsyncSequence>: AsyncSequence {
   ///
   /// ```swift
   /// var iterator = events.makeAsyncIterator()
-  /// while let event = await iterator.next() { log(event) }
+  /// while let event = await iterator.next() { print(event) }
   /// ```
-  public struct Iterator: AsyncIteratorProtocol {
+  public struct Iterator: _FlowIterator {
     private var base: Base.AsyncIterator?
 
     init(base: Base.AsyncIterator) {
@@ -65,15 +65,6 @@ public struct AsyncMaterializeSequence<Base: AsyncSequence>: AsyncSequence {
       } catch {
         return .failed(error)
       }
-    }
-
-    /// The next event; see ``next(isolation:)``.
-    ///
-    /// ```swift
-    /// let event = await iterator.next()
-    /// ```
-    public mutating func next() async -> Element? {
-      await next(isolation: nil)
     }
   }
 }

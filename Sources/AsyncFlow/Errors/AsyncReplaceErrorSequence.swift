@@ -15,7 +15,7 @@ extension AsyncSequence {
 /// ``_Concurrency/AsyncSequence/replaceError(with:)``.
 ///
 /// ```swift
-/// let safe: AsyncReplaceErrorSequence<Flow<Int, MyError>> = Flow.fail(MyError()).replaceError(with: 0)
+/// let sequence: AsyncReplaceErrorSequence<Flow<Int, AppError>> = Flow.fail(AppError.offline).replaceError(with: 0)
 /// ```
 public struct AsyncReplaceErrorSequence<Base: AsyncSequence>: AsyncSequence {
   public typealias Element = Base.Element
@@ -39,7 +39,7 @@ public struct AsyncReplaceErrorSequence<Base: AsyncSequence>: AsyncSequence {
   /// var iterator = sequence.makeAsyncIterator()
   /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
   /// ```
-  public struct Iterator: AsyncIteratorProtocol {
+  public struct Iterator: _FlowIterator {
     private var base: Base.AsyncIterator?
     private let replacement: Element
 
@@ -54,24 +54,11 @@ public struct AsyncReplaceErrorSequence<Base: AsyncSequence>: AsyncSequence {
     /// let element = try await iterator.next(isolation: #isolation)
     /// ```
     public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
-      guard !Task.isCancelled else {
-        await base.endCancelled(isolation: actor)
-        return nil
-      }
       do throws(Base.Failure) {
-        return try await base.nextOrRelease(isolation: actor)
+        return try await base.nextUnlessCancelled(isolation: actor)
       } catch {
         return Task.isCancelled ? nil : replacement
       }
-    }
-
-    /// Returns the next element; see ``next(isolation:)``.
-    ///
-    /// ```swift
-    /// let element = try await iterator.next()
-    /// ```
-    public mutating func next() async -> Element? {
-      await next(isolation: nil)
     }
   }
 }

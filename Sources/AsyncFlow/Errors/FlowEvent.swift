@@ -3,11 +3,12 @@
 /// ``_Concurrency/AsyncSequence/dematerialize()``.
 ///
 /// ```swift
+/// let uploads = Flow.sequence([0.5, 1]).setFailureType(to: APIError.self)  // an upload's progress
 /// for await event in uploads.materialize() {
 ///   switch event {
-///   case .element(let progress): bar.progress = progress
-///   case .finished: bar.isHidden = true
-///   case .failed(let error): show(error)
+///   case .element(let progress): print("uploaded \(progress * 100) %")
+///   case .finished: print("done")
+///   case .failed(let error): print("upload failed: \(error)")
 ///   }
 /// }
 /// ```

@@ -2,7 +2,7 @@ extension Flow {
   /// A flow that fails with `error` as soon as it is iterated, without elements.
   ///
   /// ```swift
-  /// let broken = Flow<Int, NetworkError>.fail(.offline)
+  /// let broken = Flow<Int, APIError>.fail(.offline)
   /// ```
   @inlinable
   public static func fail(_ error: Failure) -> Flow {
@@ -68,7 +68,7 @@ extension Flow {
   /// `Deferred`. What `make` captures is read when the consumer starts, not when the flow is made.
   ///
   /// ```swift
-  /// let current = Flow.deferred { Flow.sequence(store.snapshot()) }  // the snapshot of each iteration's start
+  /// let started = Flow.deferred { Flow.just(ContinuousClock.now) }  // the time each iteration starts
   /// ```
   public static func deferred<Base: AsyncSequence & Sendable>(_ make: @escaping @Sendable () -> Base) -> Flow
   where Base.Element == Element, Base.Failure == Failure {
@@ -88,8 +88,9 @@ extension Flow {
   /// shared, keep a `Task` and await its `value`.
   ///
   /// ```swift
-  /// let results = queries.switchToLatestFlow { query in
-  ///   Flow.single { () throws(SearchError) in try await api.search(query) }.asLoadState()
+  /// let pages = Flow<Int, Never>.sequence([1, 2])
+  /// let states = pages.switchToLatestFlow { page in
+  ///   Flow.single { () throws(APIError) in try await api.articles(page: page) }.asLoadState()
   /// }
   /// ```
   public static func single(_ operation: @escaping @Sendable () async throws(Failure) -> Element) -> Flow {

@@ -45,7 +45,7 @@ extension Flow {
   /// Transforms every element with an asynchronous closure.
   ///
   /// ```swift
-  /// let profiles = Flow.sequence(userIDs).map { id in await directory.profile(for: id) }
+  /// let items = Flow.sequence([1, 2]).map { id in await api.item(id) }  // Flow<Item?, Never>
   /// ```
   @inlinable
   public func map<T: Sendable>(
@@ -68,68 +68,19 @@ extension Flow {
   /// ```
   @inlinable
   public func filter(_ isIncluded: @escaping @Sendable (Element) throws(Failure) -> Bool) -> Flow<Element, Failure> {
-    let makePull = self.makePull
-    return Flow {
-      switch makePull() {
-      case .sync(let next):
-        return .sync { () throws(Failure) -> Element? in
-          while let element = try next() {
-            if try isIncluded(element) { return element }
-          }
-          return nil
-        }
-      case .async(let upstream):
-        // Sound: the new pull owns `upstream` alone. Swift 6.3's region analysis merges the closures
-        // bound by one switch over both cases and reports a false race without this.
-        nonisolated(unsafe) let next = upstream
-        return .async { (actor: isolated (any Actor)?) async throws(Failure) -> Element? in
-          while let element = try await next(actor) {
-            if try isIncluded(element) { return element }
-          }
-          return nil
-        }
-      case .buffered(let upstreamTake, let upstream):
-        // Sound for the same reason: the new pull owns both closures alone.
-        nonisolated(unsafe) let take = upstreamTake
-        nonisolated(unsafe) let next = upstream
-        return .buffered(
-          take: { () throws(Failure) -> Element? in
-            while let element = try take() {
-              if try isIncluded(element) { return element }
-            }
-            return nil
-          },
-          next: { (actor: isolated (any Actor)?) async throws(Failure) -> Element? in
-            while let element = try await next(actor) {
-              if try isIncluded(element) { return element }
-            }
-            return nil
-          })
-      case .finished:
-        return .finished
-      }
-    }
+    compactMap { (element) throws(Failure) -> Element? in try isIncluded(element) ? element : nil }
   }
 
   /// Keeps the elements for which the asynchronous `isIncluded` returns `true`.
   ///
   /// ```swift
-  /// let reachable = Flow.sequence(hosts).filter { await $0.ping() }
+  /// let known = Flow.sequence([1, 2, 3]).filter { await api.item($0) != nil }
   /// ```
   @inlinable
   public func filter(
     _ isIncluded: @escaping @Sendable (Element) async throws(Failure) -> Bool
   ) -> Flow<Element, Failure> {
-    let next = asyncPull()
-    return Flow {
-      let next = next()
-      return .async { (actor: isolated (any Actor)?) async throws(Failure) -> Element? in
-        while let element = try await next(actor) {
-          if try await isIncluded(element) { return element }
-        }
-        return nil
-      }
-    }
+    compactMap { (element) async throws(Failure) -> Element? in try await isIncluded(element) ? element : nil }
   }
 
   /// Transforms every element and drops the `nil` results; fused like ``map(_:)-8jz8``.
@@ -187,7 +138,7 @@ extension Flow {
   /// Transforms every element with an asynchronous closure and drops the `nil` results.
   ///
   /// ```swift
-  /// let cached = Flow.sequence(keys).compactMap { await cache.value(for: $0) }
+  /// let items = Flow.sequence([1, 2, 3]).compactMap { await api.item($0) }  // the items that exist
   /// ```
   @inlinable
   public func compactMap<T: Sendable>(
@@ -232,7 +183,8 @@ extension Flow where Failure == Never {
   /// The same flow, typed as one that can fail with `E`, so that it can stand beside flows that can.
   ///
   /// ```swift
-  /// let cached: Flow<[Row], APIError> = Flow.just(cachedRows).setFailureType(to: APIError.self)
+  /// let cachedRows = [Item(id: 1, title: "cached")]
+  /// let cached: Flow<[Item], APIError> = Flow.just(cachedRows).setFailureType(to: APIError.self)
   /// ```
   @inlinable
   public func setFailureType<E: Error>(to failureType: E.Type) -> Flow<Element, E> {

@@ -10,6 +10,19 @@ extension Optional where Wrapped: AsyncIteratorProtocol {
     return element
   }
 
+  /// ``nextOrRelease(isolation:)``, unless the consumer's task is cancelled: then the held iterator is
+  /// ended (``endCancelled(isolation:)``) and the answer is `nil`, so nothing is delivered after
+  /// cancellation even by a base that ignores it.
+  mutating func nextUnlessCancelled(
+    isolation actor: isolated (any Actor)?
+  ) async throws(Wrapped.Failure) -> Wrapped.Element? {
+    guard !Task.isCancelled else {
+      await endCancelled(isolation: actor)
+      return nil
+    }
+    return try await nextOrRelease(isolation: actor)
+  }
+
   /// Ends the held iterator for a cancelled consumer and lets go of it: one last pull, so that an
   /// iterator running work (a `Flow` body, an operator's tasks) has ended it before the consumer's
   /// `next()` returns `nil`; releasing it instead would only cancel that work, not wait for it.

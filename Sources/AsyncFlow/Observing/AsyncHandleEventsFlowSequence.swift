@@ -17,8 +17,8 @@ extension AsyncSequence {
   ///   was disposed.)
   ///
   /// ```swift
-  /// let results = api.search(query).handleEventsFlow(
-  ///   onStart: { spinner.start() }, onFinish: { spinner.stop() }, onCancel: { spinner.stop() })
+  /// let results = api.search("swift").handleEventsFlow(
+  ///   onStart: { print("searching") }, onFinish: { print("found") }, onCancel: { print("gave up") })
   /// ```
   ///
   /// - Parameters:
@@ -75,7 +75,7 @@ public struct AsyncHandleEventsFlowSequence<Base: AsyncSequence>: AsyncSequence 
   /// var iterator = logged.makeAsyncIterator()
   /// while let value = await iterator.next() { print(value) }
   /// ```
-  public struct Iterator: AsyncIteratorProtocol {
+  public struct Iterator: _FlowIterator {
     private let iteration: ObservedIteration<Base.AsyncIterator, EventHandlers<Element, Failure>>
 
     init(iteration: ObservedIteration<Base.AsyncIterator, EventHandlers<Element, Failure>>) {
@@ -89,15 +89,6 @@ public struct AsyncHandleEventsFlowSequence<Base: AsyncSequence>: AsyncSequence 
     /// ```
     public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
       try await iteration.next(isolation: actor)
-    }
-
-    /// The base's next element; see ``next(isolation:)``.
-    ///
-    /// ```swift
-    /// let value = try await iterator.next()
-    /// ```
-    public mutating func next() async throws(Failure) -> Element? {
-      try await iteration.next(isolation: nil)
     }
   }
 }

@@ -11,6 +11,7 @@ extension AsyncSequence where Element: Sendable {
   /// the sink asks for the event's `description`.
   ///
   /// ```swift
+  /// let queries = Flow<String, Never>.sequence(["sw", "swi"])
   /// let results = queries.switchToLatestFlow { query in
   ///   api.search(query).traceFlow("search \(query)")
   /// }
@@ -32,15 +33,18 @@ extension AsyncSequence where Element: Sendable {
 /// One event of a traced iteration, as ``_Concurrency/AsyncSequence/traceFlow(_:to:)`` reports it.
 ///
 /// ```swift
+/// import Synchronization
+///
 /// let events = Mutex<[FlowTraceEvent]>([])
 /// for await _ in Flow.just(1).traceFlow("one", to: { event in events.withLock { $0.append(event) } }) {}
 /// // events: start, element 1, finish, all of iteration 1
+/// let event = events.withLock { $0[0] }  // the start
 /// ```
 public struct FlowTraceEvent: Sendable, CustomStringConvertible {
   /// What happened.
   ///
   /// ```swift
-  /// if case .failure(let error) = event.kind { log(error) }
+  /// if case .failure(let error) = event.kind { print(error) }
   /// ```
   public enum Kind: Sendable {
     /// The consumer asked for the first element.
@@ -70,7 +74,7 @@ public struct FlowTraceEvent: Sendable, CustomStringConvertible {
   /// What happened.
   ///
   /// ```swift
-  /// if case .cancel = event.kind { cancelled += 1 }
+  /// if case .cancel = event.kind { print("the consumer went away") }
   /// ```
   public var kind: Kind
   /// The time since the iteration's start, on the monotonic `ContinuousClock`.
@@ -152,7 +156,7 @@ public struct AsyncTraceFlowSequence<Base: AsyncSequence>: AsyncSequence where B
   /// var iterator = traced.makeAsyncIterator()
   /// while let value = await iterator.next() { print(value) }
   /// ```
-  public struct Iterator: AsyncIteratorProtocol {
+  public struct Iterator: _FlowIterator {
     private let iteration: ObservedIteration<Base.AsyncIterator, TraceObserver<Element, Failure>>
 
     init(iteration: ObservedIteration<Base.AsyncIterator, TraceObserver<Element, Failure>>) {
@@ -166,15 +170,6 @@ public struct AsyncTraceFlowSequence<Base: AsyncSequence>: AsyncSequence where B
     /// ```
     public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
       try await iteration.next(isolation: actor)
-    }
-
-    /// The base's next element; see ``next(isolation:)``.
-    ///
-    /// ```swift
-    /// let value = try await iterator.next()
-    /// ```
-    public mutating func next() async throws(Failure) -> Element? {
-      try await iteration.next(isolation: nil)
     }
   }
 }

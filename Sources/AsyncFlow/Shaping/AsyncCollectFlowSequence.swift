@@ -4,6 +4,7 @@ extension AsyncSequence {
   /// is lost.
   ///
   /// ```swift
+  /// let events = Flow<String, Never>.sequence(["tap", "scroll", "tap"])  // analytics events
   /// for try await batch in events.collectFlow(count: 50) { try await api.upload(batch) }
   /// ```
   ///
@@ -48,7 +49,7 @@ public struct AsyncCollectFlowSequence<Base: AsyncSequence>: AsyncSequence {
   /// var iterator = pairs.makeAsyncIterator()
   /// while let pair = await iterator.next() { print(pair) }
   /// ```
-  public struct Iterator: AsyncIteratorProtocol {
+  public struct Iterator: _FlowIterator {
     private var base: Base.AsyncIterator?
     private let count: Int
     /// The base's failure, held back until the elements collected before it are delivered.
@@ -81,15 +82,6 @@ public struct AsyncCollectFlowSequence<Base: AsyncSequence>: AsyncSequence {
       // A base that ended because the consumer was cancelled has not finished: no remainder.
       if Task.isCancelled { return nil }
       return batch.isEmpty ? nil : batch
-    }
-
-    /// The next array; see ``next(isolation:)``.
-    ///
-    /// ```swift
-    /// let batch = try await iterator.next()
-    /// ```
-    public mutating func next() async throws(Failure) -> Element? {
-      try await next(isolation: nil)
     }
   }
 }

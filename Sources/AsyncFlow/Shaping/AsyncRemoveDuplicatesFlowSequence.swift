@@ -3,7 +3,8 @@ extension AsyncSequence where Element: Equatable & Sendable {
   /// search field, a query typed again after a pause does not search again.
   ///
   /// ```swift
-  /// let queries = field.removeDuplicatesFlow()  // "sw", "sw", "swi" → "sw", "swi"
+  /// let field = Flow<String, Never>.sequence(["sw", "sw", "swi"])  // what a text field sends
+  /// let queries = field.removeDuplicatesFlow()  // "sw", "swi"
   /// ```
   public func removeDuplicatesFlow() -> AsyncRemoveDuplicatesFlowSequence<Self> {
     AsyncRemoveDuplicatesFlowSequence(base: self, areEqual: { $0 == $1 })
@@ -14,7 +15,8 @@ extension AsyncSequence {
   /// Drops an element that `areEqual` finds equal to the previous one delivered.
   ///
   /// ```swift
-  /// let moves = positions.removeDuplicatesFlow { abs($0.x - $1.x) < 1 && abs($0.y - $1.y) < 1 }
+  /// let positions = Flow.sequence([0.0, 0.5, 2.0])  // a slider's positions
+  /// let moves = positions.removeDuplicatesFlow { abs($0 - $1) < 1 }  // 0.0, 2.0
   /// ```
   ///
   /// - Parameter areEqual: Whether an element (second) repeats the previous one delivered (first).
@@ -60,7 +62,7 @@ public struct AsyncRemoveDuplicatesFlowSequence<Base: AsyncSequence>: AsyncSeque
   /// var iterator = distinct.makeAsyncIterator()
   /// while let value = await iterator.next() { print(value) }
   /// ```
-  public struct Iterator: AsyncIteratorProtocol {
+  public struct Iterator: _FlowIterator {
     private var base: Base.AsyncIterator?
     private var previous: Element?
     private let areEqual: @Sendable (Element, Element) -> Bool
@@ -82,15 +84,6 @@ public struct AsyncRemoveDuplicatesFlowSequence<Base: AsyncSequence>: AsyncSeque
         return element
       }
       return nil
-    }
-
-    /// The base's next element that does not repeat the previous one; see ``next(isolation:)``.
-    ///
-    /// ```swift
-    /// let value = try await iterator.next()
-    /// ```
-    public mutating func next() async throws(Failure) -> Element? {
-      try await next(isolation: nil)
     }
   }
 }

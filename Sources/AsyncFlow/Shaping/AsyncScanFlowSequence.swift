@@ -4,7 +4,8 @@ extension AsyncSequence {
   /// or of `next`, ends the sequence with it.
   ///
   /// ```swift
-  /// let totals = purchases.scanFlow(0) { total, purchase in total + purchase.amount }  // 5, 12, 20, ...
+  /// let amounts = Flow<Int, Never>.sequence([5, 7, 8])  // what each purchase cost
+  /// let totals = amounts.scanFlow(0) { total, amount in total + amount }  // 5, 12, 20
   /// ```
   ///
   /// - Parameters:
@@ -52,7 +53,7 @@ public struct AsyncScanFlowSequence<Base: AsyncSequence, Result>: AsyncSequence 
   /// var iterator = totals.makeAsyncIterator()
   /// while let total = await iterator.next() { print(total) }
   /// ```
-  public struct Iterator: AsyncIteratorProtocol {
+  public struct Iterator: _FlowIterator {
     private var base: Base.AsyncIterator?
     private var result: Result
     private let next: @Sendable (Result, Base.Element) throws(Base.Failure) -> Result
@@ -80,15 +81,6 @@ public struct AsyncScanFlowSequence<Base: AsyncSequence, Result>: AsyncSequence 
         throw error
       }
       return result
-    }
-
-    /// The running result after the base's next element; see ``next(isolation:)``.
-    ///
-    /// ```swift
-    /// let total = try await iterator.next()
-    /// ```
-    public mutating func next() async throws(Failure) -> Result? {
-      try await next(isolation: nil)
     }
   }
 }

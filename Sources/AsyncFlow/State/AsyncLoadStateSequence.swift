@@ -7,7 +7,7 @@ extension AsyncSequence {
   ///
   /// ```swift
   /// for await state in api.search("swift").asLoadState() {
-  ///   model.results = state   // LoadState<[Result], any Error>
+  ///   print(state)  // LoadState<[Item], SearchError>: .loading, then .loaded(items) or .failed(error)
   /// }
   /// ```
   public func asLoadState() -> AsyncLoadStateSequence<Self> {
@@ -18,7 +18,7 @@ extension AsyncSequence {
 /// A sequence of the load states of its base; made by ``_Concurrency/AsyncSequence/asLoadState()``.
 ///
 /// ```swift
-/// let states: AsyncLoadStateSequence<Flow<Int, any Error>> = flow.asLoadState()
+/// let sequence: AsyncLoadStateSequence<Flow<Int, AppError>> = Flow.just(1).setFailureType(to: AppError.self).asLoadState()
 /// ```
 public struct AsyncLoadStateSequence<Base: AsyncSequence>: AsyncSequence {
   public typealias Element = LoadState<Base.Element, Base.Failure>
@@ -41,7 +41,7 @@ public struct AsyncLoadStateSequence<Base: AsyncSequence>: AsyncSequence {
   /// var iterator = sequence.makeAsyncIterator()
   /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
   /// ```
-  public struct Iterator: AsyncIteratorProtocol {
+  public struct Iterator: _FlowIterator {
     private var base: Base.AsyncIterator?
     private var started = false
 
@@ -74,15 +74,6 @@ public struct AsyncLoadStateSequence<Base: AsyncSequence>: AsyncSequence {
         base = nil
         return Task.isCancelled ? nil : .failed(error)
       }
-    }
-
-    /// Returns the next state; see ``next(isolation:)``.
-    ///
-    /// ```swift
-    /// let element = try await iterator.next()
-    /// ```
-    public mutating func next() async -> Element? {
-      await next(isolation: nil)
     }
   }
 }

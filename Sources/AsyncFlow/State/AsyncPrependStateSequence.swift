@@ -2,7 +2,7 @@ extension AsyncSequence {
   /// Delivers `element` first, then the elements of this sequence.
   ///
   /// ```swift
-  /// let states = api.search("swift").map { LoadState<[Result], Never>.loaded($0) }.prependState(.loading)
+  /// let states = api.search("swift").map { LoadState<[Item], Never>.loaded($0) }.prependState(.loading)
   /// ```
   public func prependState(_ element: Element) -> AsyncPrependStateSequence<Self> {
     AsyncPrependStateSequence(base: self, first: element)
@@ -11,6 +11,7 @@ extension AsyncSequence {
   /// Delivers `.loading` first, then the load states of this sequence.
   ///
   /// ```swift
+  /// let cachedStates = Flow<LoadState<[Item], AppError>, Never>.just(.loaded([]))
   /// let states = cachedStates.prependState()  // .loading, then whatever cachedStates says
   /// ```
   public func prependState<Value, LoadFailure: Error>() -> AsyncPrependStateSequence<Self>
@@ -47,7 +48,7 @@ public struct AsyncPrependStateSequence<Base: AsyncSequence>: AsyncSequence {
   /// var iterator = sequence.makeAsyncIterator()
   /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
   /// ```
-  public struct Iterator: AsyncIteratorProtocol {
+  public struct Iterator: _FlowIterator {
     private var base: Base.AsyncIterator?
     private var first: Element?
 
@@ -62,21 +63,9 @@ public struct AsyncPrependStateSequence<Base: AsyncSequence>: AsyncSequence {
     /// let element = try await iterator.next(isolation: #isolation)
     /// ```
     public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-      guard !Task.isCancelled else {
-        await base.endCancelled(isolation: actor)
-        return nil
-      }
-      if let first = first.take() { return first }
-      return try await base.nextOrRelease(isolation: actor)
-    }
-
-    /// Returns the next element; see ``next(isolation:)``.
-    ///
-    /// ```swift
-    /// let element = try await iterator.next()
-    /// ```
-    public mutating func next() async throws(Failure) -> Element? {
-      try await next(isolation: nil)
+      // Once cancelled, not even the prepended element is delivered.
+      if !Task.isCancelled, let first = first.take() { return first }
+      return try await base.nextUnlessCancelled(isolation: actor)
     }
   }
 }

@@ -9,9 +9,9 @@
 /// for await state in api.search("swift").asLoadState() {
 ///   switch state {
 ///   case .idle: break
-///   case .loading: showSpinner()
-///   case .loaded(let results): show(results)
-///   case .failed(let error): showBanner(error)
+///   case .loading: print("searching…")
+///   case .loaded(let results): print("\(results.count) results")
+///   case .failed(let error): print("search failed: \(error)")
 ///   }
 /// }
 /// ```
@@ -29,8 +29,8 @@ public enum LoadState<Value, Failure: Error> {
   /// failure, as when a `Task`'s `result` or a callback's `Result` is shown.
   ///
   /// ```swift
-  /// let result = await Task { try await client.articles(page: 1) }.result
-  /// let state = LoadState(result)  // LoadState<[Article], any Error>: .loaded(articles) or .failed(error)
+  /// let result = await Task { try await api.articles(page: 1) }.result
+  /// let state = LoadState(result)  // LoadState<[Item], any Error>: .loaded(articles) or .failed(error)
   /// ```
   public init(_ result: Result<Value, Failure>) {
     switch result {
@@ -52,7 +52,7 @@ public enum LoadState<Value, Failure: Error> {
   /// The failure, or `nil` in every other state.
   ///
   /// ```swift
-  /// if let error = state.failure { log(error) }
+  /// if let error = state.failure { print(error) }
   /// ```
   public var failure: Failure? {
     if case .failed(let failure) = self { return failure }
@@ -62,7 +62,7 @@ public enum LoadState<Value, Failure: Error> {
   /// Whether a load is in flight.
   ///
   /// ```swift
-  /// spinner.isHidden = !state.isLoading
+  /// let showsSpinner = state.isLoading
   /// ```
   public var isLoading: Bool {
     if case .loading = self { return true }
