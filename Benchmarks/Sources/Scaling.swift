@@ -416,6 +416,8 @@ func runScaling(
     curves.append(shareReplay)
   }
 
+  curves += await coordinationCurves(options: options)
+
   for memoryKey in memoryKeys {
     var w5 = ScalingCurve(
       key: "\(memoryKey).idle", sizeName: "idle subscribers", unit: "B/subscriber",
@@ -525,4 +527,179 @@ func runScalingCommand(options: Options, memoryBenchmarks: [MemoryBenchmark]) as
   let curves = await runScaling(plan: options.quick ? .quick : .full, options: options, memoryKeys: memoryKeys)
   print(scalingMarkdown(curves))
   if let path = options.jsonPath { writeJSON([], extra: scalingJSON(curves), to: path) }
+}
+
+// MARK: Coordination curves: TaskSlots and SingleFlight with many identities and callers
+
+/// The sizes of the coordination curves, kept apart from `ScalingPlan` so that each family of
+/// curves changes its own sizes. Every size does the same work: `total` runs (or callers) per
+/// measurement, in rounds of `size`.
+struct CoordinationPlan {
+  var identities: [Int]
+  var callers: [Int]
+  var total: Int
+  var repetitions: Int
+
+  static let full = CoordinationPlan(
+    identities: [1, 10, 100, 1_000, 10_000, 100_000], callers: [1, 10, 100, 1_000], total: 100_000, repetitions: 5)
+  static let quick = CoordinationPlan(
+    identities: [1, 100, 10_000], callers: [1, 10, 100, 1_000], total: 10_000, repetitions: 3)
+}
+
+/// The nanoseconds `body` takes.
+func nanoseconds(_ body: () async -> Void) async -> Double {
+  let elapsed = await ContinuousClock().measure { await body() }
+  return Double(elapsed.components.seconds) * 1e9 + Double(elapsed.components.attoseconds) / 1e9
+}
+
+/// `TaskSlots` with `size` live identities: each round runs an operation that waits for the round's
+/// end under each of `size` identities, then cancels each identity, then lets the tasks end.
+/// Nanoseconds per run and per cancel; `slots == nil` is the naive reference, a dictionary of
+/// plain tasks (each replacing one cancels it) that does the same.
+func coordinationIdentities(_ size: Int, total: Int, slots: TaskSlots<Int>?) async -> [Double] {
+  let rounds = max(total / size, 1)
+  var runs = 0.0
+  var cancels = 0.0
+  var tasks: [Int: Task<Void, Never>] = [:]
+  var started: [Task<Void, Never>] = []
+  started.reserveCapacity(size)
+  for _ in 0..<rounds {
+    let roundEnded = CompletionSignal()
+    runs += await nanoseconds {
+      for id in 0..<size {
+        if let slots {
+          started.append(slots.run(id, trigger: "row") { await roundEnded.wait() }!)
+        } else {
+          let task = Task { await roundEnded.wait() }
+          tasks.updateValue(task, forKey: id)?.cancel()
+          started.append(task)
+        }
+      }
+    }
+    cancels += await nanoseconds {
+      for id in 0..<size {
+        if let slots { slots.cancel(id) } else { tasks.removeValue(forKey: id)?.cancel() }
+      }
+    }
+    roundEnded.fire()
+    for task in started { await task.value }
+    started.removeAll(keepingCapacity: true)
+  }
+  let units = Double(rounds * size)
+  return [runs / units, cancels / units]
+}
+
+/// Starts a caller that runs at once until it first waits (where the OS has `Task.immediate`,
+/// always on Linux), so that by the time this returns the caller has joined its flight.
+func startCaller(_ call: sending @escaping () async -> Int) -> Task<Int, Never> {
+  if #available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *) {
+    return Task.immediate(operation: call)
+  }
+  return Task(operation: call)
+}
+
+/// `SingleFlight`: each round starts `callers` caller tasks for each of `identities` identities,
+/// all of them joined before the runs, which wait for the round's end, may return. Nanoseconds per
+/// caller (one identity) or per run (one caller each). `flight == nil` is the naive reference:
+/// each caller starts a plain task and awaits it, the two tasks a run of one caller costs.
+func singleFlightRound(callers: Int, identities: Int, total: Int, flight: SingleFlight<Int, Int, Never>?) async
+  -> [Double]
+{
+  let perRound = callers * identities
+  let rounds = max(total / perRound, 1)
+  var elapsed = 0.0
+  var started: [Task<Int, Never>] = []
+  started.reserveCapacity(perRound)
+  for _ in 0..<rounds {
+    let roundEnded = CompletionSignal()
+    elapsed += await nanoseconds {
+      for id in 0..<identities {
+        for _ in 0..<callers {
+          started.append(
+            startCaller {
+              let operation = { @Sendable () async -> Int in
+                await roundEnded.wait()
+                return id
+              }
+              guard let flight else { return await Task(operation: operation).value }
+              return await flight.run(id, trigger: "401", operation: operation) ?? -1
+            })
+        }
+      }
+      roundEnded.fire()
+      for caller in started { _ = await caller.value }
+    }
+    started.removeAll(keepingCapacity: true)
+  }
+  return [elapsed / Double(rounds * perRound)]
+}
+
+/// The coordination curves (registered in `runScaling`): what an app with many rows or many
+/// callers pays per run, per cancel and per caller, with the request log off and on.
+func coordinationCurves(options: Options) async -> [ScalingCurve] {
+  let plan = options.quick ? CoordinationPlan.quick : .full
+  var curves: [ScalingCurve] = []
+  /// Measures `workload` at each size (a warm-up, then the median of the repetitions) for the curves
+  /// it feeds, one figure each, if the filter asks for any of them.
+  func measureCurves(
+    _ keys: [(key: String, unit: String, description: String)], sizeName: String, sizes: [Int],
+    _ workload: (Int) async -> [Double]
+  ) async {
+    var group = keys.map { ScalingCurve(key: $0.key, sizeName: sizeName, unit: $0.unit, description: $0.description) }
+    guard group.contains(where: { options.includes($0.key) }) else { return }
+    for size in sizes {
+      _ = await workload(size)
+      var samples: [[Double]] = []
+      for _ in 0..<plan.repetitions { samples.append(await workload(size)) }
+      for index in group.indices {
+        let values = samples.map { $0[index] }.sorted()
+        group[index].points.append(
+          ScalingPoint(size: size, value: values[values.count / 2], min: values.first!, max: values.last!, note: nil))
+      }
+    }
+    curves += group.filter { options.includes($0.key) }
+  }
+
+  let each = "\(plan.total.formatted()) runs per measurement, in rounds of N"
+  func log(_ on: Bool) -> RequestLog<Int>? { on ? RequestLog() : nil }
+  for (suffix, state) in [("", "off"), (".logged", "on")] {
+    await measureCurves(
+      [
+        ("TaskSlots.run.identities\(suffix)", "ns/run", "`run` under each of N live identities, log \(state); \(each)"),
+        ("TaskSlots.cancel.identities\(suffix)", "ns/cancel", "`cancel` of each live identity, log \(state); \(each)"),
+      ], sizeName: "identities", sizes: plan.identities
+    ) { size in
+      await coordinationIdentities(size, total: plan.total, slots: TaskSlots(log: log(!suffix.isEmpty)))
+    }
+  }
+  await measureCurves(
+    [
+      ("naive.run.identities", "ns/run", "the reference: a `[Int: Task]` whose new task cancels the old one; \(each)"),
+      ("naive.cancel.identities", "ns/cancel", "the reference: removing and cancelling each of N plain tasks; \(each)"),
+    ], sizeName: "identities", sizes: plan.identities
+  ) { await coordinationIdentities($0, total: plan.total, slots: nil) }
+  for (suffix, logged) in [("", false), (".logged", true)] {
+    let state = logged ? "on" : "off"
+    await measureCurves(
+      [
+        (
+          "SingleFlight.callers\(suffix)", "ns/caller",
+          "N callers of `SingleFlight.run` joining one run, log \(state); \(plan.total.formatted()) callers in all"
+        )
+      ], sizeName: "callers", sizes: plan.callers
+    ) { await singleFlightRound(callers: $0, identities: 1, total: plan.total, flight: SingleFlight(log: log(logged))) }
+    await measureCurves(
+      [
+        (
+          "SingleFlight.identities\(suffix)", "ns/run",
+          "`SingleFlight.run` with N identities in flight at once, one caller each, log \(state); \(each)"
+        )
+      ], sizeName: "identities", sizes: plan.identities
+    ) { await singleFlightRound(callers: 1, identities: $0, total: plan.total, flight: SingleFlight(log: log(logged))) }
+  }
+  await measureCurves(
+    [("naive.flight.identities", "ns/run", "the reference: a caller task awaiting a plain task it started; \(each)")],
+    sizeName: "identities", sizes: plan.identities
+  ) { await singleFlightRound(callers: 1, identities: $0, total: plan.total, flight: nil) }
+  return curves
 }

@@ -107,7 +107,7 @@ func baselineKey(for key: String) -> String? {
   case "W4.merge": "W4.asyncStream"
   case "W5.passthrough", "W5.passthroughIterator", "W5.parkedTask", "W5.sink": "W5.asyncStream"
   case "W6.taskSlotsLatest": "W6.naive"
-  case "W6.taskSlotsLatestLogged": "W6.taskSlotsLatest"
+  case "W6.taskSlotsLatestLogged": "W6.naive"
   case "W7.combineLatest", "W7.zip": "W7.naive"
   default: nil
   }
@@ -123,7 +123,7 @@ func target(for key: String) -> Double? {
   case "W4.merge": 0.15
   case "W2.sink1", "W2.sink4": 1
   case "W6.taskSlotsLatest": 1.5
-  case "W6.taskSlotsLatestLogged": 1.1
+  case "W6.taskSlotsLatestLogged": 1.65
   case "W7.combineLatest", "W7.zip": 0.3
   default: nil
   }

@@ -2,258 +2,418 @@ import Testing
 
 @testable import AsyncFlow
 
-/// The registry's decisions, event by event, with no task running: what a new run does to the
-/// runs registered under its identity, whatever their policies (the grid), and who watches a
-/// running state.
+/// The registry's decisions, state × event, as a table of plain values: watchers and tasks are
+/// numbers (run `n`'s task is `100 × n`). States of one identity: idle (no slot), one run (of any
+/// policy: the new run's policy decides), several (queued or concurrent), and the registry closed.
 @Suite("TaskSlotsStateMachine", .timeLimit(.minutes(1)))
 struct TaskSlotsStateMachineTests {
-  typealias Machine = TaskSlotsStateMachine<String>
+  typealias Machine = TaskSlotsStateMachine<String, Int, Int>
 
   static let policies: [SlotPolicy] = [.latestWins, .firstWins, .queue, .concurrent]
 
-  /// A registered run with its task attached; the task is a placeholder, never awaited.
-  private func register(_ machine: inout Machine, _ id: String, policy: SlotPolicy) -> (
-    token: Int, task: Task<Void, Never>
-  )? {
+  /// `id`'s registrations as (token, task) pairs; empty when idle.
+  private func slot(_ machine: Machine, _ id: String = "id") -> [Pair] {
+    guard case .open(let open) = machine.state, let slot = open.slots[id] else { return [] }
+    return slot.map { Pair(token: $0.token, task: $0.task) }
+  }
+
+  struct Pair: Equatable {
+    var token: Int
+    var task: Int?
+  }
+
+  /// A run registered under `policy` with its task (`100 × token`) attached; `nil` if ignored.
+  @discardableResult
+  private func register(_ machine: inout Machine, _ id: String = "id", policy: SlotPolicy) -> Int? {
     guard case .start(let token, _, _, _) = machine.reserve(id, policy: policy) else { return nil }
-    let task = Task<Void, Never> {}
-    let attached = machine.attach(task, id: id, token: token)
-    #expect(attached)
-    return (token, task)
+    guard case .attached = machine.attach(100 * token, id: id, token: token) else {
+      Issue.record("run \(token) not attached")
+      return token
+    }
+    return token
+  }
+
+  /// What `reserve` decided, as plain values.
+  private func started(_ action: Machine.ReserveAction) -> (
+    token: Int, superseded: [Pair], predecessors: Int, wakes: [Bool?]
+  )? {
+    guard case .start(let token, let superseded, let predecessors, let wakes) = action else { return nil }
+    let pairs = (superseded.map { Array($0) } ?? []).map { Pair(token: $0.token, task: $0.task) }
+    return (token, pairs, predecessors.count, wakes.map { $0.running })
+  }
+
+  // MARK: reserve
+
+  @Test(arguments: policies)
+  func testReserve_whenIdle_startsAndWakesWhoWatchesIt(policy: SlotPolicy) {
+    var machine = Machine()
+    #expect(machine.watch("id", last: false, watcher: 0, continuation: 7, isCancelled: false).isParked)
+    let decision = started(machine.reserve("id", policy: policy))
+    #expect(decision?.token == 1)
+    #expect(decision?.superseded == [] && decision?.predecessors == 0)
+    #expect(decision?.wakes == [true])
+    #expect(slot(machine) == [Pair(token: 1, task: nil)])  // reserved, no task yet
+    #expect(machine.runningCount == 1 && machine.watchers.isEmpty)
   }
 
   /// The grid: one registered run of `existing`'s policy, then a run of `new`'s. The existing
   /// run's policy never matters; the new run's decides.
   @Test(arguments: policies, policies)
-  func testReserve_whenARunOfAnyPolicyIsRegistered(existing: SlotPolicy, new: SlotPolicy) {
+  func testReserve_whenOneRunIsRegistered(existing: SlotPolicy, new: SlotPolicy) {
     var machine = Machine()
-    let first = register(&machine, "id", policy: existing)!
-    let decision = machine.reserve("id", policy: new)
-    switch (new, decision) {
-    case (.latestWins, .start(let token, let superseded, let predecessors, _)):
-      #expect(superseded.count == 1 && superseded.first?.task == first.task)
-      #expect(predecessors.isEmpty)
-      #expect(machine.slots["id"]!.map(\.token) == [token])  // the old registration left in the same step
+    register(&machine, policy: existing)
+    let action = machine.reserve("id", policy: new)
+    let decision = started(action)
+    switch new {
+    case .latestWins:
+      #expect(decision?.superseded == [Pair(token: 1, task: 100)] && decision?.predecessors == 0)
+      #expect(slot(machine) == [Pair(token: 2, task: nil)])  // the old registration left in the same step
       #expect(machine.runningCount == 1)
-    case (.firstWins, .ignore):
-      #expect(machine.slots["id"]!.map(\.token) == [first.token])
+    case .firstWins:
+      #expect(decision == nil)
+      #expect(slot(machine) == [Pair(token: 1, task: 100)])
       #expect(machine.runningCount == 1)
-    case (.queue, .start(let token, let superseded, let predecessors, _)):
-      #expect(superseded.isEmpty)
-      #expect(predecessors.count == 1 && predecessors.first === machine.awaitedEnds[first.token])
-      #expect(machine.slots["id"]!.map(\.token) == [first.token, token])
-    case (.concurrent, .start(let token, let superseded, let predecessors, _)):
-      #expect(superseded.isEmpty && predecessors.isEmpty)
-      #expect(machine.slots["id"]!.map(\.token) == [first.token, token])
+    case .queue:
+      #expect(decision?.superseded == [] && decision?.predecessors == 1)
+      #expect(machine.awaitedEnds.keys.sorted() == [1])
+      #expect(slot(machine).map(\.token) == [1, 2] && machine.runningCount == 2)
     default:
-      Issue.record("\(new) after \(existing): unexpected \(decision)")
+      #expect(decision?.superseded == [] && decision?.predecessors == 0)
+      #expect(slot(machine).map(\.token) == [1, 2] && machine.runningCount == 2)
     }
+    #expect(decision?.wakes ?? [] == [])  // running stays running: nothing to report
   }
 
   /// A running queued run and one waiting behind it, then a run of each policy.
   @Test(arguments: policies)
-  func testReserve_whenAQueueRunsWithOneWaiting(new: SlotPolicy) {
+  func testReserve_whenSeveralAreRegistered(new: SlotPolicy) {
     var machine = Machine()
-    let running = register(&machine, "id", policy: .queue)!
-    let waiting = register(&machine, "id", policy: .queue)!
-    let decision = machine.reserve("id", policy: new)
-    switch (new, decision) {
-    case (.latestWins, .start(let token, let superseded, _, _)):
+    register(&machine, policy: .queue)
+    register(&machine, policy: .queue)
+    let decision = started(machine.reserve("id", policy: new))
+    switch new {
+    case .latestWins:
       // Both leave: the waiting one is cancelled before its operation, which then never runs.
-      #expect(superseded.map(\.task) == [running.task, waiting.task])
-      #expect(machine.slots["id"]!.map(\.token) == [token])
-    case (.firstWins, .ignore):
-      #expect(machine.slots["id"]!.count == 2)
-    case (.queue, .start(_, let superseded, let predecessors, _)):
-      #expect(superseded.isEmpty && predecessors.count == 2)
-    case (.concurrent, .start(_, let superseded, let predecessors, _)):
-      #expect(superseded.isEmpty && predecessors.isEmpty)
-      #expect(machine.slots["id"]!.count == 3)
+      #expect(decision?.superseded == [Pair(token: 1, task: 100), Pair(token: 2, task: 200)])
+      #expect(slot(machine).map(\.token) == [3] && machine.runningCount == 1)
+    case .firstWins:
+      #expect(decision == nil)
+      #expect(slot(machine).map(\.token) == [1, 2])
+    case .queue:
+      #expect(decision?.superseded == [] && decision?.predecessors == 2)
+      #expect(slot(machine).map(\.token) == [1, 2, 3])
     default:
-      Issue.record("\(new) after two queued runs: unexpected \(decision)")
+      #expect(decision?.superseded == [] && decision?.predecessors == 0)
+      #expect(slot(machine).map(\.token) == [1, 2, 3] && machine.runningCount == 3)
     }
   }
 
-  @Test func testReserve_whenAnotherIdentityRuns_neverTouchesIt() {
-    for policy in Self.policies {
-      var machine = Machine()
-      let other = register(&machine, "other", policy: .firstWins)!
-      guard case .start(_, let superseded, let predecessors, _) = machine.reserve("id", policy: policy) else {
-        Issue.record("\(policy) on a free identity was ignored")
-        continue
-      }
-      #expect(superseded.isEmpty && predecessors.isEmpty)
-      #expect(machine.slots["other"]!.map(\.token) == [other.token])
+  @Test(arguments: policies)
+  func testReserve_whenAnotherIdentityRuns_neverTouchesIt(policy: SlotPolicy) {
+    var machine = Machine()
+    register(&machine, "other", policy: .firstWins)
+    let decision = started(machine.reserve("id", policy: policy))
+    #expect(decision?.superseded == [] && decision?.predecessors == 0)
+    #expect(slot(machine, "other") == [Pair(token: 1, task: 100)])
+  }
+
+  @Test func testReserve_withALogNumber_startsThatRun() {
+    var machine = Machine()
+    #expect(started(machine.reserve("id", policy: .concurrent, token: 7))?.token == 7)
+    #expect(started(machine.reserve("id", policy: .concurrent))?.token == 8)
+  }
+
+  /// The `TaskSlots` went during its own `run` (after its last use there): nothing starts.
+  @Test(arguments: policies)
+  func testReserve_whenClosed_ignores(policy: SlotPolicy) {
+    var machine = Machine()
+    _ = machine.close()
+    #expect(started(machine.reserve("id", policy: policy)) == nil)
+    #expect(machine.runningCount == 0 && !machine.isRunning("id"))
+  }
+
+  // MARK: attach
+
+  @Test func testAttach_whenSeveralAreRegistered_attachesToItsOwn() {
+    var machine = Machine()
+    register(&machine, policy: .concurrent)
+    _ = machine.reserve("id", policy: .concurrent)
+    #expect(machine.attach(200, id: "id", token: 2).isAttached)
+    #expect(slot(machine) == [Pair(token: 1, task: 100), Pair(token: 2, task: 200)])
+  }
+
+  /// Every way a run can leave before its task exists: the task is cancelled at once.
+  @Test func testAttach_whenTheRunLeft_cancels() {
+    var cancelled = Machine()
+    _ = cancelled.reserve("id", policy: .latestWins)
+    _ = cancelled.cancel("id")
+    #expect(!cancelled.attach(100, id: "id", token: 1).isAttached)
+
+    var superseded = Machine()
+    _ = superseded.reserve("id", policy: .latestWins)
+    _ = superseded.reserve("id", policy: .latestWins)
+    #expect(!superseded.attach(100, id: "id", token: 1).isAttached)
+    #expect(slot(superseded) == [Pair(token: 2, task: nil)])
+
+    var dropped = Machine()
+    register(&dropped, policy: .queue)
+    _ = dropped.reserve("id", policy: .queue)
+    _ = dropped.reserve("id", policy: .latestWins)
+    #expect(!dropped.attach(200, id: "id", token: 2).isAttached)
+
+    var closed = Machine()
+    _ = closed.reserve("id", policy: .latestWins)
+    _ = closed.close()
+    #expect(!closed.attach(100, id: "id", token: 1).isAttached)
+  }
+
+  // MARK: finished
+
+  @Test func testFinished_whenTheOnlyRun_makesTheIdentityIdleAndWakesItsWatchers() {
+    var machine = Machine()
+    register(&machine, policy: .latestWins)
+    _ = machine.watch("id", last: true, watcher: 0, continuation: 7, isCancelled: false)
+    _ = machine.watch("other", last: false, watcher: 1, continuation: 8, isCancelled: false)
+    guard case .wake(let wakes, let signal) = machine.finished(id: "id", token: 1) else {
+      Issue.record("the watcher of \"id\" is woken")
+      return
     }
+    #expect(wakes.map(\.watcher) == [7] && wakes.map(\.running) == [false] && signal == nil)
+    #expect(slot(machine) == [] && machine.runningCount == 0)
+    #expect(machine.watchers.map(\.watcher) == [8])
   }
 
   @Test func testFinished_whenSuperseded_leavesTheSuccessor() {
     var machine = Machine()
-    let old = register(&machine, "id", policy: .latestWins)!
-    let new = register(&machine, "id", policy: .latestWins)!
-    _ = machine.finished(id: "id", token: old.token)
-    #expect(machine.slots["id"]!.map(\.token) == [new.token])
+    register(&machine, policy: .latestWins)
+    register(&machine, policy: .latestWins)
+    #expect(machine.finished(id: "id", token: 1).isNone)
+    #expect(slot(machine) == [Pair(token: 2, task: 200)])
     #expect(machine.runningCount == 1)
+  }
+
+  @Test func testFinished_whenOneOfSeveral_keepsTheOthers() {
+    var machine = Machine()
+    for _ in 1...3 { register(&machine, policy: .concurrent) }
+    #expect(machine.finished(id: "id", token: 2).isNone)
+    #expect(slot(machine).map(\.token) == [1, 3] && machine.runningCount == 2)
+    #expect(machine.finished(id: "id", token: 1).isNone)
+    #expect(slot(machine) == [Pair(token: 3, task: 300)])
+  }
+
+  /// The signal a queued run waits for fires when the task really ends, in every state: after its
+  /// registration left, and after the registry closed.
+  @Test(arguments: [false, true])
+  func testFinished_whenAQueuedRunWaits_firesItsSignal(closedFirst: Bool) {
+    var machine = Machine()
+    register(&machine, policy: .queue)
+    register(&machine, policy: .queue)
+    _ = closedFirst ? machine.close() : machine.cancel("id")
+    let awaited = machine.awaitedEnds[1]
+    guard case .wake(let wakes, let signal?) = machine.finished(id: "id", token: 1) else {
+      Issue.record("the end of run 1 is awaited")
+      return
+    }
+    #expect(wakes.isEmpty && signal === awaited)
+    #expect(machine.awaitedEnds.isEmpty)
+    #expect(machine.finished(id: "id", token: 2).isNone)
+  }
+
+  // MARK: cancel, cancelAll, close
+
+  @Test func testCancel_whenIdle_doesNothing() {
+    var machine = Machine()
+    register(&machine, "other", policy: .latestWins)
+    #expect(machine.cancel("id").isNone)
+    #expect(machine.runningCount == 1)
+  }
+
+  @Test func testCancel_whenSeveralAreRegistered_removesThemAll() {
+    var machine = Machine()
+    register(&machine, policy: .queue)
+    register(&machine, policy: .queue)
+    _ = machine.watch("id", last: true, watcher: 0, continuation: 7, isCancelled: false)
+    guard case .cancel(let removed, let wakes) = machine.cancel("id") else {
+      Issue.record("expected cancel")
+      return
+    }
+    #expect(removed.map(\.task) == [100, 200])
+    #expect(wakes.map(\.watcher) == [7] && wakes.map(\.running) == [false])
+    #expect(slot(machine) == [] && machine.runningCount == 0)
+  }
+
+  @Test func testCancelAll_whenRunning_removesEveryIdentity() {
+    var machine = Machine()
+    register(&machine, "a", policy: .latestWins)
+    register(&machine, "b", policy: .latestWins)
+    _ = machine.watch("a", last: true, watcher: 0, continuation: 7, isCancelled: false)
+    guard case .cancelAll(let removed, let wakes) = machine.cancelAll() else {
+      Issue.record("expected cancelAll")
+      return
+    }
+    #expect(removed.values.flatMap { $0.compactMap(\.task) }.sorted() == [100, 200])
+    #expect(wakes.map(\.watcher) == [7] && wakes.map(\.running) == [false])
+    #expect(machine.runningCount == 0 && !machine.isRunning("a"))
+    #expect(machine.cancelAll().isNone)
+    register(&machine, "a", policy: .latestWins)  // still open
+  }
+
+  @Test func testClose_whenAWatcherSawRunning_reportsFalseThenFinishes() {
+    var machine = Machine()
+    register(&machine, policy: .latestWins)
+    _ = machine.watch("id", last: true, watcher: 0, continuation: 7, isCancelled: false)
+    guard case .cancelAll(let removed, let wakes) = machine.close() else {
+      Issue.record("expected cancelAll")
+      return
+    }
+    #expect(removed.count == 1)
+    #expect(wakes.map(\.running) == [false])
+    // Its next question finishes it.
+    guard case .resume(nil) = machine.watch("id", last: false, watcher: 1, continuation: 8, isCancelled: false) else {
+      Issue.record("a closed registry finishes its watchers")
+      return
+    }
+  }
+
+  @Test func testClose_whenAWatcherSawIdle_finishesIt() {
+    var machine = Machine()
+    _ = machine.watch("id", last: false, watcher: 0, continuation: 7, isCancelled: false)
+    guard case .cancelAll(_, let wakes) = machine.close() else {
+      Issue.record("expected cancelAll")
+      return
+    }
+    #expect(wakes.map(\.watcher) == [7] && wakes.map(\.running) == [nil])
+    #expect(machine.watchers.isEmpty)
+  }
+
+  @Test func testClose_whenClosed_doesNothing() {
+    var machine = Machine()
+    register(&machine, policy: .latestWins)
+    _ = machine.close()
+    #expect(machine.close().isNone && machine.cancel("id").isNone && machine.cancelAll().isNone)
+    #expect(machine.runningCount == 0 && !machine.isRunning("id") && machine.isLatest("id", token: 1))
   }
 
   // MARK: isLatest
 
-  @Test func testIsLatest_whenANewerRunIsRegistered_isFalseUntilItEnds() {
-    for policy in [SlotPolicy.latestWins, .queue, .concurrent] {
-      var machine = Machine()
-      let old = register(&machine, "id", policy: .latestWins)!
-      #expect(machine.isLatest("id", token: old.token))
-      let new = register(&machine, "id", policy: policy)!
-      #expect(!machine.isLatest("id", token: old.token), "\(policy)")
-      #expect(machine.isLatest("id", token: new.token))
-      _ = machine.finished(id: "id", token: new.token)
-      // Nothing newer runs: a late cleanup of the old run may turn the spinner off.
-      #expect(machine.isLatest("id", token: old.token), "\(policy)")
-    }
+  @Test(arguments: [SlotPolicy.latestWins, .queue, .concurrent])
+  func testIsLatest_whenANewerRunIsRegistered_isFalseUntilItEnds(policy: SlotPolicy) {
+    var machine = Machine()
+    let old = register(&machine, policy: .latestWins)!
+    #expect(machine.isLatest("id", token: old))
+    let new = register(&machine, policy: policy)!
+    #expect(!machine.isLatest("id", token: old))
+    #expect(machine.isLatest("id", token: new))
+    _ = machine.finished(id: "id", token: new)
+    // Nothing newer runs: a late cleanup of the old run may turn the spinner off.
+    #expect(machine.isLatest("id", token: old))
   }
 
   /// "Latest", not "last": the newest of two concurrent runs is latest though the older one still
   /// runs; the guide binds the running state for a spinner over concurrent runs.
   @Test func testIsLatest_whenAnOlderConcurrentRunOutlivesIt_isTrue() {
     var machine = Machine()
-    let old = register(&machine, "id", policy: .concurrent)!
-    let new = register(&machine, "id", policy: .concurrent)!
-    #expect(machine.isLatest("id", token: new.token))
-    #expect(machine.isRunning("id"))
-    _ = machine.finished(id: "id", token: new.token)
-    #expect(machine.isLatest("id", token: new.token))
-    #expect(machine.isLatest("id", token: old.token))
+    let old = register(&machine, policy: .concurrent)!
+    let new = register(&machine, policy: .concurrent)!
+    #expect(machine.isLatest("id", token: new))
+    _ = machine.finished(id: "id", token: new)
+    #expect(machine.isLatest("id", token: new) && machine.isLatest("id", token: old))
     #expect(machine.isRunning("id"))
   }
 
   @Test func testIsLatest_whenCancelledWithNothingAfter_isTrue() {
     var machine = Machine()
-    let run = register(&machine, "id", policy: .latestWins)!
+    let run = register(&machine, policy: .latestWins)!
     _ = machine.cancel("id")
-    #expect(machine.isLatest("id", token: run.token))
-    _ = register(&machine, "id", policy: .latestWins)!
-    #expect(!machine.isLatest("id", token: run.token))
+    #expect(machine.isLatest("id", token: run))
+    register(&machine, policy: .latestWins)
+    #expect(!machine.isLatest("id", token: run))
   }
 
   @Test func testIsLatest_whenAFirstWinsRunWasIgnored_isTrue() {
     var machine = Machine()
-    let run = register(&machine, "id", policy: .firstWins)!
-    #expect(register(&machine, "id", policy: .firstWins) == nil)
-    #expect(machine.isLatest("id", token: run.token))
+    let run = register(&machine, policy: .firstWins)!
+    #expect(register(&machine, policy: .firstWins) == nil)
+    #expect(machine.isLatest("id", token: run))
   }
 
   // MARK: Running-state watchers
 
-  /// Runs `body` with a real continuation for the machine to hold; resumed afterwards with
-  /// `resumeWith` unless the body resumed it (`true` returned).
-  private func withWatcher(_ body: (UnsafeContinuation<Bool?, Never>) -> Bool) async {
-    _ = await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool?, Never>) in
-      if !body(continuation) { continuation.resume(returning: nil) }
+  /// What a watcher asking for `id`'s next state gets, by the state it delivered last.
+  @Test(arguments: [
+    // (running, last delivered, cancelled) → resumed with, or `nil` for parked
+    (false, Bool?.none, false, Bool??.some(false)),
+    (true, nil, false, true),
+    (false, true, false, false),
+    (true, false, false, true),
+    (false, false, false, nil),
+    (true, true, false, nil),
+    (true, true, true, .some(nil)),
+  ])
+  func testWatch_whenOpen(running: Bool, last: Bool?, isCancelled: Bool, resumedWith: Bool??) {
+    var machine = Machine()
+    if running { register(&machine, policy: .latestWins) }
+    let action = machine.watch("id", last: last, watcher: 0, continuation: 7, isCancelled: isCancelled)
+    switch (action, resumedWith) {
+    case (.parked, nil):
+      #expect(machine.watchers.map(\.watcher) == [7])
+    case (.resume(let state), let expected?):
+      #expect(state == expected)
+      #expect(machine.watchers.isEmpty)
+    default:
+      Issue.record("running \(running), last \(String(describing: last)): \(action)")
     }
   }
 
-  @Test func testWatch_whenTheStateDiffersFromTheLastDelivered_resumesAtOnce() async {
+  @Test func testWatch_whenClosed_reportsIdleOnceThenFinishes() {
     var machine = Machine()
-    await withWatcher { continuation in
-      guard
-        case .resume(false?) = machine.watch(
-          "id", last: nil, watcher: 0, continuation: continuation, isCancelled: false)
-      else {
-        Issue.record("the first state is delivered at once")
-        return false
-      }
-      return false
+    _ = machine.close()
+    guard case .resume(false?) = machine.watch("id", last: nil, watcher: 0, continuation: 7, isCancelled: false),
+      case .resume(nil) = machine.watch("id", last: false, watcher: 0, continuation: 7, isCancelled: false)
+    else {
+      Issue.record("a watcher of a closed registry gets false, then finishes")
+      return
     }
     #expect(machine.watchers.isEmpty)
   }
 
-  @Test func testWatch_whenUnchanged_parksUntilTheStateChanges() async {
+  @Test func testReserve_whenTheIdentityRunsAlready_wakesNobody() {
     var machine = Machine()
-    await withWatcher { continuation in
-      guard case .parked = machine.watch("id", last: false, watcher: 7, continuation: continuation, isCancelled: false)
-      else {
-        Issue.record("expected parked")
-        return false
-      }
-      #expect(machine.wake("other", running: true).isEmpty)  // another identity: stays parked
-      guard case .start(_, _, _, let wakes) = machine.reserve("id", policy: .latestWins) else { return false }
-      #expect(wakes.count == 1 && wakes.first?.running == true)
-      #expect(machine.watchers.isEmpty)
-      for wake in wakes { wake.resume() }
-      return true
-    }
+    register(&machine, policy: .latestWins)
+    _ = machine.watch("id", last: true, watcher: 0, continuation: 7, isCancelled: false)
+    #expect(started(machine.reserve("id", policy: .latestWins))?.wakes == [])
+    #expect(machine.watchers.map(\.watcher) == [7])
   }
 
-  @Test func testReserve_whenTheIdentityRunsAlready_wakesNobody() async {
+  @Test func testCancelWatcher_whenParked_returnsItsContinuation() {
     var machine = Machine()
-    _ = register(&machine, "id", policy: .latestWins)
-    await withWatcher { continuation in
-      _ = machine.watch("id", last: true, watcher: 0, continuation: continuation, isCancelled: false)
-      guard case .start(let token, _, _, let wakes) = machine.reserve("id", policy: .latestWins) else { return false }
-      #expect(wakes.isEmpty)  // true stays true across a replacement: nothing to report
-      let ended = machine.finished(id: "id", token: token)
-      #expect(ended.wakes.count == 1 && ended.wakes.first?.running == false)
-      ended.perform()
-      return true
-    }
+    _ = machine.watch("id", last: false, watcher: 3, continuation: 7, isCancelled: false)
+    #expect(machine.cancelWatcher(4) == nil)
+    #expect(machine.cancelWatcher(3) == 7)
+    #expect(machine.watchers.isEmpty && machine.cancelWatcher(3) == nil)
   }
+}
 
-  @Test func testCancelWatcher_whenParked_returnsItsContinuation() async {
-    var machine = Machine()
-    await withWatcher { continuation in
-      _ = machine.watch("id", last: false, watcher: 3, continuation: continuation, isCancelled: false)
-      #expect(machine.cancelWatcher(4) == nil)
-      let cancelled = machine.cancelWatcher(3)
-      #expect(cancelled != nil && machine.watchers.isEmpty)
-      cancelled?.resume(returning: nil)
-      return true
-    }
+extension TaskSlotsStateMachine.WatchAction {
+  fileprivate var isParked: Bool {
+    if case .parked = self { true } else { false }
   }
+}
 
-  @Test func testWatch_whenCancelled_finishes() async {
-    var machine = Machine()
-    await withWatcher { continuation in
-      guard
-        case .resume(nil) = machine.watch("id", last: nil, watcher: 0, continuation: continuation, isCancelled: true)
-      else {
-        Issue.record("a cancelled consumer finishes")
-        return false
-      }
-      return false
-    }
+extension TaskSlotsStateMachine.AttachAction {
+  fileprivate var isAttached: Bool {
+    if case .attached = self { true } else { false }
   }
+}
 
-  @Test func testClose_whenAWatcherSawRunning_reportsFalseThenFinishes() async {
-    var machine = Machine()
-    _ = register(&machine, "id", policy: .latestWins)
-    await withWatcher { continuation in
-      _ = machine.watch("id", last: true, watcher: 0, continuation: continuation, isCancelled: false)
-      let closing = machine.close()
-      #expect(closing.tasks.count == 1)
-      #expect(closing.wakes.map(\.running) == [false])
-      closing.perform()
-      return true
-    }
-    await withWatcher { continuation in
-      guard
-        case .resume(nil) = machine.watch("id", last: false, watcher: 1, continuation: continuation, isCancelled: false)
-      else {
-        Issue.record("a closed registry finishes its watchers")
-        return false
-      }
-      return false
-    }
+extension TaskSlotsStateMachine.EndAction {
+  fileprivate var isNone: Bool {
+    if case .none = self { true } else { false }
   }
+}
 
-  @Test func testClose_whenAWatcherSawIdle_finishesIt() async {
-    var machine = Machine()
-    await withWatcher { continuation in
-      _ = machine.watch("id", last: false, watcher: 0, continuation: continuation, isCancelled: false)
-      let closing = machine.close()
-      #expect(closing.wakes.map(\.running) == [nil])
-      #expect(machine.watchers.isEmpty)
-      closing.perform()
-      return true
-    }
+extension TaskSlotsStateMachine.CancelAction {
+  fileprivate var isNone: Bool {
+    if case .none = self { true } else { false }
   }
 }

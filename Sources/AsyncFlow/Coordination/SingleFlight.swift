@@ -77,7 +77,7 @@ public final class SingleFlight<ID: Hashable & Sendable, Success: Sendable, Fail
   /// ```swift
   /// #expect(!refreshes.isRunning(.token))   // every refresh has ended
   /// ```
-  public func isRunning(_ id: ID) -> Bool {
+  @inlinable public func isRunning(_ id: ID) -> Bool {
     storage.state.withLock { $0.isRunning(id) }
   }
 }

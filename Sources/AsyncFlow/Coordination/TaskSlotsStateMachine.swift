@@ -1,135 +1,173 @@
-/// The registry behind ``TaskSlots``: which tasks run under which identity, and who watches an
-/// identity's running state. Pure: the owner starts and cancels tasks, and resumes watchers,
-/// outside its lock, as the returned decisions say.
+/// The registry behind ``TaskSlots``: which runs are registered under which identity, and who
+/// watches an identity's running state. Pure: each event returns an action, and the storage
+/// (`TaskSlotsRegistry`) starts and cancels tasks, and resumes watchers, after its lock. Generic
+/// over the watcher (a continuation) and the task, so that its grid is a table of plain values.
 ///
 /// Mixed policies on one identity: the policy of the new run decides, whatever the policies of
 /// the runs already registered. `latestWins` removes (and cancels) every registration, queued ones
 /// included; `firstWins` starts nothing while any registration exists; `queue` waits for the end
 /// of every registration before it; `concurrent` relates to none.
 @usableFromInline
-struct TaskSlotsStateMachine<ID: Hashable> {
-  @usableFromInline struct Entry {
+struct TaskSlotsStateMachine<ID: Hashable, Watcher, Work> {
+  /// One registered run.
+  @usableFromInline struct Registration {
     @usableFromInline let token: Int
     /// `nil` between the reservation and the task's creation.
-    @usableFromInline var task: Task<Void, Never>?
+    @usableFromInline var task: Work?
     /// What the caller named as the run's reason, kept for the request log (`nil` without one).
     @usableFromInline let trigger: String?
 
-    @inlinable init(token: Int, task: Task<Void, Never>?, trigger: String? = nil) {
+    @inlinable init(token: Int, task: Work?, trigger: String?) {
       self.token = token
       self.task = task
       self.trigger = trigger
     }
   }
 
-  /// A consumer of `TaskSlots.isRunningFlow(_:)` suspended until `slot`'s running state differs
-  /// from the one it delivered last (which was the current one when it parked).
-  @usableFromInline struct Watcher {
-    @usableFromInline let id: Int
-    @usableFromInline let slot: ID
-    @usableFromInline let continuation: UnsafeContinuation<Bool?, Never>
+  /// One identity's registrations, in token order; an idle identity has no slot. One run, the
+  /// common case, is held without an array, so that a `latestWins` run allocates nothing here.
+  @usableFromInline enum Slot: RandomAccessCollection {
+    case one(Registration)
+    /// Two or more (`queue`, `concurrent`).
+    case several([Registration])
 
-    @inlinable init(id: Int, slot: ID, continuation: UnsafeContinuation<Bool?, Never>) {
-      self.id = id
-      self.slot = slot
-      self.continuation = continuation
+    @inlinable var startIndex: Int { 0 }
+    @inlinable var endIndex: Int {
+      switch self {
+      case .one: 1
+      case .several(let all): all.count
+      }
+    }
+    @inlinable subscript(position: Int) -> Registration {
+      switch self {
+      case .one(let only): only
+      case .several(let all): all[position]
+      }
+    }
+
+    /// Gives run `token` its task; `false` if the run is not here.
+    @inlinable mutating func attach(_ task: Work, token: Int) -> Bool {
+      switch self {
+      case .one(var only):
+        guard only.token == token else { return false }
+        only.task = task
+        self = .one(only)
+      case .several(var all):
+        guard let index = all.firstIndex(where: { $0.token == token }) else { return false }
+        self = .several([])  // the array's other reference: changing it costs no copy
+        all[index].task = task
+        self = .several(all)
+      }
+      return true
     }
   }
 
   /// A watcher to resume with a running state, or with `nil` (the registry is closed: finish).
-  @usableFromInline struct Wake {
-    @usableFromInline let continuation: UnsafeContinuation<Bool?, Never>
-    @usableFromInline let running: Bool?
+  @usableFromInline typealias Wake = (watcher: Watcher, running: Bool?)
 
-    @inlinable init(continuation: UnsafeContinuation<Bool?, Never>, running: Bool?) {
-      self.continuation = continuation
-      self.running = running
-    }
+  /// A consumer of `isRunningFlow(_:)` parked until `slot`'s running state differs from the one
+  /// it delivered last (which was the current one when it parked).
+  @usableFromInline typealias Parked = (id: Int, slot: ID, watcher: Watcher)
 
-    @inlinable func resume() {
-      continuation.resume(returning: running)
+  @usableFromInline struct Open {
+    @usableFromInline var slots: [ID: Slot] = [:]
+    @usableFromInline var runningCount = 0
+    /// In the order they parked; empty unless someone binds a running state.
+    @usableFromInline var watchers: [Parked] = []
+
+    @inlinable init() {}
+
+    /// Takes out the watchers of `id`: its running state just became `running`, which differs
+    /// from what each of them delivered last.
+    @inlinable mutating func wake(_ id: ID, running: Bool) -> [Wake] {
+      guard !watchers.isEmpty else { return [] }
+      var wakes: [Wake] = []
+      watchers.removeAll { parked in
+        guard parked.slot == id else { return false }
+        wakes.append((parked.watcher, running))
+        return true
+      }
+      return wakes
     }
   }
 
-  @usableFromInline var slots: [ID: [Entry]] = [:]
-  /// The end of each task that a queued task waits for, by token. Made only when a `queue` task
-  /// needs one (most tasks are never waited for), and kept apart from `slots`: a registration can
-  /// leave (cancelled, superseded) while its task still runs, and the signal must fire when that
-  /// task really ends.
+  @usableFromInline enum State {
+    /// Runs are registered and watchers park.
+    case open(Open)
+    /// The `TaskSlots` is gone: nothing is registered, and watchers finish instead of parking.
+    case closed
+    /// Held only inside an event, while the open payload is changed: taken out of the enum, its
+    /// dictionary and arrays are uniquely referenced, so that changing them costs no copy.
+    case modifying
+  }
+
+  @usableFromInline var state = State.open(Open())
+  /// The end of each task that a queued run waits for, by token, in every state: made only when a
+  /// `queue` run needs one (most tasks are never waited for), and kept apart from the slots, since
+  /// a registration can leave (cancelled, superseded, closed) while its task still runs, and the
+  /// signal must fire when that task really ends.
   @usableFromInline var awaitedEnds: [Int: CompletionSignal] = [:]
   /// The next run's number when the owner has no request log (with one, the log numbers runs).
   @usableFromInline var nextToken = 1
-  @usableFromInline var runningCount = 0
-  /// Whether watchers may park, and the parked ones.
-  @usableFromInline enum Watching {
-    /// Watchers parked in the order they parked; empty unless someone binds a running state.
-    case open([Watcher])
-    /// The `TaskSlots` is gone: watchers finish instead of parking, so none is ever left parked.
-    case closed
-  }
-
-  @usableFromInline var watching = Watching.open([])
   @usableFromInline var nextWatcherID = 0
-
-  /// The parked watchers.
-  @inlinable var watchers: [Watcher] {
-    guard case .open(let parked) = watching else { return [] }
-    return parked
-  }
-
-  /// Changes the parked watchers in place: the array is taken out of the enum first, so that it is
-  /// uniquely referenced and changing it costs no copy.
-  @inlinable mutating func withParkedWatchers<Result>(_ body: (inout [Watcher]) -> Result) -> Result? {
-    guard case .open(var parked) = watching else { return nil }
-    watching = .open([])
-    defer { watching = .open(parked) }
-    return body(&parked)
-  }
 
   @inlinable init() {}
 
-  @usableFromInline enum RunDecision {
+  // MARK: Runs
+
+  @usableFromInline enum ReserveAction {
     /// Cancel the tasks of `superseded` (the registrations that left, for the request log too),
     /// resume `wakes`, then start the task for `token`, after every one of `predecessors` fired.
-    case start(token: Int, superseded: [Entry], predecessors: [CompletionSignal], wakes: [Wake])
-    /// `firstWins` while a task runs: start nothing.
+    case start(token: Int, superseded: Slot?, predecessors: [CompletionSignal], wakes: [Wake])
+    /// `firstWins` while a run is registered: start nothing.
     case ignore
   }
 
-  /// Registers a new task for `id` under `policy`, numbered `token` (the request log's number) or,
-  /// without one, by the registry. For `latestWins` the tasks in flight leave the registry in the
-  /// same step, so it never holds two for one identity.
+  /// Registers a new run for `id` under `policy`, numbered `token` (the request log's number) or,
+  /// without one, by the registry. For `latestWins` the runs in flight leave in the same step, so
+  /// that the registry never holds two for one identity.
   @inlinable mutating func reserve(
     _ id: ID, policy: SlotPolicy, token: Int? = nil, trigger: String? = nil
-  ) -> RunDecision {
-    // Taken out of the dictionary so that the array is uniquely referenced: mutating it in place
-    // then costs no copy.
-    var entries = slots.removeValue(forKey: id) ?? []
-    let wasRunning = !entries.isEmpty
-    var superseded: [Entry] = []
+  ) -> ReserveAction {
+    // Closed: the `TaskSlots` went during its own `run`, after its last use there. Nothing starts.
+    guard case .open(var open) = state else { return .ignore }
+    state = .modifying
+    defer { state = .open(open) }
+    // Taken out of the dictionary, so that a `several` array is uniquely referenced.
+    var slot = open.slots.removeValue(forKey: id)
+    let wasIdle = slot == nil
+    var superseded: Slot?
     var predecessors: [CompletionSignal] = []
-    switch policy.storage {
-    case .latestWins:
-      // Handed out whole (the buffer moves, no copy), so that their tasks and triggers are
-      // released after the lock.
-      runningCount -= entries.count
-      swap(&superseded, &entries)
-    case .firstWins:
-      if wasRunning {
-        slots[id] = entries
+    if let registered = slot {
+      switch policy.storage {
+      case .latestWins:
+        // Handed out whole, so that their tasks and triggers are released after the lock.
+        open.runningCount -= registered.count
+        swap(&superseded, &slot)
+      case .firstWins:
+        open.slots[id] = registered
         return .ignore
+      case .queue:
+        for registration in registered { predecessors.append(awaitedEnd(of: registration.token)) }
+      case .concurrent:
+        break
       }
-    case .queue:
-      for entry in entries { predecessors.append(awaitedEnd(of: entry.token)) }
-    case .concurrent:
-      break
     }
     let token = token ?? nextToken
     nextToken = token + 1
-    entries.append(Entry(token: token, task: nil, trigger: trigger))
-    runningCount += 1
-    slots[id] = entries
-    let wakes = wasRunning ? [] : wake(id, running: true)
+    let new = Registration(token: token, task: nil, trigger: trigger)
+    switch slot {
+    case nil:
+      open.slots[id] = .one(new)
+    case .one(let only)?:
+      open.slots[id] = .several([only, new])
+    case .several(var all)?:
+      slot = nil  // the array's other reference: appending costs no copy
+      all.append(new)
+      open.slots[id] = .several(all)
+    }
+    open.runningCount += 1
+    let wakes = wasIdle ? open.wake(id, running: true) : []
     return .start(token: token, superseded: superseded, predecessors: predecessors, wakes: wakes)
   }
 
@@ -140,106 +178,137 @@ struct TaskSlotsStateMachine<ID: Hashable> {
     return signal
   }
 
-  /// Attaches the started task; returns `false` if its registration is already gone (cancelled),
-  /// so that the task is cancelled at once.
-  @inlinable mutating func attach(_ task: Task<Void, Never>, id: ID, token: Int) -> Bool {
-    guard let index = slots[id]?.firstIndex(where: { $0.token == token }) else { return false }
-    slots[id]![index].task = task
-    return true
+  @usableFromInline enum AttachAction {
+    case attached
+    /// The run left before its task existed (cancelled, superseded, the registry closed): cancel
+    /// the task at once.
+    case cancel
   }
 
-  /// What the end of a task asks for: fire the signal a queued task waits for, resume watchers.
-  @usableFromInline struct Ended {
-    @usableFromInline let signal: CompletionSignal?
-    @usableFromInline let wakes: [Wake]
+  /// The task of run `token` exists.
+  @inlinable mutating func attach(_ task: Work, id: ID, token: Int) -> AttachAction {
+    guard case .open(var open) = state else { return .cancel }
+    state = .modifying
+    defer { state = .open(open) }
+    // In place through the dictionary's accessor: one lookup.
+    return open.slots[id]?.attach(task, token: token) == true ? .attached : .cancel
+  }
 
-    @inlinable init(signal: CompletionSignal?, wakes: [Wake]) {
-      self.signal = signal
-      self.wakes = wakes
-    }
-
-    @inlinable func perform() {
-      for wake in wakes { wake.resume() }
-      signal?.fire()
-    }
+  @usableFromInline enum EndAction {
+    /// Nobody waits for this end: no queued run, no watcher of an identity now idle.
+    case none
+    /// Resume `wakes` (the identity is idle now), fire `signal` (a queued run waits for this end).
+    case wake([Wake], signal: CompletionSignal?)
   }
 
   /// A task ended; only its own registration is removed, never a successor's.
-  @inlinable mutating func finished(id: ID, token: Int) -> Ended {
+  @inlinable mutating func finished(id: ID, token: Int) -> EndAction {
+    let signal = awaitedEnds.isEmpty ? nil : awaitedEnds.removeValue(forKey: token)
     var wakes: [Wake] = []
-    if var entries = slots.removeValue(forKey: id) {
-      if let index = entries.firstIndex(where: { $0.token == token }) {
-        entries.remove(at: index)
-        runningCount -= 1
+    if case .open(var open) = state {
+      state = .modifying
+      var removed = true
+      switch open.slots[id] {
+      case .one(let only)? where only.token == token:
+        open.slots[id] = nil
+        wakes = open.wake(id, running: false)
+      case .several(var all)?:
+        if let index = all.firstIndex(where: { $0.token == token }) {
+          open.slots[id] = nil  // the array's other reference
+          all.remove(at: index)
+          open.slots[id] = all.count == 1 ? .one(all[0]) : .several(all)
+        } else {
+          removed = false
+        }
+      case nil, .one?:
+        removed = false
       }
-      if entries.isEmpty { wakes = wake(id, running: false) } else { slots[id] = entries }
+      if removed { open.runningCount -= 1 }
+      state = .open(open)
     }
-    return Ended(signal: awaitedEnds.isEmpty ? nil : awaitedEnds.removeValue(forKey: token), wakes: wakes)
+    return signal == nil && wakes.isEmpty ? .none : .wake(wakes, signal: signal)
   }
 
-  /// What cancelling asks for: cancel the tasks, resume the watchers.
-  @usableFromInline struct Cancellation {
-    @usableFromInline let tasks: [Task<Void, Never>]
-    @usableFromInline let wakes: [Wake]
-
-    @inlinable init(tasks: [Task<Void, Never>], wakes: [Wake]) {
-      self.tasks = tasks
-      self.wakes = wakes
-    }
-
-    @inlinable func perform() {
-      for wake in wakes { wake.resume() }
-      for task in tasks { task.cancel() }
-    }
+  @usableFromInline enum CancelAction {
+    /// Nothing was registered, and no watcher is to be told.
+    case none
+    /// Resume `wakes`, then cancel the tasks of `slot`: one identity's registrations, which left.
+    case cancel(Slot, wakes: [Wake])
+    /// Resume `wakes`, then cancel the tasks of every slot in `slots`, which left.
+    case cancelAll([ID: Slot], wakes: [Wake])
   }
 
   /// Removes every registration of `id`.
-  @inlinable mutating func cancel(_ id: ID) -> Cancellation {
-    guard let entries = slots.removeValue(forKey: id) else { return Cancellation(tasks: [], wakes: []) }
-    runningCount -= entries.count
-    return Cancellation(tasks: entries.compactMap { $0.task }, wakes: wake(id, running: false))
+  @inlinable mutating func cancel(_ id: ID) -> CancelAction {
+    guard case .open(var open) = state else { return .none }
+    state = .modifying
+    defer { state = .open(open) }
+    guard let slot = open.slots.removeValue(forKey: id) else { return .none }
+    open.runningCount -= slot.count
+    return .cancel(slot, wakes: open.wake(id, running: false))
   }
 
   /// Removes every registration.
-  @inlinable mutating func cancelAll() -> Cancellation {
-    let tasks = slots.values.flatMap { $0.compactMap { $0.task } }
-    var wakes: [Wake] = []
-    if !watchers.isEmpty {
-      for id in slots.keys { wakes += wake(id, running: false) }
-    }
-    slots.removeAll()
-    runningCount = 0
-    return Cancellation(tasks: tasks, wakes: wakes)
+  @inlinable mutating func cancelAll() -> CancelAction {
+    removeAll(closing: false)
   }
 
   /// The `TaskSlots` is gone: every registration is removed, and every watcher finishes (after
   /// `false`, if it last saw `true`).
-  @inlinable mutating func close() -> Cancellation {
-    let cancellation = cancelAll()
-    let finishing = watchers.map { Wake(continuation: $0.continuation, running: nil) }
-    watching = .closed
-    return Cancellation(tasks: cancellation.tasks, wakes: cancellation.wakes + finishing)
+  @inlinable mutating func close() -> CancelAction {
+    removeAll(closing: true)
+  }
+
+  @inlinable mutating func removeAll(closing: Bool) -> CancelAction {
+    guard case .open(var open) = state else { return .none }
+    state = .modifying
+    var removed: [ID: Slot] = [:]
+    swap(&removed, &open.slots)
+    var wakes: [Wake] = []
+    if !open.watchers.isEmpty {
+      for id in removed.keys { wakes += open.wake(id, running: false) }
+    }
+    open.runningCount = 0
+    if closing {
+      wakes += open.watchers.map { ($0.watcher, nil) }
+      state = .closed
+    } else {
+      state = .open(open)
+    }
+    return removed.isEmpty && wakes.isEmpty ? .none : .cancelAll(removed, wakes: wakes)
   }
 
   @inlinable func isRunning(_ id: ID) -> Bool {
-    slots[id] != nil
+    guard case .open(let open) = state else { return false }
+    return open.slots[id] != nil
   }
 
-  /// Whether no run registered after `token` is still registered under `id`. Entries are appended
-  /// in token order, so the last one tells.
+  /// Whether no run registered after `token` is still registered under `id`. Registrations are
+  /// appended in token order, so the last one tells.
   @inlinable func isLatest(_ id: ID, token: Int) -> Bool {
-    guard let last = slots[id]?.last else { return true }
+    guard case .open(let open) = state, let last = open.slots[id]?.last else { return true }
     return last.token <= token
   }
 
+  @inlinable var runningCount: Int {
+    guard case .open(let open) = state else { return 0 }
+    return open.runningCount
+  }
+
   // MARK: Running-state watchers
+
+  /// The parked watchers.
+  @inlinable var watchers: [Parked] {
+    guard case .open(let open) = state else { return [] }
+    return open.watchers
+  }
 
   @inlinable mutating func makeWatcherID() -> Int {
     defer { nextWatcherID += 1 }
     return nextWatcherID
   }
 
-  @usableFromInline enum WatchDecision {
+  @usableFromInline enum WatchAction {
     /// Resume the watcher at once with this state (`nil`: finish).
     case resume(Bool?)
     /// The watcher is parked until the state changes.
@@ -248,35 +317,25 @@ struct TaskSlotsStateMachine<ID: Hashable> {
 
   /// A watcher that last delivered `last` (`nil`: nothing yet) asks for `id`'s next state.
   @inlinable mutating func watch(
-    _ id: ID, last: Bool?, watcher: Int, continuation: UnsafeContinuation<Bool?, Never>, isCancelled: Bool
-  ) -> WatchDecision {
+    _ id: ID, last: Bool?, watcher: Int, continuation: Watcher, isCancelled: Bool
+  ) -> WatchAction {
     if isCancelled { return .resume(nil) }
     let running = isRunning(id)
     if running != last { return .resume(running) }
-    guard case .open = watching else { return .resume(nil) }
-    _ = withParkedWatchers { $0.append(Watcher(id: watcher, slot: id, continuation: continuation)) }
+    guard case .open(var open) = state else { return .resume(nil) }
+    state = .modifying
+    open.watchers.append((watcher, id, continuation))
+    state = .open(open)
     return .parked
   }
 
   /// The watcher's consumer was cancelled: its continuation, to resume with `nil`, if it is parked.
-  @inlinable mutating func cancelWatcher(_ watcher: Int) -> UnsafeContinuation<Bool?, Never>? {
-    withParkedWatchers { parked in
-      parked.firstIndex { $0.id == watcher }.map { parked.remove(at: $0).continuation }
-    } ?? nil
-  }
-
-  /// Takes out the watchers of `id`: its running state just became `running`, which differs from
-  /// what each of them delivered last.
-  @inlinable mutating func wake(_ id: ID, running: Bool) -> [Wake] {
-    guard !watchers.isEmpty else { return [] }
-    var wakes: [Wake] = []
-    _ = withParkedWatchers { parked in
-      parked.removeAll { watcher in
-        guard watcher.slot == id else { return false }
-        wakes.append(Wake(continuation: watcher.continuation, running: running))
-        return true
-      }
+  @inlinable mutating func cancelWatcher(_ watcher: Int) -> Watcher? {
+    guard case .open(var open) = state, let index = open.watchers.firstIndex(where: { $0.id == watcher }) else {
+      return nil
     }
-    return wakes
+    state = .modifying
+    defer { state = .open(open) }
+    return open.watchers.remove(at: index).watcher
   }
 }
