@@ -14,6 +14,21 @@ import AsyncFlow
 /// handled each answer (`ControlledCallsExampleTests` runs this example):
 ///
 /// ```swift
+/// @MainActor private final class SearchModel {
+///   private(set) var results: [String] = []
+///   private let slots = TaskSlots<String>()
+///   private let search: @Sendable (String) async throws -> [String]
+///   init(search: @escaping @Sendable (String) async throws -> [String]) { self.search = search }
+///
+///   func queryChanged(_ query: String) {
+///     slots.run("search") { @MainActor [weak self, search] in  // the newest search cancels the older one
+///       let found = try? await search(query)
+///       guard !Task.isCancelled, let found else { return }    // a superseded search writes nothing
+///       self?.results = found
+///     }
+///   }
+/// }
+///
 /// @Test(.onTestClock) @MainActor func theLatestQueryWins() async {
 ///   let clock = TestClock.current
 ///   let search = ControlledCalls<String, Result<[String], SearchError>>()
@@ -68,8 +83,8 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
   /// Creates a stub with no calls yet.
   ///
   /// ```swift
-  /// let answersAnyway = ControlledCalls<Int, String>()                  // ignores cancellation
-  /// let stopsAtCancel = ControlledCalls<Int, String?>(whenCancelled: nil as String?)
+  /// let calls = ControlledCalls<String, [String]>()                         // ignores cancellation
+  /// let stopsAtCancel = ControlledCalls<String, [String]?>(whenCancelled: nil as [String]?)
   /// ```
   ///
   /// - Parameter whenCancelled: What a call returns at once when its task is cancelled, before or
@@ -87,7 +102,7 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
   /// and records a test issue: the clock cannot wait for what that task does with the answer.
   ///
   /// ```swift
-  /// let client = SearchClient { query in await calls.call(query) }
+  /// let search: @Sendable (String) async -> [String] = { query in await calls.call(query) }
   /// ```
   public func call(_ argument: Argument, isolation: isolated (any Actor)? = #isolation) async -> Response {
     if let executor = OffClock.executor(home: home) {
@@ -174,8 +189,8 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
   /// cancelled.
   ///
   /// ```swift
-  /// model.refresh()
-  /// await calls.calls(count: 1)  // the request is on the wire
+  /// let request = Task { await search("swift") }  // the code under test sends a request
+  /// await calls.calls(count: 1)                     // it is on the wire
   /// ```
   public func calls(count: Int) async {
     precondition(count >= 0, "ControlledCalls.calls(count:): count must be 0 or greater, got \(count)")
@@ -256,7 +271,8 @@ extension ControlledCalls {
   /// Fails the oldest waiting call made with `argument`, for a stub whose response is a `Result`.
   ///
   /// ```swift
-  /// calls.fail("swi", with: .offline)
+  /// let results = ControlledCalls<String, Result<[String], SearchError>>()
+  /// results.fail("swi", with: .offline)
   /// ```
   public func fail<Success, Failure>(_ argument: Argument, with error: Failure)
   where Response == Result<Success, Failure> {
@@ -266,7 +282,7 @@ extension ControlledCalls {
   /// Fails the call made `index`-th, for a stub whose response is a `Result`.
   ///
   /// ```swift
-  /// calls.fail(call: 1, with: .offline)
+  /// results.fail(call: 1, with: .offline)
   /// ```
   public func fail<Success, Failure>(call index: Int, with error: Failure)
   where Response == Result<Success, Failure> {
@@ -284,7 +300,8 @@ public struct ControlledCall<Argument: Hashable & Sendable>: Hashable, Sendable 
   /// Its place in the log, from 0.
   ///
   /// ```swift
-  /// calls.respond(toCall: call.index, with: response)
+  /// let oldest = calls.waitingCalls[0]
+  /// calls.respond(toCall: oldest.index, with: ["swift"])
   /// ```
   public var index: Int
   /// What it was called with.
@@ -302,7 +319,7 @@ public struct ControlledCall<Argument: Hashable & Sendable>: Hashable, Sendable 
   /// Whether it has been answered (by the test, or by `whenCancelled`).
   ///
   /// ```swift
-  /// #expect(calls.log.allSatisfy(\.isAnswered))
+  /// #expect(calls.log.allSatisfy { $0.isAnswered })
   /// ```
   public var isAnswered = false
 

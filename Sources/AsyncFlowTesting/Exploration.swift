@@ -27,16 +27,27 @@ import AsyncFlow
 ///   itself too. A failure names its order and the one line that runs it again.
 ///
 /// ```swift
-/// let exploration = Exploration("history") { run in
-///   let pages = ControlledCalls<Int, Result<[String], any Error>>()
-///   run.answer(pages, as: "pages") { offset in .success(["item \(offset)", "item \(offset + 1)"]) }
-///   return NaiveHistoryModel(fetch: run.stub(pages))
+/// @MainActor private final class HistoryModel {
+///   private(set) var items: [String] = []
+///   private let fetch: @Sendable (_ offset: Int) async -> Result<[String], any Error>
+///   init(fetch: @escaping @Sendable (_ offset: Int) async -> Result<[String], any Error>) { self.fetch = fetch }
+///   func refresh() async { if case .success(let page) = await fetch(0) { items = page } }
+///   // Appends to whatever the list has become meanwhile: a refresh in between gets a stale page.
+///   func loadMore() async { if case .success(let page) = await fetch(items.count) { items += page } }
 /// }
-/// .step("refresh") { await $0.refresh() }
-/// .step("load more") { await $0.loadMore() }
-/// .step("refresh") { await $0.refresh() }
-/// .state { "items \($0.items)" }
-/// .invariant("no item twice") { Set($0.items).count == $0.items.count }
+///
+/// private var exploration: Exploration<HistoryModel> {  // a fresh scenario for each use
+///   Exploration("history") { run in
+///     let pages = ControlledCalls<Int, Result<[String], any Error>>()
+///     run.answer(pages, as: "pages") { offset in .success(["item \(offset)", "item \(offset + 1)"]) }
+///     return HistoryModel(fetch: run.stub(pages))
+///   }
+///   .step("refresh") { await $0.refresh() }
+///   .step("load more") { await $0.loadMore() }
+///   .step("refresh") { await $0.refresh() }
+///   .state { "items \($0.items)" }
+///   .invariant("no item twice") { Set($0.items).count == $0.items.count }
+/// }
 ///
 /// let report = await exploration.explore()   // or, in a test: await exploration.check()
 /// print(report.failure?.replay ?? "passed")
@@ -70,10 +81,10 @@ public struct Exploration<Model: AnyObject> {
   /// and the model itself; start what the screen starts when it appears there, on the run's clock.
   ///
   /// ```swift
-  /// let exploration = Exploration("articles") { run in
-  ///   let fetches = ControlledCalls<ArticlesQuery, Result<[String], any Error>>()
-  ///   run.answer(fetches, as: "fetch") { query in .success([query.category]) }
-  ///   return ArticlesModel(fetch: run.stub(fetches))
+  /// let scenario = Exploration("history") { run in
+  ///   let pages = ControlledCalls<Int, Result<[String], any Error>>()
+  ///   run.answer(pages, as: "pages") { offset in .success(["item \(offset)"]) }
+  ///   return HistoryModel(fetch: run.stub(pages))
   /// }
   /// ```
   public init(_ name: String = "scenario", model: @escaping @MainActor (ExplorationRun) async -> Model) {
@@ -86,8 +97,9 @@ public struct Exploration<Model: AnyObject> {
   /// a cancellation point cancels.
   ///
   /// ```swift
-  /// .step("pull to refresh") { model in model.refresh() }
-  /// .step("scroll to the end") { model in await model.loadMore() }
+  /// let scrolling = scenario
+  ///   .step("pull to refresh") { model in await model.refresh() }
+  ///   .step("scroll to the end") { model in await model.loadMore() }
   /// ```
   public func step(_ name: String, _ action: @escaping @MainActor (Model) async -> Void) -> Self {
     var copy = self
@@ -99,7 +111,7 @@ public struct Exploration<Model: AnyObject> {
   /// the clock settled.
   ///
   /// ```swift
-  /// .invariant("shows the current query's articles") { $0.articles == [$0.query.category] }
+  /// let checked = scrolling.invariant("no item twice") { Set($0.items).count == $0.items.count }
   /// ```
   public func invariant(_ name: String, _ holds: @escaping @MainActor (Model) -> Bool) -> Self {
     var copy = self
@@ -111,7 +123,7 @@ public struct Exploration<Model: AnyObject> {
   /// invariants, and for the check that nothing changes after a cancellation point.
   ///
   /// ```swift
-  /// .state { "items \($0.items), hasMore \($0.hasMore)" }
+  /// let described = checked.state { "items \($0.items)" }
   /// ```
   public func state(_ describe: @escaping @MainActor (Model) -> String) -> Self {
     var copy = self
@@ -123,7 +135,7 @@ public struct Exploration<Model: AnyObject> {
   /// clock); one second unless set.
   ///
   /// ```swift
-  /// .timeStep(.milliseconds(300))  // the debounce interval
+  /// let debounced = checked.timeStep(.milliseconds(300))  // the debounce interval
   /// ```
   public func timeStep(_ step: Duration) -> Self {
     precondition(step > .zero, "Exploration.timeStep(_:): step must be positive, got \(step)")
@@ -233,7 +245,7 @@ public struct Exploration<Model: AnyObject> {
     ///
     /// ```swift
     /// @Test @MainActor func theHistoryListSurvivesEveryOrder() async {
-    ///   await historyExploration(HistoryModel.self).check()
+    ///   await exploration.check()
     /// }
     /// ```
     @MainActor @discardableResult

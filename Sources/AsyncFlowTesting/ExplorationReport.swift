@@ -2,7 +2,7 @@
 /// cancellation points of a few orders.
 ///
 /// ```swift
-/// let report = await exploration.explore(ExplorationBudget(orders: 200, samples: 50, seed: 7))
+/// let thorough = ExplorationBudget(orders: 200, samples: 50, seed: 7)  // for explore(_:) or check(_:)
 /// ```
 public struct ExplorationBudget: Hashable, Sendable {
   /// The most orders enumerated one by one (depth first). A scenario with fewer orders is explored
@@ -65,6 +65,25 @@ public struct ExplorationBudget: Hashable, Sendable {
 /// failure, if any.
 ///
 /// ```swift
+/// @MainActor private final class HistoryModel {
+///   private(set) var items: [String] = []
+///   private let fetch: @Sendable (_ offset: Int) async -> Result<[String], any Error>
+///   init(fetch: @escaping @Sendable (_ offset: Int) async -> Result<[String], any Error>) { self.fetch = fetch }
+///   func refresh() async { if case .success(let page) = await fetch(0) { items = page } }
+///   func loadMore() async { if case .success(let page) = await fetch(items.count) { items += page } }
+/// }
+///
+/// private var exploration: Exploration<HistoryModel> {  // a fresh scenario for each use
+///   Exploration("history") { run in
+///     let pages = ControlledCalls<Int, Result<[String], any Error>>()
+///     run.answer(pages, as: "pages") { offset in .success(["item \(offset)"]) }
+///     return HistoryModel(fetch: run.stub(pages))
+///   }
+///   .step("refresh") { await $0.refresh() }
+///   .step("load more") { await $0.loadMore() }
+///   .invariant("no item twice") { Set($0.items).count == $0.items.count }
+/// }
+///
 /// let report = await exploration.explore()
 /// if let failure = report.failure { print(failure) } else { print(report) }
 /// ```
@@ -152,7 +171,8 @@ extension ExplorationReport: Equatable {
   /// equal.
   ///
   /// ```swift
-  /// #expect(await exploration.explore() == await exploration.explore())
+  /// let again = await exploration.explore()
+  /// #expect(again == report)  // the same seed, the same report
   /// ```
   public static func == (lhs: Self, rhs: Self) -> Bool {
     (lhs.scenario, lhs.orders, lhs.isExhaustive, lhs.sampledOrders, lhs.cancellationPoints, lhs.runs)
@@ -165,9 +185,8 @@ extension ExplorationReport: Equatable {
 /// replays it.
 ///
 /// ```swift
-/// if let failure = report.failure {
-///   print(failure.replay)   // await exploration.replay("s0 pages#0 s1 s2 pages#2 pages#1")
-/// }
+/// let failure = try #require(report.failure)
+/// print(failure.replay)   // await exploration.replay("s0 pages#0 s1 s2 pages#2 pages#1")
 /// ```
 public struct ExplorationFailure: Hashable, Sendable, CustomStringConvertible {
   /// The run's choices, one token each: `s1` the entry point numbered 1, `pages#2` the answer
@@ -214,6 +233,7 @@ public struct ExplorationFailure: Hashable, Sendable, CustomStringConvertible {
 ///
 /// ```swift
 /// let stale = failure.timeline.filter(\.isStale)
+/// let event = try #require(stale.first)
 /// ```
 public struct ExplorationEvent: Hashable, Sendable, CustomStringConvertible {
   /// The quiescent point the choice was made at, from 0.
@@ -245,7 +265,7 @@ public struct ExplorationEvent: Hashable, Sendable, CustomStringConvertible {
   /// state: a stale write.
   ///
   /// ```swift
-  /// #expect(failure.timeline.contains(where: \.isStale))
+  /// #expect(failure.timeline.contains { $0.isStale })
   /// ```
   public var isStale: Bool
 

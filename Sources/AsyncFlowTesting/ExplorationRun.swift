@@ -5,10 +5,17 @@ import AsyncFlow
 /// new model.
 ///
 /// ```swift
+/// @MainActor final class HistoryModel {
+///   private(set) var items: [String] = []
+///   private let fetch: @Sendable (_ offset: Int) async -> Result<[String], any Error>
+///   init(fetch: @escaping @Sendable (_ offset: Int) async -> Result<[String], any Error>) { self.fetch = fetch }
+///   func loadMore() async { if case .success(let page) = await fetch(items.count) { items += page } }
+/// }
+///
 /// let exploration = Exploration("history") { run in
 ///   let pages = ControlledCalls<Int, Result<[String], any Error>>()
 ///   run.answer(pages, as: "pages") { offset in .success(["item \(offset)"]) }
-///   return NaiveHistoryModel(fetch: run.stub(pages))
+///   return HistoryModel(fetch: run.stub(pages))
 /// }
 /// ```
 @MainActor
@@ -16,7 +23,10 @@ public final class ExplorationRun {
   /// The run's clock: settled at every quiescent point, advanced when the explorer chooses time.
   ///
   /// ```swift
-  /// await run.clock.onSchedule { model.start() }  // the model's flows run on the clock
+  /// let slow = Exploration("slow history") { run in
+  ///   let clock = run.clock  // the explorer moves it on when it chooses time
+  ///   return HistoryModel { _ in try? await clock.sleep(for: .seconds(1)); return .success(["item"]) }
+  /// }
   /// ```
   public let clock: TestClock
 
@@ -51,8 +61,11 @@ public final class ExplorationRun {
   /// digits, `-` and `_`, different for every stub and gate of the run.
   ///
   /// ```swift
-  /// let pages = ControlledCalls<Int, Result<[String], any Error>>()
-  /// run.answer(pages, as: "pages") { offset in .success(["item \(offset)"]) }
+  /// let answered = Exploration("history") { run in
+  ///   let pages = ControlledCalls<Int, Result<[String], any Error>>()
+  ///   run.answer(pages, as: "pages") { offset in .success(["item \(offset)"]) }
+  ///   return HistoryModel(fetch: run.stub(pages))
+  /// }
   /// ```
   public func answer<Argument, Response>(
     _ calls: ControlledCalls<Argument, Response>, as name: String,
@@ -68,7 +81,13 @@ public final class ExplorationRun {
   /// The call's place in the log is there for answers that depend on what came before.
   ///
   /// ```swift
-  /// run.answer(pages, as: "pages", eitherOf: { call in [.success(["item \(call.argument)"]), .failure(Offline())] })
+  /// let flaky = Exploration("flaky history") { run in
+  ///   let pages = ControlledCalls<Int, Result<[String], any Error>>()
+  ///   run.answer(pages, as: "pages", eitherOf: { call in
+  ///     [.success(["item \(call.argument)"]), .failure(AppError.offline)]  // every order, with each response
+  ///   })
+  ///   return HistoryModel(fetch: run.stub(pages))
+  /// }
   /// ```
   public func answer<Argument, Response>(
     _ calls: ControlledCalls<Argument, Response>, as name: String,
@@ -93,8 +112,11 @@ public final class ExplorationRun {
   /// Lets the explorer release `gate` whenever someone waits there, at any point of the order.
   ///
   /// ```swift
-  /// let parsing = Gate()
-  /// run.gate(parsing, as: "parsing")
+  /// let parsed = Exploration("parsing") { run in
+  ///   let parsing = Gate()
+  ///   run.gate(parsing, as: "parsing")
+  ///   return HistoryModel { offset in await parsing.wait(); return .success(["item \(offset)"]) }
+  /// }
   /// ```
   public func gate(_ gate: Gate, as name: String) {
     checkName(name)
@@ -106,7 +128,11 @@ public final class ExplorationRun {
   /// explorer sees each call arrive and each answer handled.
   ///
   /// ```swift
-  /// let model = ArticlesModel(fetch: run.stub(fetches))
+  /// let stubbed = Exploration("history") { run in
+  ///   let pages = ControlledCalls<Int, Result<[String], any Error>>()
+  ///   run.answer(pages, as: "pages") { offset in .success(["item \(offset)"]) }
+  ///   return HistoryModel(fetch: run.stub(pages))  // each call waits on the run's clock
+  /// }
   /// ```
   public func stub<Argument, Response>(
     _ calls: ControlledCalls<Argument, Response>

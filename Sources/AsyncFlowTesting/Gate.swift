@@ -7,12 +7,11 @@ import AsyncFlow
 ///
 /// ```swift
 /// let gate = Gate()
-/// let api = StubAPI { query in await gate.wait(); return [query] }
-/// let task = Task { await model.search("swift") }
-/// await gate.entered()          // the request is in flight
-/// model.cancelSearch()
+/// let search: @Sendable (String) async -> [String] = { query in await gate.wait(); return [query] }
+/// let request = Task { await search("swift") }
+/// await gate.entered()          // the request is in flight: check what the screen shows meanwhile
 /// gate.release()
-/// await task.value
+/// #expect(await request.value == ["swift"])
 /// ```
 public final class Gate: Sendable {
   private struct State {
@@ -86,8 +85,8 @@ public final class Gate: Sendable {
   /// hanging.
   ///
   /// ```swift
-  /// let first = Task { await loader.load("a") }
-  /// let second = Task { await loader.load("b") }
+  /// let first = Task { await fetch("a") }
+  /// let second = Task { await fetch("b") }
   /// await gate.entered(count: 2)   // both requests are in flight
   /// ```
   public func entered(count: Int = 1) async {

@@ -135,7 +135,7 @@ public struct MarbleFailure: Error, Hashable, Sendable {
   /// Creates the failure.
   ///
   /// ```swift
-  /// #expect(result.failure == MarbleFailure())
+  /// let offline = Flow<String, MarbleFailure>.fail(MarbleFailure())  // what "#" plays
   /// ```
   public init() {}
 }
@@ -169,7 +169,9 @@ public struct MarbleEvent: Hashable, Sendable {
   /// What happens.
   ///
   /// ```swift
-  /// if case .element(let character) = event.symbol { print(character) }
+  /// for event in events {
+  ///   if case .element(let character) = event.symbol { print(character) }
+  /// }
   /// ```
   public var symbol: Symbol
 

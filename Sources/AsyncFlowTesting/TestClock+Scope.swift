@@ -14,11 +14,25 @@ extension TestClock {
   /// error.
   ///
   /// ```swift
-  /// @Test(.onTestClock) func debouncesTheQuery() async {
+  /// @MainActor private final class SearchModel {
+  ///   private(set) var results: [String] = []
+  ///   private let queries = PassthroughFlow<String, Never>()
+  ///   private var subscriptions = Set<FlowSubscription>()
+  ///   init(clock: TestClock, search: @escaping @Sendable (String) async -> [String] = { [$0] }) {
+  ///     queries.debounceFlow(for: .milliseconds(300), clock: clock)
+  ///       .switchToLatestFlow { query in Flow.single { await search(query) } }
+  ///       .assignFlow(to: \.results, on: self)
+  ///       .store(in: &subscriptions)
+  ///   }
+  ///   func queryChanged(_ query: String) { queries.send(query) }
+  /// }
+  ///
+  /// @Test(.onTestClock) @MainActor func debouncesTheQuery() async {
   ///   let clock = TestClock.current
   ///   let model = SearchModel(clock: clock)
   ///   model.queryChanged("swift")
   ///   await clock.advance(by: .milliseconds(300))
+  ///   #expect(model.results == ["swift"])
   /// }
   /// ```
   public static var current: TestClock {
@@ -45,13 +59,17 @@ extension TestClock {
 /// In a Swift Testing test, the trait says the same in one word: `@Test(.onTestClock)`.
 ///
 /// ```swift
-/// let results = await withTestClock { clock in
-///   let model = SearchModel(clock: clock, search: { query in await calls.call(query) })
-///   model.queryChanged("swift")   // TaskSlots, sinks and operators start on the clock
-///   await clock.advance(by: .milliseconds(300))
-///   calls.respond(to: "swift", with: ["swift"])
-///   await clock.runCurrent()
-///   return model.results
+/// @Test @MainActor func searchesOnTheClock() async {
+///   let calls = ControlledCalls<String, [String]>()
+///   let results = await withTestClock { clock in
+///     let model = SearchModel(clock: clock, search: { query in await calls.call(query) })
+///     model.queryChanged("swift")   // TaskSlots, sinks and operators start on the clock
+///     await clock.advance(by: .milliseconds(300))
+///     calls.respond(to: "swift", with: ["swift"])
+///     await clock.runCurrent()
+///     return model.results
+///   }
+///   #expect(results == ["swift"])
 /// }
 /// ```
 public func withTestClock<Success, Failure: Error>(
@@ -117,8 +135,11 @@ public func withTestClock<Success, Failure: Error>(
     /// ```swift
     /// @Test(.onTestClock) @MainActor func theLatestSearchWins() async {
     ///   let clock = TestClock.current
+    ///   let model = SearchModel(clock: clock)
+    ///   model.queryChanged("sw")
     ///   model.queryChanged("swift")
-    ///   await clock.runCurrent()
+    ///   await clock.advance(by: .milliseconds(300))
+    ///   #expect(model.results == ["swift"])
     /// }
     /// ```
     public static var onTestClock: Self { Self() }

@@ -250,7 +250,10 @@ public final class TestClock: Clock, Sendable {
   /// an async `main`).
   ///
   /// ```swift
-  /// subject.send("a")
+  /// let query = CurrentValueFlow("")
+  /// let seen = clock.task { await query.prefix(2).reduce(into: []) { $0.append($1) } }
+  /// await clock.runCurrent()   // subscribed
+  /// query.send("a")
   /// await clock.runCurrent()   // the pipeline has seen "a"
   /// ```
   public func runCurrent() async {
@@ -268,9 +271,11 @@ public final class TestClock: Clock, Sendable {
   /// returns. The task is left running: cancel it if it should stop.
   ///
   /// ```swift
-  /// let refresh = clock.task { await model.refresh() }
-  /// pages.respond(toCall: 0, with: .success(["1", "2"]))
-  /// #expect(await clock.value(of: refresh) != nil)  // ended; or an issue naming what it waits in
+  /// let pages = ControlledCalls<Int, [String]>()
+  /// let refresh = clock.task { await pages.call(0) }
+  /// await pages.calls(count: 1)
+  /// pages.respond(toCall: 0, with: ["1", "2"])
+  /// #expect(await clock.value(of: refresh) == ["1", "2"])  // or nil, with an issue naming what it waits in
   /// ```
   ///
   /// Work that runs off the clock (a task started with `Task { }`) is not waited for: if it is
@@ -317,7 +322,9 @@ public final class TestClock: Clock, Sendable {
   /// test that waits for a sleeper that never comes fails at its time limit instead of hanging.
   ///
   /// ```swift
-  /// let retry = clock.task { await fetchWithRetry() }
+  /// let attempts = Flow<[Item], APIError>.fail(.offline)
+  ///   .retryWithBackoff(maxRetries: 3, initialDelay: .seconds(1), clock: clock)
+  /// let retry = clock.task { do { for try await _ in attempts {} } catch { print(error) } }
   /// await clock.sleepers(count: 1)   // the first attempt failed and the backoff sleeps
   /// ```
   public func sleepers(count: Int) async {
@@ -352,9 +359,12 @@ public final class TestClock: Clock, Sendable {
   /// model), so that returning does not pass through the global executor, which the clock cannot see.
   ///
   /// ```swift
-  /// let model = ArticlesModel { @MainActor query in await clock.onSchedule { await calls.call(query) } }
-  /// calls.respond(to: query, with: .success(["swift"]))
-  /// await clock.runCurrent()   // the model has written the response
+  /// let calls = ControlledCalls<String, [String]>()
+  /// let fetch = { @MainActor (query: String) in await clock.onSchedule { await calls.call(query) } }
+  /// let articles = Task { @MainActor in await fetch("swift") }   // the model's own request
+  /// await calls.calls(count: 1)
+  /// calls.respond(to: "swift", with: ["swift"])
+  /// await clock.runCurrent()   // the caller on the main actor has the response
   /// ```
   public func onSchedule<Success, Failure: Error>(
     isolation: isolated (any Actor)? = #isolation, _ operation: () async throws(Failure) -> Success
