@@ -94,15 +94,15 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
     state.withLock { $0.take(mailbox, swapping: &batch) }
   }
 
-  // Out of line (unspecialized) but synchronous: they keep the subscriber's inlinable refill,
-  // whose frame a parked subscriber holds, small and specialized.
+  // Inlinable, so specialized in the subscriber's refill: synchronous, they add nothing to the
+  // frame a parked subscriber holds (nothing of theirs lives across its suspension).
 
-  @usableFromInline
+  @inlinable
   func take(_ id: Int, swapping batch: inout RingBuffer<Element>) -> Machine.NextAction {
     state.withLock { $0.next(id, swapping: &batch) }
   }
 
-  @usableFromInline
+  @inlinable
   func suspend(_ id: Int, _ continuation: UnsafeContinuation<Void, Never>) {
     state.withLock { $0.suspend(id, continuation) }?.resume()
   }
