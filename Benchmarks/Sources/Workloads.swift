@@ -166,15 +166,15 @@ func w2AsyncStream(_ n: Int, subscribers: Int) async -> (Int, String?) {
 
 func w2CurrentValue(_ n: Int) async -> (Int, String?) {
   let subject = CurrentValueFlow(-1)
-  var iterator = subject.makeAsyncIterator()
-  let consumer = Task { [iterator] in
+  // Made (so subscribed) before the first send, and held by the consumer only: only it subscribes.
+  // (A local iterator reassigned with a second one kept that one subscribed through the sends: the
+  // locks they take end no lifetime early.)
+  let consumer = Task { [iterator = subject.makeAsyncIterator()] in
     var iterator = iterator
     var count = 0
     while await iterator.next() != nil { count += 1 }
     return count
   }
-  _ = iterator
-  iterator = subject.makeAsyncIterator()  // released: only the consumer above subscribes
   for value in 0..<n { subject.send(value) }
   subject.finish()
   let seen = await consumer.value

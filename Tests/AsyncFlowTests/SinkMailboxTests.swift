@@ -560,7 +560,7 @@ struct SinkMailboxTests {
 /// waits in a mailbox without a drain (the lost wake-up).
 @Suite("Mailbox drain interleavings", .timeLimit(.minutes(1)))
 struct MailboxInterleavingTests {
-  typealias Machine = SubjectStateMachine<Int, TestError>
+  typealias Machine = SubjectStateMachineTests.Machine
 
   /// One drain job as the storage runs it: take a batch (one turn), deliver it one value per turn.
   struct Drain {
@@ -657,7 +657,7 @@ struct MailboxInterleavingTests {
     var drains: [Drain] = []
     var ids: [Int] = []  // of `drains`, in the same order
     var unreported: [Int] = []
-    var tasks: [Int: Task<Void, Never>] = [:]
+    var tasks: [Int: Int] = [:]
     var servingWhenLeft: Set<Int> = []
     var cancelled: Set<Int> = []
     while sent < total || !drains.isEmpty || !unreported.isEmpty || !left {
@@ -682,7 +682,7 @@ struct MailboxInterleavingTests {
         sent += 1
       case 1 where !unreported.isEmpty:
         let id = unreported.remove(at: Int.random(in: 0..<unreported.count, using: &random))
-        let task = Task<Void, Never> {}
+        let task = 100 + id
         tasks[id] = task
         if let toCancel = machine.drainStarted(mailbox, id: id, task: task) {
           if toCancel != task { return "drainStarted returned another task" }

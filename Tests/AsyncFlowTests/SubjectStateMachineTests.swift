@@ -2,20 +2,10 @@ import Testing
 
 @testable import AsyncFlow
 
-/// Runs `body` with a real continuation that it can hand to the state machine; the continuation
-/// is resumed after `body` returns, so the machine must not resume it itself.
-private func withContinuation(_ body: (UnsafeContinuation<Void, Never>) -> Void) async {
-  await withUnsafeContinuation { continuation in
-    body(continuation)
-    continuation.resume()
-  }
-}
-
-/// Whether two continuations are the same one (continuations have identity but are not Equatable).
-private func same(_ lhs: UnsafeContinuation<Void, Never>?, _ rhs: UnsafeContinuation<Void, Never>) -> Bool {
-  guard let lhs else { return false }
-  return unsafeBitCast(lhs, to: UnsafeRawPointer.self) == unsafeBitCast(rhs, to: UnsafeRawPointer.self)
-}
+/// Waiters and tasks are plain integers: consumers 1, watchers 2, the upstream's task 100 (another
+/// 101), a drain's task 102; mailboxes are numbered by `mailbox()`.
+private let upstreamTask = 100
+private let otherUpstreamTask = 101
 
 /// What `upstreamStarted` decided, for `#expect`: the task kept, cancelled, or kept with the grace
 /// timer to start.
@@ -24,7 +14,7 @@ extension SubjectStateMachine.UpstreamStartedAction {
     if case .none = self { return true }
     return false
   }
-  var cancelled: Task<Void, Never>? {
+  var cancelled: Work? {
     if case .cancel(let task) = self { return task }
     return nil
   }
@@ -34,16 +24,18 @@ extension SubjectStateMachine.UpstreamStartedAction {
   }
 }
 
-/// A task to hand to the machine as the upstream's: the machine only stores and returns it.
-private let upstreamTask = Task<Void, Never> {}
-private let otherUpstreamTask = Task<Void, Never> {}
-
 /// The state × event grid of ``SubjectStateMachine``. States: `subject`, and for a share `idle`,
 /// `starting`, `running`, `ended`. Each test drives the machine into one state with events only
 /// (no storage, no lock), then sends one event and checks the action and the next state.
 @Suite("SubjectStateMachine", .timeLimit(.minutes(1)))
 struct SubjectStateMachineTests {
-  typealias Machine = SubjectStateMachine<Int, TestError>
+  typealias Machine = SubjectStateMachine<Int, TestError, Int, Int, Mailbox>
+
+  /// A mailbox's number, of its own type: with `Int` mailboxes, `unsubscribe(mailbox)` would call
+  /// the iterator's `unsubscribe(_ id: Int)`.
+  struct Mailbox: Hashable {
+    let number: Int
+  }
 
   // MARK: Building states
 
@@ -83,12 +75,12 @@ struct SubjectStateMachineTests {
   }
 
   private static func isIdle(_ machine: Machine) -> Bool {
-    if case .idle = machine.state { return true }
+    if case .idle = machine.upstream { return true }
     return false
   }
 
-  private static func isRunning(_ machine: Machine, generation: Int, task: Task<Void, Never>) -> Bool {
-    if case .running(generation, let running, _) = machine.state { return running == task }
+  private static func isRunning(_ machine: Machine, generation: Int, task: Int) -> Bool {
+    if case .running(generation, let running, _) = machine.upstream { return running == task }
     return false
   }
 
@@ -128,7 +120,7 @@ struct SubjectStateMachineTests {
       Issue.record("expected suspend")
       return
     }
-    guard case .starting(generation) = machine.state else {
+    guard case .starting(generation) = machine.upstream else {
       Issue.record("expected starting(\(generation)), got \(machine.state)")
       return
     }
@@ -148,42 +140,38 @@ struct SubjectStateMachineTests {
 
   // MARK: watchers (subscribers(count:))
 
-  @Test func testWatchSubscribers_whenTheCountIsReached_resumesAtOnce() async {
+  @Test func testWatchSubscribers_whenTheCountIsReached_resumesAtOnce() {
     var (machine, _) = Self.subject()
-    await withContinuation { watcher in
-      let token = machine.makeWatcherToken()
-      #expect(same(machine.watchSubscribers(count: 1, token: token, watcher, isCancelled: false), watcher))
-    }
+    let watcher = 2
+    let token = machine.makeWatcherToken()
+    #expect(machine.watchSubscribers(count: 1, token: token, watcher, isCancelled: false) == watcher)
   }
 
-  @Test func testWatchSubscribers_whenCancelled_resumesAtOnce() async {
+  @Test func testWatchSubscribers_whenCancelled_resumesAtOnce() {
     var (machine, _) = Self.subject()
-    await withContinuation { watcher in
-      let token = machine.makeWatcherToken()
-      #expect(same(machine.watchSubscribers(count: 2, token: token, watcher, isCancelled: true), watcher))
-    }
+    let watcher = 2
+    let token = machine.makeWatcherToken()
+    #expect(machine.watchSubscribers(count: 2, token: token, watcher, isCancelled: true) == watcher)
   }
 
-  @Test func testSubscribe_whenAWatcherWaits_resumesItOnceTheCountIsReached() async {
+  @Test func testSubscribe_whenAWatcherWaits_resumesItOnceTheCountIsReached() {
     var (machine, _, _) = Self.running()
-    await withContinuation { watcher in
-      let token = machine.makeWatcherToken()
-      #expect(machine.watchSubscribers(count: 3, token: token, watcher, isCancelled: false) == nil)
-      #expect(machine.subscribe().resumeWatchers.isEmpty)  // 2 of 3
-      let resumed = machine.subscribe().resumeWatchers
-      #expect(resumed.count == 1 && same(resumed.first, watcher))
-      #expect(machine.watcherCancelled(token) == nil)  // already gone
-    }
+    let watcher = 2
+    let token = machine.makeWatcherToken()
+    #expect(machine.watchSubscribers(count: 3, token: token, watcher, isCancelled: false) == nil)
+    #expect(machine.subscribe().resumeWatchers.isEmpty)  // 2 of 3
+    let resumed = machine.subscribe().resumeWatchers
+    #expect(resumed.count == 1 && resumed.first == watcher)
+    #expect(machine.watcherCancelled(token) == nil)  // already gone
   }
 
-  @Test func testWatcherCancelled_whenWaiting_returnsItsContinuation() async {
+  @Test func testWatcherCancelled_whenWaiting_returnsItsContinuation() {
     var (machine, _) = Self.idle()
-    await withContinuation { watcher in
-      let token = machine.makeWatcherToken()
-      #expect(machine.watchSubscribers(count: 2, token: token, watcher, isCancelled: false) == nil)
-      #expect(same(machine.watcherCancelled(token), watcher))
-      #expect(machine.subscribe().resumeWatchers.isEmpty)
-    }
+    let watcher = 2
+    let token = machine.makeWatcherToken()
+    #expect(machine.watchSubscribers(count: 2, token: token, watcher, isCancelled: false) == nil)
+    #expect(machine.watcherCancelled(token) == watcher)
+    #expect(machine.subscribe().resumeWatchers.isEmpty)
   }
 
   // MARK: next
@@ -215,7 +203,7 @@ struct SubjectStateMachineTests {
     }
     #expect(batch == [1])
     for value in 4...10 { _ = machine.send(value) }  // 2 and 3 are still inside the bound: dropped
-    #expect(Array(machine.subscribers[0].buffer) == [8, 9, 10])
+    #expect(Array(machine.subscribers.iterators[0].buffer) == [8, 9, 10])
   }
 
   @Test func testNext_whenIdle_startsTheUpstreamOnce() {
@@ -226,7 +214,7 @@ struct SubjectStateMachineTests {
       Issue.record("expected startUpstream")
       return
     }
-    guard case .starting(generation) = machine.state else {
+    guard case .starting(generation) = machine.upstream else {
       Issue.record("expected starting(\(generation)), got \(machine.state)")
       return
     }
@@ -287,51 +275,46 @@ struct SubjectStateMachineTests {
 
   // MARK: suspend
 
-  @Test func testSuspend_whenSubject_registersAndSendWakesIt() async {
+  @Test func testSuspend_whenSubject_registersAndSendWakesIt() {
     var (machine, id) = Self.subject()
-    await withContinuation { consumer in
-      #expect(machine.suspend(id, consumer) == nil)
-      let waking = machine.send(1).resume
-      #expect(waking.count == 1 && same(waking.first, consumer))
-    }
+    let consumer = 1
+    #expect(machine.suspend(id, consumer) == nil)
+    let waking = machine.send(1).resume
+    #expect(waking.count == 1 && waking.first == consumer)
   }
 
-  @Test func testSuspend_whenRunning_registersAndAnUpstreamElementWakesIt() async {
+  @Test func testSuspend_whenRunning_registersAndAnUpstreamElementWakesIt() {
     var (machine, id, generation) = Self.running()
-    await withContinuation { consumer in
-      #expect(machine.suspend(id, consumer) == nil)
-      let waking = machine.upstreamElement(1, generation: generation)?.resume
-      #expect(waking?.count == 1 && same(waking?.first, consumer))
-    }
+    let consumer = 1
+    #expect(machine.suspend(id, consumer) == nil)
+    let waking = machine.upstreamElement(1, generation: generation)?.resume
+    #expect(waking?.count == 1 && waking?.first == consumer)
   }
 
-  @Test func testSuspend_whenStarting_registersAndTheFirstElementWakesIt() async {
+  @Test func testSuspend_whenStarting_registersAndTheFirstElementWakesIt() {
     var (machine, id, generation) = Self.starting()
-    await withContinuation { consumer in
-      #expect(machine.suspend(id, consumer) == nil)
-      let waking = machine.upstreamElement(1, generation: generation)?.resume
-      #expect(waking?.count == 1 && same(waking?.first, consumer))
-    }
+    let consumer = 1
+    #expect(machine.suspend(id, consumer) == nil)
+    let waking = machine.upstreamElement(1, generation: generation)?.resume
+    #expect(waking?.count == 1 && waking?.first == consumer)
   }
 
-  @Test func testSuspend_whenEnded_resumesAtOnce() async {
+  @Test func testSuspend_whenEnded_resumesAtOnce() {
     var (machine, id) = Self.ended(failure: nil)
-    await withContinuation { consumer in
-      #expect(same(machine.suspend(id, consumer), consumer))
-    }
+    let consumer = 1
+    #expect(machine.suspend(id, consumer) == consumer)
   }
 
   // MARK: unsubscribe
 
-  @Test func testUnsubscribe_whenSubject_returnsTheWaitingConsumerAndStopsNothing() async {
+  @Test func testUnsubscribe_whenSubject_returnsTheWaitingConsumerAndStopsNothing() {
     var (machine, id) = Self.subject()
-    await withContinuation { consumer in
-      _ = machine.suspend(id, consumer)
-      let action = machine.unsubscribe(id)
-      #expect(same(action.resumeConsumer, consumer))
-      #expect(action.cancelUpstream == nil)
-    }
-    guard case .subject = machine.state else {
+    let consumer = 1
+    _ = machine.suspend(id, consumer)
+    let action = machine.unsubscribe(id)
+    #expect(action.resumeConsumer == consumer)
+    #expect(action.cancelUpstream == nil)
+    guard case .subject = machine.upstream else {
       Issue.record("expected subject, got \(machine.state)")
       return
     }
@@ -431,13 +414,12 @@ struct SubjectStateMachineTests {
     }
   }
 
-  @Test func testEnd_whenSubject_endsOnceWithTheFirstFailure() async {
+  @Test func testEnd_whenSubject_endsOnceWithTheFirstFailure() {
     var (machine, id) = Self.subject()
-    await withContinuation { consumer in
-      _ = machine.suspend(id, consumer)
-      let waking = machine.end(failure: TestError(id: 5)).resume
-      #expect(waking.count == 1 && same(waking.first, consumer))
-    }
+    let consumer = 1
+    _ = machine.suspend(id, consumer)
+    let waking = machine.end(failure: TestError(id: 5)).resume
+    #expect(waking.count == 1 && waking.first == consumer)
     #expect(machine.end(failure: TestError(id: 6)).isEmpty)
     guard case .ended(let failure) = machine.state else {
       Issue.record("expected ended")
@@ -448,7 +430,7 @@ struct SubjectStateMachineTests {
 
   @Test func testSend_whenStarting_isAnInternalInconsistency() async {
     await #expect(processExitsWith: .failure) {
-      var machine = SubjectStateMachine<Int, Never>(sharingWith: .unbounded, replayLimit: 0)
+      var machine = SubjectStateMachine<Int, Never, Int, Int, Int>(sharingWith: .unbounded, replayLimit: 0)
       let id = machine.subscribe().id
       var batch: [Int] = []
       _ = machine.next(id, swapping: &batch)  // starting
@@ -458,7 +440,7 @@ struct SubjectStateMachineTests {
 
   @Test func testEnd_whenIdle_isAnInternalInconsistency() async {
     await #expect(processExitsWith: .failure) {
-      var machine = SubjectStateMachine<Int, Never>(sharingWith: .unbounded, replayLimit: 0)
+      var machine = SubjectStateMachine<Int, Never, Int, Int, Int>(sharingWith: .unbounded, replayLimit: 0)
       _ = machine.end(failure: nil)
     }
   }
@@ -495,11 +477,11 @@ struct SubjectStateMachineTests {
 
   @Test func testUpstreamStarted_whenRunningTheSameGeneration_isAnInternalInconsistency() async {
     await #expect(processExitsWith: .failure) {
-      var machine = SubjectStateMachine<Int, Never>(sharingWith: .unbounded, replayLimit: 0)
+      var machine = SubjectStateMachine<Int, Never, Int, Int, Int>(sharingWith: .unbounded, replayLimit: 0)
       let id = machine.subscribe().id
       var batch: [Int] = []
       guard case .startUpstream(let generation) = machine.next(id, swapping: &batch) else { return }
-      let task = Task<Void, Never> {}
+      let task = 7
       _ = machine.upstreamStarted(task, generation: generation)
       _ = machine.upstreamStarted(task, generation: generation)
     }
@@ -507,8 +489,8 @@ struct SubjectStateMachineTests {
 
   @Test func testUpstreamStarted_whenSubject_isAnInternalInconsistency() async {
     await #expect(processExitsWith: .failure) {
-      var machine = SubjectStateMachine<Int, Never>(policy: .unbounded, replayLimit: 0)
-      _ = machine.upstreamStarted(Task<Void, Never> {}, generation: 0)
+      var machine = SubjectStateMachine<Int, Never, Int, Int, Int>(policy: .unbounded, replayLimit: 0)
+      _ = machine.upstreamStarted(7, generation: 0)
     }
   }
 
@@ -558,20 +540,19 @@ struct SubjectStateMachineTests {
 
   @Test func testUpstreamElement_whenSubject_isAnInternalInconsistency() async {
     await #expect(processExitsWith: .failure) {
-      var machine = SubjectStateMachine<Int, Never>(policy: .unbounded, replayLimit: 0)
+      var machine = SubjectStateMachine<Int, Never, Int, Int, Int>(policy: .unbounded, replayLimit: 0)
       _ = machine.upstreamElement(1, generation: 0)
     }
   }
 
   // MARK: upstreamEnded
 
-  @Test func testUpstreamEnded_whenRunning_endsEverySubscriber() async {
+  @Test func testUpstreamEnded_whenRunning_endsEverySubscriber() {
     var (machine, id, generation) = Self.running()
-    await withContinuation { consumer in
-      _ = machine.suspend(id, consumer)
-      let waking = machine.upstreamEnded(failure: TestError(id: 3), generation: generation).resume
-      #expect(waking.count == 1 && same(waking.first, consumer))
-    }
+    let consumer = 1
+    _ = machine.suspend(id, consumer)
+    let waking = machine.upstreamEnded(failure: TestError(id: 3), generation: generation).resume
+    #expect(waking.count == 1 && waking.first == consumer)
     guard case .ended(let failure) = machine.state else {
       Issue.record("expected ended")
       return
@@ -605,24 +586,26 @@ struct SubjectStateMachineTests {
 
   @Test func testUpstreamEnded_whenSubject_isAnInternalInconsistency() async {
     await #expect(processExitsWith: .failure) {
-      var machine = SubjectStateMachine<Int, Never>(policy: .unbounded, replayLimit: 0)
+      var machine = SubjectStateMachine<Int, Never, Int, Int, Int>(policy: .unbounded, replayLimit: 0)
       _ = machine.upstreamEnded(failure: nil, generation: 0)
     }
   }
 
   // MARK: Push subscribers (mailboxes)
 
-  /// A mailbox to register: the machine only stores it and hands it back in its actions.
-  static func mailbox() -> Machine.Mailbox {
-    Machine.Mailbox(
-      storage: SubjectStorage(Machine(policy: .unbounded, replayLimit: 0)), gate: SinkDeliveryGate(),
-      receiver: .sink(value: { _ in }, completion: { _ in }))
+  /// A mailbox to register, a new number each time: the machine only stores it and hands it back.
+  static func mailbox() -> Mailbox {
+    nextMailbox.withLock { next in
+      defer { next += 1 }
+      return Mailbox(number: next)
+    }
   }
+  private static let nextMailbox = LockedState(1)
 
   enum Phase { case idle, draining }
 
-  private static func phase(_ machine: Machine, _ mailbox: Machine.Mailbox) -> Phase? {
-    switch machine.pushSubscribers.first(where: { $0.mailbox === mailbox })?.phase {
+  private static func phase(_ machine: Machine, _ mailbox: Mailbox) -> Phase? {
+    switch machine.pushSubscribers.first(where: { $0.mailbox == mailbox })?.phase {
     case .idle: .idle
     case .draining: .draining
     case nil: nil
@@ -630,19 +613,19 @@ struct SubjectStateMachineTests {
   }
 
   /// The task of the drain serving `mailbox`, once reported.
-  private static func drainTask(_ machine: Machine, _ mailbox: Machine.Mailbox) -> Task<Void, Never>? {
-    guard case .draining(_, let task) = machine.pushSubscribers.first(where: { $0.mailbox === mailbox })?.phase
+  private static func drainTask(_ machine: Machine, _ mailbox: Mailbox) -> Int? {
+    guard case .draining(_, let task) = machine.pushSubscribers.first(where: { $0.mailbox == mailbox })?.phase
     else { return nil }
     return task
   }
 
-  private static func startsDrain(_ action: Machine.SendAction, _ mailbox: Machine.Mailbox) -> Bool {
-    action.startDrains.count == 1 && action.startDrains[0].mailbox === mailbox
+  private static func startsDrain(_ action: Machine.SendAction, _ mailbox: Mailbox) -> Bool {
+    action.startDrains.count == 1 && action.startDrains[0].mailbox == mailbox
   }
 
   /// Takes until the machine says something other than `deliver`; returns what was delivered and
   /// that last action.
-  private static func drain(_ machine: inout Machine, _ mailbox: Machine.Mailbox) -> ([Int], Machine.DrainAction) {
+  private static func drain(_ machine: inout Machine, _ mailbox: Mailbox) -> ([Int], Machine.DrainAction) {
     var delivered: [Int] = []
     var batch: [Int] = []
     while true {
@@ -679,7 +662,7 @@ struct SubjectStateMachineTests {
   @Test func testSubscribeMailbox_whenIdle_startsTheUpstreamAtOnce() {
     var machine = Machine(sharingWith: .unbounded, replayLimit: 0)
     let action = machine.subscribe(Self.mailbox())
-    guard let generation = action.startUpstream, case .starting(generation) = machine.state else {
+    guard let generation = action.startUpstream, case .starting(generation) = machine.upstream else {
       Issue.record("expected startUpstream and starting, got \(machine.state)")
       return
     }
@@ -689,7 +672,7 @@ struct SubjectStateMachineTests {
   @Test func testSubscribeMailbox_whenStarting_doesNotStartAnotherUpstream() {
     var (machine, _, generation) = Self.starting()
     #expect(machine.subscribe(Self.mailbox()).startUpstream == nil)
-    guard case .starting(generation) = machine.state else {
+    guard case .starting(generation) = machine.upstream else {
       Issue.record("expected starting(\(generation)), got \(machine.state)")
       return
     }
@@ -716,22 +699,19 @@ struct SubjectStateMachineTests {
     }
   }
 
-  @Test func testSubscribeMailbox_whenAWatcherWaits_resumesItOnceTheCountIsReached() async {
+  @Test func testSubscribeMailbox_whenAWatcherWaits_resumesItOnceTheCountIsReached() {
     var (machine, _) = Self.subject()
-    await withContinuation { watcher in
-      let token = machine.makeWatcherToken()
-      #expect(machine.watchSubscribers(count: 2, token: token, watcher, isCancelled: false) == nil)
-      let resumed = machine.subscribe(Self.mailbox()).resumeWatchers
-      #expect(resumed.count == 1 && same(resumed.first, watcher))
-    }
+    let watcher = 2
+    let token = machine.makeWatcherToken()
+    #expect(machine.watchSubscribers(count: 2, token: token, watcher, isCancelled: false) == nil)
+    let resumed = machine.subscribe(Self.mailbox()).resumeWatchers
+    #expect(resumed.count == 1 && resumed.first == watcher)
   }
 
   @Test func testSubscribeMailbox_whenAlreadyRegistered_isAnInternalInconsistency() async {
     await #expect(processExitsWith: .failure) {
-      var machine = SubjectStateMachine<Int, Never>(policy: .unbounded, replayLimit: 0)
-      let mailbox = SubjectMailbox<Int, Never>(
-        storage: SubjectStorage(machine), gate: SinkDeliveryGate(),
-        receiver: .sink(value: { _ in }, completion: { _ in }))
+      var machine = SubjectStateMachine<Int, Never, Int, Int, Int>(policy: .unbounded, replayLimit: 0)
+      let mailbox = 1
       _ = machine.subscribe(mailbox)
       _ = machine.subscribe(mailbox)
     }
@@ -891,10 +871,8 @@ struct SubjectStateMachineTests {
 
   @Test func testTake_whenMailboxIdle_isAnInternalInconsistency() async {
     await #expect(processExitsWith: .failure) {
-      var machine = SubjectStateMachine<Int, Never>(policy: .unbounded, replayLimit: 0)
-      let mailbox = SubjectMailbox<Int, Never>(
-        storage: SubjectStorage(machine), gate: SinkDeliveryGate(),
-        receiver: .sink(value: { _ in }, completion: { _ in }))
+      var machine = SubjectStateMachine<Int, Never, Int, Int, Int>(policy: .unbounded, replayLimit: 0)
+      let mailbox = 1
       _ = machine.subscribe(mailbox)
       var batch: [Int] = []
       _ = machine.take(mailbox, swapping: &batch)
@@ -1018,7 +996,7 @@ struct SubjectStateMachineTests {
     #expect(Self.drain(&machine, mailbox).0 == [1])
     let second = machine.send(2).startDrains[0]
     #expect(second.id != first.id)
-    let secondTask = Task<Void, Never> {}
+    let secondTask = 102
     #expect(machine.drainStarted(mailbox, id: second.id, task: secondTask) == nil)
     #expect(machine.drainStarted(mailbox, id: first.id, task: upstreamTask) == nil)
     #expect(machine.unsubscribe(mailbox).cancelDrain == secondTask)
@@ -1040,13 +1018,11 @@ struct SubjectStateMachineTests {
 
   @Test func testDrainStarted_whenReportedTwice_isAnInternalInconsistency() async {
     await #expect(processExitsWith: .failure) {
-      var machine = SubjectStateMachine<Int, Never>(policy: .unbounded, replayLimit: 0)
-      let mailbox = SubjectMailbox<Int, Never>(
-        storage: SubjectStorage(machine), gate: SinkDeliveryGate(),
-        receiver: .sink(value: { _ in }, completion: { _ in }))
+      var machine = SubjectStateMachine<Int, Never, Int, Int, Int>(policy: .unbounded, replayLimit: 0)
+      let mailbox = 1
       _ = machine.subscribe(mailbox)
       let drain = machine.send(1).startDrains[0]
-      let task = Task<Void, Never> {}
+      let task = 7
       _ = machine.drainStarted(mailbox, id: drain.id, task: task)
       _ = machine.drainStarted(mailbox, id: drain.id, task: task)
     }

@@ -2,17 +2,19 @@
 /// released: continuations are resumed, tasks cancelled and elements released outside it.
 @usableFromInline
 final class EmitterStorage<Element: Sendable, Failure: Error>: Sendable {
-  @usableFromInline let machine: LockedState<EmitterStateMachine<Element, Failure>>
+  @usableFromInline
+  typealias Machine = EmitterStateMachine<Element, Failure, UnsafeContinuation<Void, Never>, Task<Void, Never>>
+  @usableFromInline let machine: LockedState<Machine>
   @usableFromInline let body: @Sendable (FlowEmitter<Element>) async throws(Failure) -> Void
 
   @inlinable init(bufferSize: Int, body: @escaping @Sendable (FlowEmitter<Element>) async throws(Failure) -> Void) {
-    self.machine = LockedState(EmitterStateMachine(bufferSize: bufferSize))
+    self.machine = LockedState(Machine(bufferSize: bufferSize))
     self.body = body
   }
 
   // MARK: Consumer side
 
-  @inlinable func next(swapping batch: inout [Element]) -> EmitterStateMachine<Element, Failure>.NextAction {
+  @inlinable func next(swapping batch: inout [Element]) -> Machine.NextAction {
     // The used-up batch is released here, before the lock: an element's `deinit` may call back in.
     batch.removeAll(keepingCapacity: true)
     return machine.withLock { $0.next(swapping: &batch) }

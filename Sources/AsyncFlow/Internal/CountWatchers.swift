@@ -1,8 +1,12 @@
 /// Tasks waiting until a count they watch (parked callers, sleepers, requests) reaches a threshold:
 /// the barrier behind `Gate.entered(count:)` and `TestClock.sleepers(count:)`. Kept inside the
 /// owner's locked state; the continuations it returns are resumed after the lock is released.
-package struct CountWatchers {
-  private var watchers: [(id: Int, count: Int, continuation: UnsafeContinuation<Void, Never>)] = []
+package typealias CountWatchers = CountWatcherList<UnsafeContinuation<Void, Never>>
+
+/// ``CountWatchers`` generic over the waiter, so that a pure machine holding it (a subject's) is
+/// tested with plain values.
+package struct CountWatcherList<Waiter> {
+  private var watchers: [(id: Int, count: Int, continuation: Waiter)] = []
   private var nextID = 0
 
   package init() {}
@@ -17,7 +21,7 @@ package struct CountWatchers {
   /// Registers `continuation` until the count reaches `count`; returns `false` (resume it now) if
   /// `current` already does.
   package mutating func register(
-    _ continuation: UnsafeContinuation<Void, Never>, until count: Int, current: Int
+    _ continuation: Waiter, until count: Int, current: Int
   ) -> Bool {
     register(continuation, id: makeID(), until: count, current: current)
   }
@@ -25,7 +29,7 @@ package struct CountWatchers {
   /// Registers `continuation` under `id` (from ``makeID()``) until the count reaches `count`;
   /// returns `false` (resume it now) if `current` already does.
   package mutating func register(
-    _ continuation: UnsafeContinuation<Void, Never>, id: Int, until count: Int, current: Int
+    _ continuation: Waiter, id: Int, until count: Int, current: Int
   ) -> Bool {
     guard current < count else { return false }
     watchers.append((id, count, continuation))
@@ -34,15 +38,15 @@ package struct CountWatchers {
 
   /// Removes the watcher `id` and returns its continuation, for a cancelled waiter to resume; `nil`
   /// if it was already satisfied or never registered.
-  package mutating func cancel(_ id: Int) -> UnsafeContinuation<Void, Never>? {
+  package mutating func cancel(_ id: Int) -> Waiter? {
     guard let index = watchers.firstIndex(where: { $0.id == id }) else { return nil }
     return watchers.remove(at: index).continuation
   }
 
   /// Removes and returns the watchers whose threshold `current` reaches.
-  package mutating func reached(_ current: Int) -> [UnsafeContinuation<Void, Never>] {
+  package mutating func reached(_ current: Int) -> [Waiter] {
     guard !watchers.isEmpty else { return [] }
-    var satisfied: [UnsafeContinuation<Void, Never>] = []
+    var satisfied: [Waiter] = []
     watchers.removeAll { watcher in
       guard current >= watcher.count else { return false }
       satisfied.append(watcher.continuation)

@@ -71,7 +71,7 @@ public struct AsyncShareFlowSequence<Element: Sendable, Failure: Error>: AsyncSe
     base: Base, replay: Int, replayScope: FlowReplayScope = .whileRunning, bufferingPolicy: FlowBufferingPolicy,
     gracePeriod: Duration = .zero, clock: AnyFlowClock? = nil
   ) where Base.Element == Element, Base.Failure == Failure {
-    let machine = SubjectStateMachine<Element, Failure>(
+    let machine = SubjectStorage<Element, Failure>.Machine(
       sharingWith: bufferingPolicy, replayLimit: replay, keepsReplayWhenStopped: replayScope == .acrossRestarts,
       hasGracePeriod: clock != nil)
     var startGraceTimerTask: (@Sendable (SubjectStorage<Element, Failure>, Int) -> Task<Void, Never>)?

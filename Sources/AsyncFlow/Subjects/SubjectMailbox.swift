@@ -105,6 +105,12 @@ final class SubjectMailbox<Element: Sendable, Failure: Error>: FlowSubscriptionT
   }
 }
 
+/// By identity: the machine finds a push subscriber's entry by its mailbox.
+extension SubjectMailbox: Hashable {
+  @usableFromInline static func == (lhs: SubjectMailbox, rhs: SubjectMailbox) -> Bool { lhs === rhs }
+  @usableFromInline func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}
+
 // MARK: sink and assignFlow on the hot sources
 
 extension SubjectStorage {

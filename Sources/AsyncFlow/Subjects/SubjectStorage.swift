@@ -3,7 +3,10 @@
 /// elements that leave the state (dropped, evicted, or a leaving subscriber's) released, outside it.
 @usableFromInline
 final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
-  @usableFromInline let state: LockedState<SubjectStateMachine<Element, Failure>>
+  @usableFromInline typealias Machine = SubjectStateMachine<
+    Element, Failure, UnsafeContinuation<Void, Never>, Task<Void, Never>, SubjectMailbox<Element, Failure>
+  >
+  @usableFromInline let state: LockedState<Machine>
   /// For `shareFlow`: starts the upstream's iteration `generation`, feeding this storage.
   let startUpstreamTask: (@Sendable (SubjectStorage, _ generation: Int) -> Task<Void, Never>)?
   /// For `shareFlow(gracePeriod:)`: starts the task of grace timer `timer`, which sleeps for the
@@ -11,7 +14,7 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
   let startGraceTimerTask: (@Sendable (SubjectStorage, _ timer: Int) -> Task<Void, Never>)?
 
   init(
-    _ machine: SubjectStateMachine<Element, Failure>,
+    _ machine: Machine,
     startGraceTimerTask: (@Sendable (SubjectStorage, _ timer: Int) -> Task<Void, Never>)? = nil,
     startUpstreamTask: (@Sendable (SubjectStorage, _ generation: Int) -> Task<Void, Never>)? = nil
   ) {
@@ -47,7 +50,7 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
 
   /// Carries out `action` after the lock; its released elements go with it, here.
   @inlinable
-  func perform(_ action: SubjectStateMachine<Element, Failure>.SendAction) {
+  func perform(_ action: Machine.SendAction) {
     for consumer in action.resume { consumer.resume() }
     for drain in action.startDrains { startDrain(drain.mailbox, id: drain.id) }
     action.cancelGraceTimer?.cancel()
@@ -87,19 +90,19 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
   @inlinable
   func take(
     _ mailbox: SubjectMailbox<Element, Failure>, swapping batch: inout RingBuffer<Element>
-  ) -> SubjectStateMachine<Element, Failure>.DrainAction {
+  ) -> Machine.DrainAction {
     state.withLock { $0.take(mailbox, swapping: &batch) }
   }
 
-  // Out of line (unspecialized) but synchronous: they keep the subscriber's inlinable refill,
-  // whose frame a parked subscriber holds, small and specialized.
+  // Inlinable, so specialized in the subscriber's refill: synchronous, they add nothing to the
+  // frame a parked subscriber holds (nothing of theirs lives across its suspension).
 
-  @usableFromInline
-  func take(_ id: Int, swapping batch: inout RingBuffer<Element>) -> SubjectStateMachine<Element, Failure>.NextAction {
+  @inlinable
+  func take(_ id: Int, swapping batch: inout RingBuffer<Element>) -> Machine.NextAction {
     state.withLock { $0.next(id, swapping: &batch) }
   }
 
-  @usableFromInline
+  @inlinable
   func suspend(_ id: Int, _ continuation: UnsafeContinuation<Void, Never>) {
     state.withLock { $0.suspend(id, continuation) }?.resume()
   }
@@ -119,7 +122,7 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
   /// Starts the timer with the executor preference of the upstream's task, whatever the caller's:
   /// the last subscriber may leave from anywhere (a cancellation handler runs in the canceller's
   /// context), and the timer must run where the upstream runs, on a `TestClock`'s executor in tests.
-  func startGraceTimer(_ start: SubjectStateMachine<Element, Failure>.StartGraceTimer) {
+  func startGraceTimer(_ start: Machine.StartGraceTimer) {
     guard let startGraceTimerTask else {
       preconditionFailure("Internal inconsistency: a share without grace period was asked to start a grace timer")
     }

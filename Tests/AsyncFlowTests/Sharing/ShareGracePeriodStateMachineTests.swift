@@ -3,10 +3,10 @@ import Testing
 @testable import AsyncFlow
 
 /// Tasks to hand to the machine: it only stores and returns them.
-private let upstreamTask = Task<Void, Never> {}
-private let timerTask = Task<Void, Never> {}
+private let upstreamTask = 100
+private let timerTask = 103
 
-private func same(_ lhs: Task<Void, Never>?, _ rhs: Task<Void, Never>) -> Bool { lhs == rhs }
+private func same(_ lhs: Int?, _ rhs: Int) -> Bool { lhs == rhs }
 
 /// The executor preference the upstream's task is reported with (a `TestClock`'s, under test):
 /// the machine only stores it and hands it back with the grace timer to start.
@@ -19,7 +19,7 @@ private func same(_ lhs: (any TaskExecutor)?, _ rhs: any TaskExecutor) -> Bool {
 /// it, and the events that lead into it from `starting` and `running`.
 @Suite("SubjectStateMachine: shareFlow's grace period", .timeLimit(.minutes(1)))
 struct ShareGracePeriodStateMachineTests {
-  typealias Machine = SubjectStateMachine<Int, TestError>
+  typealias Machine = SubjectStateMachineTests.Machine
 
   /// A share with a grace period whose subscriber asked: the upstream is starting, or (`started`)
   /// running.
@@ -45,7 +45,7 @@ struct ShareGracePeriodStateMachineTests {
     var (machine, id, generation) = subscribed(started: started)
     _ = machine.upstreamElement(1, generation: generation)
     let action = machine.unsubscribe(id)
-    guard case .lingering(let lingering) = machine.state else { preconditionFailure("expected lingering") }
+    guard case .lingering(let lingering)? = machine.upstream else { preconditionFailure("expected lingering") }
     guard started else {
       precondition(action.startGraceTimer == nil)
       return (machine, generation, lingering.timer)
@@ -58,7 +58,7 @@ struct ShareGracePeriodStateMachineTests {
   }
 
   private static func isLingering(_ machine: Machine) -> Bool {
-    if case .lingering = machine.state { return true }
+    if case .lingering? = machine.upstream { return true }
     return false
   }
 
@@ -70,7 +70,7 @@ struct ShareGracePeriodStateMachineTests {
     #expect(action.cancelUpstream == nil)
     // The timer goes where the upstream's task runs, not where the last subscriber left from.
     #expect(same(action.startGraceTimer?.executor, upstreamExecutor))
-    guard case .lingering(let lingering) = machine.state else {
+    guard case .lingering(let lingering)? = machine.upstream else {
       Issue.record("expected lingering, got \(machine.state)")
       return
     }
@@ -83,7 +83,7 @@ struct ShareGracePeriodStateMachineTests {
     var (machine, id, generation) = Self.subscribed(started: false)
     // The task's executor is not known yet: the timer waits for it.
     #expect(machine.unsubscribe(id).startGraceTimer == nil)
-    guard case .lingering(let before) = machine.state else {
+    guard case .lingering(let before)? = machine.upstream else {
       Issue.record("expected lingering, got \(machine.state)")
       return
     }
@@ -92,7 +92,7 @@ struct ShareGracePeriodStateMachineTests {
       .startGraceTimer
     #expect(start?.timer == before.timer)
     #expect(same(start?.executor, upstreamExecutor))
-    guard case .lingering(let lingering) = machine.state else {
+    guard case .lingering(let lingering)? = machine.upstream else {
       Issue.record("expected lingering, got \(machine.state)")
       return
     }
@@ -141,7 +141,7 @@ struct ShareGracePeriodStateMachineTests {
     var (machine, id, _) = Self.subscribed(started: true)
     _ = machine.subscribe()
     #expect(machine.unsubscribe(id).startGraceTimer == nil)
-    guard case .running = machine.state else {
+    guard case .running? = machine.upstream else {
       Issue.record("expected running, got \(machine.state)")
       return
     }
@@ -158,7 +158,7 @@ struct ShareGracePeriodStateMachineTests {
     #expect(action.startGraceTimer == nil)
     #expect(same(action.cancelUpstream, upstreamTask))
     #expect(Array(action.releasedReplay) == [1])
-    guard case .idle = machine.state else {
+    guard case .idle? = machine.upstream else {
       Issue.record("expected idle, got \(machine.state)")
       return
     }
@@ -168,7 +168,7 @@ struct ShareGracePeriodStateMachineTests {
 
   @Test func testGraceTimerStarted_whenLingering_keepsTheTask() {
     let (machine, _, _) = Self.lingering(timerReported: true)
-    guard case .lingering(let lingering) = machine.state else { return }
+    guard case .lingering(let lingering)? = machine.upstream else { return }
     #expect(same(lingering.timerTask, timerTask))
   }
 
@@ -176,7 +176,7 @@ struct ShareGracePeriodStateMachineTests {
     var (machine, generation, _) = Self.lingering()
     let (id, _, cancelTimer) = machine.subscribe()
     #expect(same(cancelTimer, timerTask))
-    guard case .running(generation, let task, let executor) = machine.state else {
+    guard case .running(generation, let task, let executor)? = machine.upstream else {
       Issue.record("expected running(\(generation)), got \(machine.state)")
       return
     }
@@ -193,7 +193,7 @@ struct ShareGracePeriodStateMachineTests {
   @Test func testSubscribe_whenLingeringWhileStarting_goesBackToStarting() {
     var (machine, generation, _) = Self.lingering(started: false)
     _ = machine.subscribe()
-    guard case .starting(generation) = machine.state else {
+    guard case .starting(generation)? = machine.upstream else {
       Issue.record("expected starting(\(generation)), got \(machine.state)")
       return
     }
@@ -211,7 +211,7 @@ struct ShareGracePeriodStateMachineTests {
     #expect(action.startUpstream == nil)
     #expect(same(action.cancelGraceTimer, timerTask))
     #expect(action.startDrain != nil)  // the replay
-    guard case .running = machine.state else {
+    guard case .running? = machine.upstream else {
       Issue.record("expected running, got \(machine.state)")
       return
     }
@@ -231,7 +231,7 @@ struct ShareGracePeriodStateMachineTests {
     let action = machine.graceExpired(timer: timer)
     #expect(same(action.cancelUpstream, upstreamTask))
     #expect(Array(action.releasedReplay) == [1])
-    guard case .idle = machine.state else {
+    guard case .idle? = machine.upstream else {
       Issue.record("expected idle, got \(machine.state)")
       return
     }
