@@ -40,45 +40,50 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     case ending(failure: Failure?, Stopping)
     /// The consumer has seen the end (or left before the start).
     case finished(Stopping)
-    /// Held only inside an event, while its payload is out of the state: looking at an enum's
-    /// payload copies it, and a collection of a copy that is still in the state would be copied
-    /// on write (measured with the payload mutated in the state: `W3.switchToLatest` three times
-    /// slower). Out of the state, the payload's collections are uniquely referenced.
+    /// Held only inside an event, while the running payload is out of the state (``takeRunning()``).
     case modifying
   }
 
   @usableFromInline
-  struct Running {
-    @usableFromInline var inners: [Int: Inner] = [:]
+  /// A class: the state's payloads are copied and destroyed through the value witnesses of the
+  /// generic `State` and `Running` (IRGen outlines them for these nested generic types), even when
+  /// the payload is moved out and back under `modifying` and `State` is initialized over it rather
+  /// than assigned: measured, a struct payload made `W3.switchToLatest` 40 % (inners superseded
+  /// before they start) to 90 % (inners run) slower. A reference moves as one word. The price: a
+  /// copy of the machine would share it, so a machine is never copied (its storage holds the only
+  /// one; tests build their own). Its accesses are not checked for exclusivity at run time (a
+  /// measured cost per access): it is only touched under the storage's lock, inside an event.
+  final class Running {
+    @usableFromInline @exclusivity(unchecked) var inners: [Int: Inner] = [:]
     /// The current inner of each key, for `latest` and `exhaust`.
-    @usableFromInline var currentByKey: [Key: Int] = [:]
+    @usableFromInline @exclusivity(unchecked) var currentByKey: [Key: Int] = [:]
     /// Inners that are current: not superseded, not retired.
-    @usableFromInline var activeCount = 0
+    @usableFromInline @exclusivity(unchecked) var activeCount = 0
     /// Inners with something for the consumer (elements, or their end), in the order they got it.
     /// One may linger after its inner left: its channel is dropped then, and taking from it takes
     /// nothing. (Channels rather than ids: no lookup per hand-off.) A ``RingBuffer``: a busy
     /// inner goes to the back after each take, so the queue may never empty.
-    @usableFromInline var ready = RingBuffer<(id: Int, channel: Channel)>()
-    @usableFromInline var nextID = 0
+    @usableFromInline @exclusivity(unchecked) var ready = RingBuffer<(id: Int, channel: Channel)>()
+    @usableFromInline @exclusivity(unchecked) var nextID = 0
     /// Inners whose turn has ended (`exhaustFlow`) while their elements wait for the consumer: the
     /// operator does not finish before they are taken.
-    @usableFromInline var drainingAfterTurn = 0
+    @usableFromInline @exclusivity(unchecked) var drainingAfterTurn = 0
     /// Inners the consumer is behind (``Inner/isBehind``): with ``batchInners``, what bounds the
     /// inners that start while the consumer does not take (``behindLimit``).
-    @usableFromInline var behindCount = 0
+    @usableFromInline @exclusivity(unchecked) var behindCount = 0
     /// Inners whose elements the consumer took into the batch it has not delivered yet: they are
     /// still behind the consumer's code, so they count toward ``behindLimit`` until it asks again.
-    @usableFromInline var batchInners = 0
-    @usableFromInline var outerHasEnded = false
-    @usableFromInline var outerTask: Handle?
+    @usableFromInline @exclusivity(unchecked) var batchInners = 0
+    @usableFromInline @exclusivity(unchecked) var outerHasEnded = false
+    @usableFromInline @exclusivity(unchecked) var outerTask: Handle?
     /// An outer element pulled while every slot of `mergeFlow` was busy: it starts when one frees.
     /// The outer is pulled one element ahead, so that its failure or end is seen while the inners
     /// run, and no further: at most one element waits here.
-    @usableFromInline var held: (element: OuterElement, key: Key)?
+    @usableFromInline @exclusivity(unchecked) var held: (element: OuterElement, key: Key)?
     /// The outer pump, waiting for a slot while an element is held (resumed to ask again). Only
     /// while an element is held, so the operator cannot finish while it waits.
-    @usableFromInline var outerWaiting: Waiter?
-    @usableFromInline var consumer: Waiter?
+    @usableFromInline @exclusivity(unchecked) var outerWaiting: Waiter?
+    @usableFromInline @exclusivity(unchecked) var consumer: Waiter?
 
     @inlinable init() {}
   }
@@ -165,6 +170,23 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   @usableFromInline let policy: FlattenPolicy
   @usableFromInline var state = State.idle
 
+  /// The state without its payload, for the events' paths other than running (which moves its
+  /// payload out first, ``takeRunning()``): there a copy of the state costs nothing that matters.
+  @usableFromInline
+  enum Phase {
+    case idle, running, ending, finished, modifying
+  }
+
+  @inlinable var phase: Phase {
+    switch state {
+    case .idle: .idle
+    case .running: .running
+    case .ending: .ending
+    case .finished: .finished
+    case .modifying: .modifying
+    }
+  }
+
   @inlinable init(policy: FlattenPolicy) {
     self.policy = policy
   }
@@ -196,15 +218,15 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   }
 
   @inlinable mutating func next() -> NextAction {
+    if var running = takeRunning() {
+      defer { putBack(&running) }
+      guard let entry = running.ready.popFirst() else { return .suspend }
+      return .take(id: entry.id, channel: entry.channel, all: takesBatches)
+    }
     switch state {
     case .idle:
       state = .running(Running())
       return .start
-    case .running(var running):
-      state = .modifying
-      defer { state = .running(running) }
-      guard let entry = running.ready.popFirst() else { return .suspend }
-      return .take(id: entry.id, channel: entry.channel, all: takesBatches)
     case .ending(let failure, var stopping):
       if let drain = stopping.drain.take() {
         state = .ending(failure: failure, stopping)
@@ -214,8 +236,8 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       return .end(failure: failure, outerTask: stopping.outerTask)
     case .finished:
       return .end(failure: nil, outerTask: nil)
-    case .modifying:
-      preconditionFailure("Internal inconsistency: state modifying, event next")
+    case .running, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event next")
     }
   }
 
@@ -232,11 +254,10 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   /// The storage took from inner `id`'s channel as ``next()`` asked, still under the shared lock:
   /// `isDrained`, nothing is left in it; `retires`, it had ended and its last element is taken.
   @inlinable mutating func taken(_ id: Int, channel: Channel, isDrained: Bool, retires: Bool) -> TakenAction {
-    guard case .running(var running) = state else {
+    guard var running = takeRunning() else {
       preconditionFailure("Internal inconsistency: state \(state), event taken")
     }
-    state = .modifying
-    defer { putBack(running) }
+    defer { putBack(&running) }
     // One that still has elements goes to the back, behind the others: a busy inner cannot
     // starve the other keys of a keyed `switchToLatestFlow`.
     if !isDrained {
@@ -275,9 +296,9 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   /// returns the outer pump to resume with `true` if that freed it.
   @inlinable mutating func batchDelivered() -> Waiter? {
     // `switchToLatestFlow` counts no batch: nothing to look at (it asks once per element).
-    guard tracksBehind, case .running(var running) = state, running.batchInners > 0 else { return nil }
-    state = .modifying
-    defer { state = .running(running) }
+    guard tracksBehind, var running = takeRunning() else { return nil }
+    defer { putBack(&running) }
+    guard running.batchInners > 0 else { return nil }
     running.batchInners = 0
     guard running.outerWaiting != nil, outerWanted(running) else { return nil }
     return running.outerWaiting.take()
@@ -285,39 +306,39 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
 
   /// Registers the waiting consumer, or returns it to be resumed at once.
   @inlinable mutating func suspendConsumer(_ consumer: Waiter) -> Waiter? {
-    switch state {
-    case .running(var running):
+    if var running = takeRunning() {
+      defer { putBack(&running) }
       // Something may have been listed between `next()` and this registration.
       guard running.ready.isEmpty else { return consumer }
       precondition(running.consumer == nil, "Internal inconsistency: state running, event suspendConsumer twice")
-      state = .modifying
       running.consumer = consumer
-      state = .running(running)
       return nil
+    }
+    switch phase {
     case .ending, .finished:
       return consumer
-    case .idle, .modifying:
+    case .idle, .running, .modifying:
       preconditionFailure("Internal inconsistency: state \(state), event suspendConsumer")
     }
   }
 
   /// The consumer's task was cancelled or its iterator released: what ends, if anything.
   @inlinable mutating func cancel() -> Ending? {
-    switch state {
+    if let running = takeRunning() { return end(nil, from: running) }
+    switch phase {
     case .idle:
       state = .finished(Stopping())
       return nil
-    case .running(let running):
-      return end(nil, from: running)
-    case .ending(_, var stopping):
+    case .ending:
       // A cancelled consumer finishes without a failure, and takes no element afterwards.
-      let drain = stopping.drain.take()
-      state = .ending(failure: nil, stopping)
-      return drain.map { Ending(drop: [$0]) }
+      return updateStopping { stopping, failure in
+        failure = nil
+        return stopping.drain.take().map { Ending(drop: [$0]) }
+      }
     case .finished:
       return nil
-    case .modifying:
-      preconditionFailure("Internal inconsistency: state modifying, event cancel")
+    case .running, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event cancel")
     }
   }
 
@@ -333,16 +354,16 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
 
   /// The outer task exists; returns it if the operator is ending already, so that it is cancelled.
   @inlinable mutating func outerStarted(_ task: Handle) -> Handle? {
-    switch state {
-    case .running(var running):
-      state = .modifying
+    if var running = takeRunning() {
+      defer { putBack(&running) }
       running.outerTask = task
-      state = .running(running)
       return nil
+    }
+    switch phase {
     case .ending:
-      updateStopping { $0.outerTask = task }
+      updateStopping { stopping, _ in stopping.outerTask = task }
       return task
-    case .idle, .finished, .modifying:
+    case .idle, .running, .finished, .modifying:
       // The consumer starts the outer task right after `next()` returned `.start`: it cannot
       // have seen the end in between.
       preconditionFailure("Internal inconsistency: state \(state), event outerStarted")
@@ -364,34 +385,34 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   /// What the outer pump does next. It pulls only while no element is held, so the outer runs at
   /// most one element ahead of the slots of `mergeFlow`, and its failure or end is seen then.
   @inlinable mutating func pumpStep(channel: (Int) -> Channel) -> PumpAction {
-    switch state {
-    case .running(var running):
+    if var running = takeRunning() {
+      defer { putBack(&running) }
       guard let held = running.held else { return running.outerHasEnded ? .stop : .pull }
       guard outerWanted(running) else { return .wait }
-      state = .modifying
-      defer { state = .running(running) }
       running.held = nil
       return .startInner(makeInner(held.element, key: held.key, channel: channel, in: &running))
+    }
+    switch phase {
     case .ending, .finished:
       return .stop
-    case .idle, .modifying:
+    case .idle, .running, .modifying:
       preconditionFailure("Internal inconsistency: state \(state), event pumpStep")
     }
   }
 
   /// The pump is about to wait; registers it, or returns false if it must ask again at once.
   @inlinable mutating func pumpWait(_ waiter: Waiter) -> Bool {
-    switch state {
-    case .running(var running):
+    if var running = takeRunning() {
+      defer { putBack(&running) }
       guard running.held != nil, !outerWanted(running) else { return false }
       precondition(running.outerWaiting == nil, "Internal inconsistency: state running, event pumpWait twice")
-      state = .modifying
       running.outerWaiting = waiter
-      state = .running(running)
       return true
+    }
+    switch phase {
     case .ending, .finished:
       return false
-    case .idle, .modifying:
+    case .idle, .running, .modifying:
       preconditionFailure("Internal inconsistency: state \(state), event pumpWait")
     }
   }
@@ -414,10 +435,8 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   @inlinable mutating func outerElement(
     _ element: OuterElement, key: Key, channel: (Int) -> Channel
   ) -> OuterElementAction {
-    switch state {
-    case .running(var running):
-      state = .modifying
-      defer { state = .running(running) }
+    if var running = takeRunning() {
+      defer { putBack(&running) }
       if policy == .exhaust && running.behindCount + running.batchInners >= behindLimit {
         // Dropped as while an inner runs: the consumer is that many ended inners behind (or holds
         // their elements in its batch), which bounds what `exhaustFlow` holds however fast the outer.
@@ -441,26 +460,28 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       }
       return .startInner(
         makeInner(element, key: key, channel: channel, in: &running), superseding: nil, cancelling: nil)
+    }
+    switch phase {
     case .ending, .finished:
       return .none
-    case .idle, .modifying:
+    case .idle, .running, .modifying:
       preconditionFailure("Internal inconsistency: state \(state), event outerElement")
     }
   }
 
   /// The outer finished (`failure == nil`) or threw: what ends, if the operator does.
   @inlinable mutating func outerEnded(_ failure: Failure?) -> Ending? {
-    switch state {
-    case .running(var running):
+    if var running = takeRunning() {
+      defer { putBack(&running) }
       precondition(!running.outerHasEnded, "Internal inconsistency: state running, event outerEnded twice")
       if let failure { return end(failure, from: running) }
-      state = .modifying
-      defer { putBack(running) }
       running.outerHasEnded = true
       return finishIfDone(running)
+    }
+    switch phase {
     case .ending, .finished:
       return nil
-    case .idle, .modifying:
+    case .idle, .running, .modifying:
       preconditionFailure("Internal inconsistency: state \(state), event outerEnded")
     }
   }
@@ -470,22 +491,22 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   /// The outer task registers the task it started for inner `id`; returns it if that inner is no
   /// longer wanted, so that it is cancelled.
   @inlinable mutating func innerStarted(_ id: Int, task: Handle) -> Handle? {
-    switch state {
-    case .running(var running):
+    if var running = takeRunning() {
+      defer { putBack(&running) }
       // The task may have ended already (then its inner is gone).
       guard let index = running.inners.index(forKey: id) else { return nil }
-      state = .modifying
-      defer { state = .running(running) }
       running.inners.values[index].task = task
       if case .superseded = running.inners.values[index].stage { return task }
       return nil
+    }
+    switch phase {
     case .ending, .finished:
-      return updateStopping { stopping in
+      return updateStopping { stopping, _ in
         guard stopping.innerTasks[id] != nil else { return nil }
         stopping.innerTasks[id] = task
         return task
       }
-    case .idle, .modifying:
+    case .idle, .running, .modifying:
       preconditionFailure("Internal inconsistency: state \(state), event innerStarted")
     }
   }
@@ -493,23 +514,23 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   /// An inner's task begins: the element to transform and the channel to offer into, or `nil`
   /// if the operator is ending (the task then ends at once, without reporting its end).
   @inlinable mutating func claim(_ id: Int) -> (channel: Channel, element: OuterElement)? {
-    switch state {
-    case .running(var running):
+    if var running = takeRunning() {
+      defer { putBack(&running) }
       // An inner is superseded or retired only once its task claimed its element.
       guard let index = running.inners.index(forKey: id),
         case .unclaimed(let element) = running.inners.values[index].stage
       else {
         preconditionFailure("Internal inconsistency: state running, event claim of inner \(id) that is not unclaimed")
       }
-      state = .modifying
-      defer { state = .running(running) }
       // Through the index: one hash lookup per event on the path every outer element may take.
       running.inners.values[index].stage = .running
       return (running.inners.values[index].channel, element)
+    }
+    switch phase {
     case .ending, .finished:
-      updateStopping { _ = $0.innerTasks.removeValue(forKey: id) }
+      updateStopping { stopping, _ in _ = stopping.innerTasks.removeValue(forKey: id) }
       return nil
-    case .idle, .modifying:
+    case .idle, .running, .modifying:
       preconditionFailure("Internal inconsistency: state \(state), event claim")
     }
   }
@@ -518,10 +539,8 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   /// return the consumer to resume if it waits. A superseded inner may list itself (it offered
   /// just before its channel was dropped): its channel is dropped, so nothing is taken from it.
   @inlinable mutating func listReady(_ id: Int, channel: Channel) -> Waiter? {
-    switch state {
-    case .running(var running):
-      state = .modifying
-      defer { state = .running(running) }
+    if var running = takeRunning() {
+      defer { putBack(&running) }
       running.ready.append((id, channel))
       // A caught-up inner offers again: the consumer is behind it again. (A superseded one is
       // not counted: what it offered is dropped.)
@@ -532,9 +551,11 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
         running.behindCount += 1
       }
       return running.consumer.take()
+    }
+    switch phase {
     case .ending, .finished:
       return nil
-    case .idle, .modifying:
+    case .idle, .running, .modifying:
       preconditionFailure("Internal inconsistency: state \(state), event listReady")
     }
   }
@@ -556,13 +577,11 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   @inlinable mutating func innerEnded(
     _ id: Int, _ channelEnd: FlattenInnerStateMachine<some Any, Waiter>.EndAction, failure: Failure?
   ) -> InnerEndedAction {
-    switch state {
-    case .running(var running):
+    if var running = takeRunning() {
+      defer { putBack(&running) }
       guard let index = running.inners.index(forKey: id) else {
         preconditionFailure("Internal inconsistency: state running, event innerEnded of unknown inner \(id)")
       }
-      state = .modifying
-      defer { putBack(running) }
       let inner = running.inners.values[index]
       switch (inner.stage, channelEnd) {
       case (.superseded, _):
@@ -602,34 +621,62 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
         preconditionFailure(
           "Internal inconsistency: state running with inner \(id) \(inner.stage), event innerEnded \(channelEnd)")
       }
+    }
+    switch phase {
     case .ending, .finished:
-      updateStopping { _ = $0.innerTasks.removeValue(forKey: id) }
+      updateStopping { stopping, _ in _ = stopping.innerTasks.removeValue(forKey: id) }
       return .none
-    case .idle, .modifying:
+    case .idle, .running, .modifying:
       preconditionFailure("Internal inconsistency: state \(state), event innerEnded")
     }
   }
 
   // MARK: Helpers
 
-  /// Puts the running payload back after an event, unless the event ended the operator.
-  @inlinable @inline(__always) mutating func putBack(_ running: Running) {
-    if case .modifying = state { state = .running(running) }
+  /// The running payload, moved out of the state, which holds `modifying` until ``putBack(_:)``:
+  /// a `switch` binding it copies the whole `State` through its value witnesses (see ``Running``).
+  @inlinable @inline(__always) mutating func takeRunning() -> Running? {
+    switch takeState() {
+    case .running(let running):
+      return running
+    case let other:
+      state = other
+      return nil
+    }
   }
 
-  /// Runs `body` on the payload of the `ending` or `finished` state, taken out of the state.
-  @inlinable mutating func updateStopping<R>(_ body: (inout Stopping) -> R) -> R {
-    switch state {
-    case .ending(let failure, var stopping):
-      state = .modifying
+  /// The state, moved out (``takeRunning()``); `modifying` is left in its place.
+  @inlinable @inline(__always) mutating func takeState() -> State {
+    var taken = State.modifying
+    swap(&taken, &state)
+    return taken
+  }
+
+  /// Puts the running payload back after an event, unless the event ended the operator.
+  @inlinable @inline(__always) mutating func putBack(_ running: inout Running) {
+    switch takeState() {
+    case .modifying:
+      // Initialized over `modifying` rather than assigned: it holds nothing to destroy, and an
+      // assignment destroyed it through the value witnesses of `State`.
+      withUnsafeMutablePointer(to: &state) { $0.initialize(to: .running(running)) }
+    case let ended:
+      state = ended
+    }
+  }
+
+  /// Runs `body` on the payload of the `ending` or `finished` state (whose failure is `nil`),
+  /// moved out of the state (``takeRunning()``).
+  @inlinable mutating func updateStopping<R>(_ body: (inout Stopping, inout Failure?) -> R) -> R {
+    switch takeState() {
+    case .ending(var failure, var stopping):
       defer { state = .ending(failure: failure, stopping) }
-      return body(&stopping)
+      return body(&stopping, &failure)
     case .finished(var stopping):
-      state = .modifying
+      var failure: Failure?
       defer { state = .finished(stopping) }
-      return body(&stopping)
+      return body(&stopping, &failure)
     case .idle, .running, .modifying:
-      preconditionFailure("Internal inconsistency: state \(state), event updateStopping")
+      preconditionFailure("Internal inconsistency: state not ending or finished, event updateStopping")
     }
   }
 
