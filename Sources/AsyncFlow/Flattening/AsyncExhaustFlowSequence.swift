@@ -80,7 +80,7 @@ where Self: Sendable, Element: Sendable, Failure == Never {
   }
 }
 
-/// The sequence ``_Concurrency/AsyncSequence/exhaustFlow(_:)-5p75q`` returns: first wins while busy.
+/// The sequence ``_Concurrency/AsyncSequence/exhaustFlow(_:)-7c3tu`` returns: first wins while busy.
 ///
 /// - An element of the base that arrives while an inner runs is dropped, without being
 ///   transformed; the first element after the running inner has finished starts the next one.

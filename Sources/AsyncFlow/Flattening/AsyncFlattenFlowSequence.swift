@@ -4,9 +4,9 @@
 /// typealias of it, with a `Kind` of its own so that the five stay distinct types. The rules of
 /// each operator are on its typealias.
 ///
-/// - `Key`: the identity an inner runs under (``_FlattenFlowKind/SingleKey`` for all but the keyed
+/// - `Key`: the identity an inner runs under (`_FlattenFlowKind.SingleKey` for all but the keyed
 ///   switch).
-/// - `Kind`: one of the marker types of ``_FlattenFlowKind``; it only tells the operators apart.
+/// - `Kind`: one of the marker types of `_FlattenFlowKind`; it only tells the operators apart.
 ///
 /// ```swift
 /// let results: AsyncFlattenFlowSequence<

@@ -85,7 +85,7 @@ where Self: Sendable, Element: Sendable, Failure == Never {
   }
 }
 
-/// The sequence ``_Concurrency/AsyncSequence/switchToLatestFlow(by:_:)-7ybdy`` returns: latest wins per
+/// The sequence ``_Concurrency/AsyncSequence/switchToLatestFlow(by:_:)-9yd08`` returns: latest wins per
 /// identity.
 ///
 /// - At most one inner runs per key: a newer element of key K supersedes only K's inner, whose
