@@ -15,8 +15,7 @@ where Self: Sendable, Element: Sendable {
   public func concatFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncConcatFlowSequence<Self, Inner, Failure> where Inner.Element: Sendable, Inner.Failure == Failure {
-    AsyncConcatFlowSequence(
-      flattened(.merge(maxConcurrent: 1), transform, outerFailure: { $0 }, innerFailure: { $0 }))
+    flattened(.merge(maxConcurrent: 1), transform, outerFailure: { $0 }, innerFailure: { $0 })
   }
 
   /// One after another: maps each element to an inner sequence and runs the inners in order, each after the
@@ -34,8 +33,7 @@ where Self: Sendable, Element: Sendable {
   public func concatFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncConcatFlowSequence<Self, Inner, Failure> where Inner.Element: Sendable, Inner.Failure == Never {
-    AsyncConcatFlowSequence(
-      flattened(.merge(maxConcurrent: 1), transform, outerFailure: { $0 }, innerFailure: absurd))
+    flattened(.merge(maxConcurrent: 1), transform, outerFailure: { $0 }, innerFailure: absurd)
   }
 }
 
@@ -56,8 +54,7 @@ where Self: Sendable, Element: Sendable, Failure == Never {
   public func concatFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncConcatFlowSequence<Self, Inner, Inner.Failure> where Inner.Element: Sendable {
-    AsyncConcatFlowSequence(
-      flattened(.merge(maxConcurrent: 1), transform, outerFailure: absurd, innerFailure: { $0 }))
+    flattened(.merge(maxConcurrent: 1), transform, outerFailure: absurd, innerFailure: { $0 })
   }
 
   /// One after another: maps each element to an inner sequence and runs the inners in order, each after the
@@ -75,12 +72,11 @@ where Self: Sendable, Element: Sendable, Failure == Never {
   public func concatFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncConcatFlowSequence<Self, Inner, Never> where Inner.Element: Sendable, Inner.Failure == Never {
-    AsyncConcatFlowSequence(
-      flattened(.merge(maxConcurrent: 1), transform, outerFailure: absurd, innerFailure: absurd))
+    flattened(.merge(maxConcurrent: 1), transform, outerFailure: absurd, innerFailure: absurd)
   }
 }
 
-/// The sequence ``_Concurrency/AsyncSequence/concatFlow(_:)-1twn1`` returns: the elements of each
+/// The sequence ``_Concurrency/AsyncSequence/concatFlow(_:)-1w77b`` returns: the elements of each
 /// inner sequence in turn, in the base's order.
 ///
 /// - Each element of the base is mapped to an inner sequence; an inner starts when the previous one
@@ -95,59 +91,8 @@ where Self: Sendable, Element: Sendable, Failure == Never {
 ///   queued.concatFlow { file in cache.store(file) }
 /// for await progress in uploads { bar.progress = progress }
 /// ```
-public struct AsyncConcatFlowSequence<Base: AsyncSequence & Sendable, Inner: AsyncSequence & Sendable, Failure: Error>:
-  AsyncSequence, Sendable
-where Base.Element: Sendable, Inner.Element: Sendable {
-  public typealias Element = Inner.Element
-
-  @usableFromInline let flattening: FlattenSequence<Base, Inner, FlattenSingleKey, Failure>
-
-  @inlinable init(_ flattening: FlattenSequence<Base, Inner, FlattenSingleKey, Failure>) {
-    self.flattening = flattening
-  }
-
-  /// Starts an iteration: the base is pulled when the iterator is first asked for an element.
-  ///
-  /// ```swift
-  /// var iterator = uploads.makeAsyncIterator()
-  /// let first = await iterator.next()
-  /// ```
-  @inlinable public func makeAsyncIterator() -> Iterator {
-    Iterator(flattening.makeAsyncIterator())
-  }
-
-  /// The iterator of an ``AsyncConcatFlowSequence``; releasing it cancels the iteration's tasks.
-  ///
-  /// ```swift
-  /// var iterator = uploads.makeAsyncIterator()
-  /// while let element = await iterator.next() { show(element) }
-  /// ```
-  public struct Iterator: AsyncIteratorProtocol {
-    @usableFromInline var base: FlattenSequence<Base, Inner, FlattenSingleKey, Failure>.Iterator
-
-    @inlinable init(_ base: FlattenSequence<Base, Inner, FlattenSingleKey, Failure>.Iterator) {
-      self.base = base
-    }
-
-    /// The next element of the running inner, or `nil` once everything finished or the task was cancelled.
-    ///
-    /// ```swift
-    /// let next = try await iterator.next(isolation: #isolation)
-    /// ```
-    @inlinable public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-      try await base.next(isolation: actor)
-    }
-
-    /// The next element of the running inner, or `nil` once everything finished or the task was cancelled.
-    ///
-    /// ```swift
-    /// let next = try await iterator.next()
-    /// ```
-    @inlinable public mutating func next() async throws(Failure) -> Element? {
-      try await base.next(isolation: nil)
-    }
-  }
-}
-
-@available(*, unavailable)
-extension AsyncConcatFlowSequence.Iterator: Sendable {}
+public typealias AsyncConcatFlowSequence<
+  Base: AsyncSequence & Sendable, Inner: AsyncSequence & Sendable, Failure: Error
+> =
+  AsyncFlattenFlowSequence<Base, _FlattenFlowKind.SingleKey, Inner, Failure, _FlattenFlowKind.Concat>
+where Base.Element: Sendable, Inner.Element: Sendable

@@ -16,8 +16,7 @@ where Self: Sendable, Element: Sendable {
   public func exhaustFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncExhaustFlowSequence<Self, Inner, Failure> where Inner.Element: Sendable, Inner.Failure == Failure {
-    AsyncExhaustFlowSequence(
-      flattened(.exhaust, transform, outerFailure: { $0 }, innerFailure: { $0 }))
+    flattened(.exhaust, transform, outerFailure: { $0 }, innerFailure: { $0 })
   }
 
   /// First wins: maps an element to an inner sequence and ignores the elements that arrive while it runs; the
@@ -36,8 +35,7 @@ where Self: Sendable, Element: Sendable {
   public func exhaustFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncExhaustFlowSequence<Self, Inner, Failure> where Inner.Element: Sendable, Inner.Failure == Never {
-    AsyncExhaustFlowSequence(
-      flattened(.exhaust, transform, outerFailure: { $0 }, innerFailure: absurd))
+    flattened(.exhaust, transform, outerFailure: { $0 }, innerFailure: absurd)
   }
 }
 
@@ -59,8 +57,7 @@ where Self: Sendable, Element: Sendable, Failure == Never {
   public func exhaustFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncExhaustFlowSequence<Self, Inner, Inner.Failure> where Inner.Element: Sendable {
-    AsyncExhaustFlowSequence(
-      flattened(.exhaust, transform, outerFailure: absurd, innerFailure: { $0 }))
+    flattened(.exhaust, transform, outerFailure: absurd, innerFailure: { $0 })
   }
 
   /// First wins: maps an element to an inner sequence and ignores the elements that arrive while it runs; the
@@ -79,12 +76,11 @@ where Self: Sendable, Element: Sendable, Failure == Never {
   public func exhaustFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncExhaustFlowSequence<Self, Inner, Never> where Inner.Element: Sendable, Inner.Failure == Never {
-    AsyncExhaustFlowSequence(
-      flattened(.exhaust, transform, outerFailure: absurd, innerFailure: absurd))
+    flattened(.exhaust, transform, outerFailure: absurd, innerFailure: absurd)
   }
 }
 
-/// The sequence ``_Concurrency/AsyncSequence/exhaustFlow(_:)-5p75q`` returns: first wins while busy.
+/// The sequence ``_Concurrency/AsyncSequence/exhaustFlow(_:)-7c3tu`` returns: first wins while busy.
 ///
 /// - An element of the base that arrives while an inner runs is dropped, without being
 ///   transformed; the first element after the running inner has finished starts the next one.
@@ -97,59 +93,8 @@ where Self: Sendable, Element: Sendable, Failure == Never {
 /// let receipts: AsyncExhaustFlowSequence<Flow<Void, Never>, Flow<Receipt, PaymentError>, PaymentError> =
 ///   taps.exhaustFlow { _ in api.pay(order) }
 /// ```
-public struct AsyncExhaustFlowSequence<Base: AsyncSequence & Sendable, Inner: AsyncSequence & Sendable, Failure: Error>:
-  AsyncSequence, Sendable
-where Base.Element: Sendable, Inner.Element: Sendable {
-  public typealias Element = Inner.Element
-
-  @usableFromInline let flattening: FlattenSequence<Base, Inner, FlattenSingleKey, Failure>
-
-  @inlinable init(_ flattening: FlattenSequence<Base, Inner, FlattenSingleKey, Failure>) {
-    self.flattening = flattening
-  }
-
-  /// Starts an iteration: the base is pulled when the iterator is first asked for an element.
-  ///
-  /// ```swift
-  /// var iterator = receipts.makeAsyncIterator()
-  /// let first = await iterator.next()
-  /// ```
-  @inlinable public func makeAsyncIterator() -> Iterator {
-    Iterator(flattening.makeAsyncIterator())
-  }
-
-  /// The iterator of an ``AsyncExhaustFlowSequence``; releasing it cancels the iteration's tasks.
-  ///
-  /// ```swift
-  /// var iterator = receipts.makeAsyncIterator()
-  /// while let element = await iterator.next() { show(element) }
-  /// ```
-  public struct Iterator: AsyncIteratorProtocol {
-    @usableFromInline var base: FlattenSequence<Base, Inner, FlattenSingleKey, Failure>.Iterator
-
-    @inlinable init(_ base: FlattenSequence<Base, Inner, FlattenSingleKey, Failure>.Iterator) {
-      self.base = base
-    }
-
-    /// The next element of the running inner, or `nil` once everything finished or the task was cancelled.
-    ///
-    /// ```swift
-    /// let next = try await iterator.next(isolation: #isolation)
-    /// ```
-    @inlinable public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-      try await base.next(isolation: actor)
-    }
-
-    /// The next element of the running inner, or `nil` once everything finished or the task was cancelled.
-    ///
-    /// ```swift
-    /// let next = try await iterator.next()
-    /// ```
-    @inlinable public mutating func next() async throws(Failure) -> Element? {
-      try await base.next(isolation: nil)
-    }
-  }
-}
-
-@available(*, unavailable)
-extension AsyncExhaustFlowSequence.Iterator: Sendable {}
+public typealias AsyncExhaustFlowSequence<
+  Base: AsyncSequence & Sendable, Inner: AsyncSequence & Sendable, Failure: Error
+> =
+  AsyncFlattenFlowSequence<Base, _FlattenFlowKind.SingleKey, Inner, Failure, _FlattenFlowKind.Exhaust>
+where Base.Element: Sendable, Inner.Element: Sendable

@@ -11,7 +11,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   ///
   /// - Parameters:
   ///   - maxConcurrent: How many inners may run at once; 1 or greater (1 is
-  ///     ``_Concurrency/AsyncSequence/concatFlow(_:)-1twn1``). Besides, a new inner starts only
+  ///     ``_Concurrency/AsyncSequence/concatFlow(_:)-1w77b``). Besides, a new inner starts only
   ///     while the consumer is behind fewer than 16 inners (or `maxConcurrent`, if above 16): see
   ///     ``AsyncMergeFlowSequence``.
   ///   - transform: Makes the inner sequence for an element.
@@ -19,8 +19,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   public func mergeFlow<Inner: AsyncSequence & Sendable>(
     maxConcurrent: Int = .max, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncMergeFlowSequence<Self, Inner, Failure> where Inner.Element: Sendable, Inner.Failure == Failure {
-    AsyncMergeFlowSequence(
-      flattened(.merge(checking: maxConcurrent), transform, outerFailure: { $0 }, innerFailure: { $0 }))
+    flattened(.merge(checking: maxConcurrent), transform, outerFailure: { $0 }, innerFailure: { $0 })
   }
 
   /// All run: maps each element to an inner sequence and delivers the elements of every inner as
@@ -42,8 +41,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   public func mergeFlow<Inner: AsyncSequence & Sendable>(
     maxConcurrent: Int = .max, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncMergeFlowSequence<Self, Inner, Failure> where Inner.Element: Sendable, Inner.Failure == Never {
-    AsyncMergeFlowSequence(
-      flattened(.merge(checking: maxConcurrent), transform, outerFailure: { $0 }, innerFailure: absurd))
+    flattened(.merge(checking: maxConcurrent), transform, outerFailure: { $0 }, innerFailure: absurd)
   }
 }
 
@@ -67,8 +65,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   public func mergeFlow<Inner: AsyncSequence & Sendable>(
     maxConcurrent: Int = .max, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncMergeFlowSequence<Self, Inner, Inner.Failure> where Inner.Element: Sendable {
-    AsyncMergeFlowSequence(
-      flattened(.merge(checking: maxConcurrent), transform, outerFailure: absurd, innerFailure: { $0 }))
+    flattened(.merge(checking: maxConcurrent), transform, outerFailure: absurd, innerFailure: { $0 })
   }
 
   /// All run: maps each element to an inner sequence and delivers the elements of every inner as
@@ -90,12 +87,11 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   public func mergeFlow<Inner: AsyncSequence & Sendable>(
     maxConcurrent: Int = .max, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncMergeFlowSequence<Self, Inner, Never> where Inner.Element: Sendable, Inner.Failure == Never {
-    AsyncMergeFlowSequence(
-      flattened(.merge(checking: maxConcurrent), transform, outerFailure: absurd, innerFailure: absurd))
+    flattened(.merge(checking: maxConcurrent), transform, outerFailure: absurd, innerFailure: absurd)
   }
 }
 
-/// The sequence ``_Concurrency/AsyncSequence/mergeFlow(maxConcurrent:_:)-4ra5r`` returns: the
+/// The sequence ``_Concurrency/AsyncSequence/mergeFlow(maxConcurrent:_:)-6qlun`` returns: the
 /// elements of up to `maxConcurrent` inner sequences at once, as they come.
 ///
 /// - Each element of the base is mapped to an inner sequence, which runs in a task of its own and
@@ -119,59 +115,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
 ///   ids.mergeFlow(maxConcurrent: 4) { id in cache.thumbnail(id) }
 /// for await thumbnail in thumbnails { grid.append(thumbnail) }
 /// ```
-public struct AsyncMergeFlowSequence<Base: AsyncSequence & Sendable, Inner: AsyncSequence & Sendable, Failure: Error>:
-  AsyncSequence, Sendable
-where Base.Element: Sendable, Inner.Element: Sendable {
-  public typealias Element = Inner.Element
-
-  @usableFromInline let flattening: FlattenSequence<Base, Inner, FlattenSingleKey, Failure>
-
-  @inlinable init(_ flattening: FlattenSequence<Base, Inner, FlattenSingleKey, Failure>) {
-    self.flattening = flattening
-  }
-
-  /// Starts an iteration: the base is pulled when the iterator is first asked for an element.
-  ///
-  /// ```swift
-  /// var iterator = thumbnails.makeAsyncIterator()
-  /// let first = await iterator.next()
-  /// ```
-  @inlinable public func makeAsyncIterator() -> Iterator {
-    Iterator(flattening.makeAsyncIterator())
-  }
-
-  /// The iterator of an ``AsyncMergeFlowSequence``; releasing it cancels the iteration's tasks.
-  ///
-  /// ```swift
-  /// var iterator = thumbnails.makeAsyncIterator()
-  /// while let thumbnail = await iterator.next() { grid.append(thumbnail) }
-  /// ```
-  public struct Iterator: AsyncIteratorProtocol {
-    @usableFromInline var base: FlattenSequence<Base, Inner, FlattenSingleKey, Failure>.Iterator
-
-    @inlinable init(_ base: FlattenSequence<Base, Inner, FlattenSingleKey, Failure>.Iterator) {
-      self.base = base
-    }
-
-    /// The next element of any inner, or `nil` once everything finished or the task was cancelled.
-    ///
-    /// ```swift
-    /// let next = try await iterator.next(isolation: #isolation)
-    /// ```
-    @inlinable public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-      try await base.next(isolation: actor)
-    }
-
-    /// The next element of any inner, or `nil` once everything finished or the task was cancelled.
-    ///
-    /// ```swift
-    /// let next = try await iterator.next()
-    /// ```
-    @inlinable public mutating func next() async throws(Failure) -> Element? {
-      try await base.next(isolation: nil)
-    }
-  }
-}
-
-@available(*, unavailable)
-extension AsyncMergeFlowSequence.Iterator: Sendable {}
+public typealias AsyncMergeFlowSequence<
+  Base: AsyncSequence & Sendable, Inner: AsyncSequence & Sendable, Failure: Error
+> =
+  AsyncFlattenFlowSequence<Base, _FlattenFlowKind.SingleKey, Inner, Failure, _FlattenFlowKind.Merge>
+where Base.Element: Sendable, Inner.Element: Sendable

@@ -18,8 +18,7 @@ where Self: Sendable, Element: Sendable {
     by key: @escaping @Sendable (Element) -> Key, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncSwitchToLatestByKeyFlowSequence<Self, Key, Inner, Failure>
   where Inner.Element: Sendable, Inner.Failure == Failure {
-    AsyncSwitchToLatestByKeyFlowSequence(
-      flattened(.latest, by: key, transform, outerFailure: { $0 }, innerFailure: { $0 }))
+    flattened(.latest, by: key, transform, outerFailure: { $0 }, innerFailure: { $0 })
   }
 
   /// Latest wins per identity: at most one inner runs per key; a new element for key K cancels only K's inner,
@@ -40,8 +39,7 @@ where Self: Sendable, Element: Sendable {
     by key: @escaping @Sendable (Element) -> Key, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncSwitchToLatestByKeyFlowSequence<Self, Key, Inner, Failure>
   where Inner.Element: Sendable, Inner.Failure == Never {
-    AsyncSwitchToLatestByKeyFlowSequence(
-      flattened(.latest, by: key, transform, outerFailure: { $0 }, innerFailure: absurd))
+    flattened(.latest, by: key, transform, outerFailure: { $0 }, innerFailure: absurd)
   }
 }
 
@@ -63,8 +61,7 @@ where Self: Sendable, Element: Sendable, Failure == Never {
   public func switchToLatestFlow<Key: Hashable & Sendable, Inner: AsyncSequence & Sendable>(
     by key: @escaping @Sendable (Element) -> Key, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncSwitchToLatestByKeyFlowSequence<Self, Key, Inner, Inner.Failure> where Inner.Element: Sendable {
-    AsyncSwitchToLatestByKeyFlowSequence(
-      flattened(.latest, by: key, transform, outerFailure: absurd, innerFailure: { $0 }))
+    flattened(.latest, by: key, transform, outerFailure: absurd, innerFailure: { $0 })
   }
 
   /// Latest wins per identity: at most one inner runs per key; a new element for key K cancels only K's inner,
@@ -84,12 +81,11 @@ where Self: Sendable, Element: Sendable, Failure == Never {
     by key: @escaping @Sendable (Element) -> Key, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncSwitchToLatestByKeyFlowSequence<Self, Key, Inner, Never>
   where Inner.Element: Sendable, Inner.Failure == Never {
-    AsyncSwitchToLatestByKeyFlowSequence(
-      flattened(.latest, by: key, transform, outerFailure: absurd, innerFailure: absurd))
+    flattened(.latest, by: key, transform, outerFailure: absurd, innerFailure: absurd)
   }
 }
 
-/// The sequence ``_Concurrency/AsyncSequence/switchToLatestFlow(by:_:)-7ybdy`` returns: latest wins per
+/// The sequence ``_Concurrency/AsyncSequence/switchToLatestFlow(by:_:)-9yd08`` returns: latest wins per
 /// identity.
 ///
 /// - At most one inner runs per key: a newer element of key K supersedes only K's inner, whose
@@ -104,61 +100,8 @@ where Self: Sendable, Element: Sendable, Failure == Never {
 /// let details: AsyncSwitchToLatestByKeyFlowSequence<Flow<RowRequest, Never>, Int, Flow<Details, Never>, Never> =
 ///   requests.switchToLatestFlow(by: \.rowID) { cache.details($0.rowID) }
 /// ```
-public struct AsyncSwitchToLatestByKeyFlowSequence<
+public typealias AsyncSwitchToLatestByKeyFlowSequence<
   Base: AsyncSequence & Sendable, Key: Hashable & Sendable, Inner: AsyncSequence & Sendable, Failure: Error
->:
-  AsyncSequence, Sendable
-where Base.Element: Sendable, Inner.Element: Sendable {
-  public typealias Element = Inner.Element
-
-  @usableFromInline let flattening: FlattenSequence<Base, Inner, Key, Failure>
-
-  @inlinable init(_ flattening: FlattenSequence<Base, Inner, Key, Failure>) {
-    self.flattening = flattening
-  }
-
-  /// Starts an iteration: the base is pulled when the iterator is first asked for an element.
-  ///
-  /// ```swift
-  /// var iterator = details.makeAsyncIterator()
-  /// let first = await iterator.next()
-  /// ```
-  @inlinable public func makeAsyncIterator() -> Iterator {
-    Iterator(flattening.makeAsyncIterator())
-  }
-
-  /// The iterator of an ``AsyncSwitchToLatestByKeyFlowSequence``; releasing it cancels the iteration's tasks.
-  ///
-  /// ```swift
-  /// var iterator = details.makeAsyncIterator()
-  /// while let element = await iterator.next() { show(element) }
-  /// ```
-  public struct Iterator: AsyncIteratorProtocol {
-    @usableFromInline var base: FlattenSequence<Base, Inner, Key, Failure>.Iterator
-
-    @inlinable init(_ base: FlattenSequence<Base, Inner, Key, Failure>.Iterator) {
-      self.base = base
-    }
-
-    /// The next element of any key's newest inner, or `nil` once everything finished or the task was cancelled.
-    ///
-    /// ```swift
-    /// let next = try await iterator.next(isolation: #isolation)
-    /// ```
-    @inlinable public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-      try await base.next(isolation: actor)
-    }
-
-    /// The next element of any key's newest inner, or `nil` once everything finished or the task was cancelled.
-    ///
-    /// ```swift
-    /// let next = try await iterator.next()
-    /// ```
-    @inlinable public mutating func next() async throws(Failure) -> Element? {
-      try await base.next(isolation: nil)
-    }
-  }
-}
-
-@available(*, unavailable)
-extension AsyncSwitchToLatestByKeyFlowSequence.Iterator: Sendable {}
+> =
+  AsyncFlattenFlowSequence<Base, Key, Inner, Failure, _FlattenFlowKind.SwitchToLatestByKey>
+where Base.Element: Sendable, Inner.Element: Sendable

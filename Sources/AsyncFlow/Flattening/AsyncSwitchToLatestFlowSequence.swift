@@ -17,8 +17,7 @@ where Self: Sendable, Element: Sendable {
   public func switchToLatestFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncSwitchToLatestFlowSequence<Self, Inner, Failure> where Inner.Element: Sendable, Inner.Failure == Failure {
-    AsyncSwitchToLatestFlowSequence(
-      flattened(.latest, transform, outerFailure: { $0 }, innerFailure: { $0 }))
+    flattened(.latest, transform, outerFailure: { $0 }, innerFailure: { $0 })
   }
 
   /// Latest wins: maps each element to an inner sequence and delivers the elements of the newest one; a newer
@@ -38,8 +37,7 @@ where Self: Sendable, Element: Sendable {
   public func switchToLatestFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncSwitchToLatestFlowSequence<Self, Inner, Failure> where Inner.Element: Sendable, Inner.Failure == Never {
-    AsyncSwitchToLatestFlowSequence(
-      flattened(.latest, transform, outerFailure: { $0 }, innerFailure: absurd))
+    flattened(.latest, transform, outerFailure: { $0 }, innerFailure: absurd)
   }
 }
 
@@ -62,8 +60,7 @@ where Self: Sendable, Element: Sendable, Failure == Never {
   public func switchToLatestFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncSwitchToLatestFlowSequence<Self, Inner, Inner.Failure> where Inner.Element: Sendable {
-    AsyncSwitchToLatestFlowSequence(
-      flattened(.latest, transform, outerFailure: absurd, innerFailure: { $0 }))
+    flattened(.latest, transform, outerFailure: absurd, innerFailure: { $0 })
   }
 
   /// Latest wins: maps each element to an inner sequence and delivers the elements of the newest one; a newer
@@ -83,8 +80,7 @@ where Self: Sendable, Element: Sendable, Failure == Never {
   public func switchToLatestFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncSwitchToLatestFlowSequence<Self, Inner, Never> where Inner.Element: Sendable, Inner.Failure == Never {
-    AsyncSwitchToLatestFlowSequence(
-      flattened(.latest, transform, outerFailure: absurd, innerFailure: absurd))
+    flattened(.latest, transform, outerFailure: absurd, innerFailure: absurd)
   }
 }
 
@@ -102,8 +98,7 @@ where Self: Sendable, Element: AsyncSequence & Sendable, Element.Element: Sendab
   @inlinable
   public func switchToLatestFlow() -> AsyncSwitchToLatestFlowSequence<Self, Element, Failure>
   where Element.Failure == Failure {
-    AsyncSwitchToLatestFlowSequence(
-      flattened(.latest, { $0 }, outerFailure: { $0 }, innerFailure: { $0 }))
+    flattened(.latest, { $0 }, outerFailure: { $0 }, innerFailure: { $0 })
   }
 
   /// Latest wins, over a sequence of sequences: delivers the elements of the newest inner sequence and cancels
@@ -118,8 +113,7 @@ where Self: Sendable, Element: AsyncSequence & Sendable, Element.Element: Sendab
   @inlinable
   public func switchToLatestFlow() -> AsyncSwitchToLatestFlowSequence<Self, Element, Failure>
   where Element.Failure == Never {
-    AsyncSwitchToLatestFlowSequence(
-      flattened(.latest, { $0 }, outerFailure: { $0 }, innerFailure: absurd))
+    flattened(.latest, { $0 }, outerFailure: { $0 }, innerFailure: absurd)
   }
 }
 
@@ -136,8 +130,7 @@ where Self: Sendable, Element: AsyncSequence & Sendable, Element.Element: Sendab
   /// ```
   @inlinable
   public func switchToLatestFlow() -> AsyncSwitchToLatestFlowSequence<Self, Element, Element.Failure> {
-    AsyncSwitchToLatestFlowSequence(
-      flattened(.latest, { $0 }, outerFailure: absurd, innerFailure: { $0 }))
+    flattened(.latest, { $0 }, outerFailure: absurd, innerFailure: { $0 })
   }
 
   /// Latest wins, over a sequence of sequences: delivers the elements of the newest inner sequence and cancels
@@ -153,12 +146,11 @@ where Self: Sendable, Element: AsyncSequence & Sendable, Element.Element: Sendab
   @inlinable
   public func switchToLatestFlow() -> AsyncSwitchToLatestFlowSequence<Self, Element, Never>
   where Element.Failure == Never {
-    AsyncSwitchToLatestFlowSequence(
-      flattened(.latest, { $0 }, outerFailure: absurd, innerFailure: absurd))
+    flattened(.latest, { $0 }, outerFailure: absurd, innerFailure: absurd)
   }
 }
 
-/// The sequence ``_Concurrency/AsyncSequence/switchToLatestFlow(_:)-95r6u`` returns: the elements of the
+/// The sequence ``_Concurrency/AsyncSequence/switchToLatestFlow(_:)-6hyfq`` returns: the elements of the
 /// newest inner sequence.
 ///
 /// - A newer element of the base supersedes the running inner: its task is cancelled, and nothing
@@ -175,61 +167,8 @@ where Self: Sendable, Element: AsyncSequence & Sendable, Element.Element: Sendab
 ///   queries.switchToLatestFlow { query in cache.search(query) }
 /// for await items in results { show(items) }
 /// ```
-public struct AsyncSwitchToLatestFlowSequence<
+public typealias AsyncSwitchToLatestFlowSequence<
   Base: AsyncSequence & Sendable, Inner: AsyncSequence & Sendable, Failure: Error
->:
-  AsyncSequence, Sendable
-where Base.Element: Sendable, Inner.Element: Sendable {
-  public typealias Element = Inner.Element
-
-  @usableFromInline let flattening: FlattenSequence<Base, Inner, FlattenSingleKey, Failure>
-
-  @inlinable init(_ flattening: FlattenSequence<Base, Inner, FlattenSingleKey, Failure>) {
-    self.flattening = flattening
-  }
-
-  /// Starts an iteration: the base is pulled when the iterator is first asked for an element.
-  ///
-  /// ```swift
-  /// var iterator = results.makeAsyncIterator()
-  /// let first = await iterator.next()
-  /// ```
-  @inlinable public func makeAsyncIterator() -> Iterator {
-    Iterator(flattening.makeAsyncIterator())
-  }
-
-  /// The iterator of an ``AsyncSwitchToLatestFlowSequence``; releasing it cancels the iteration's tasks.
-  ///
-  /// ```swift
-  /// var iterator = results.makeAsyncIterator()
-  /// while let element = await iterator.next() { show(element) }
-  /// ```
-  public struct Iterator: AsyncIteratorProtocol {
-    @usableFromInline var base: FlattenSequence<Base, Inner, FlattenSingleKey, Failure>.Iterator
-
-    @inlinable init(_ base: FlattenSequence<Base, Inner, FlattenSingleKey, Failure>.Iterator) {
-      self.base = base
-    }
-
-    /// The next element of the newest inner, or `nil` once everything finished or the task was cancelled.
-    ///
-    /// ```swift
-    /// let next = try await iterator.next(isolation: #isolation)
-    /// ```
-    @inlinable public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-      try await base.next(isolation: actor)
-    }
-
-    /// The next element of the newest inner, or `nil` once everything finished or the task was cancelled.
-    ///
-    /// ```swift
-    /// let next = try await iterator.next()
-    /// ```
-    @inlinable public mutating func next() async throws(Failure) -> Element? {
-      try await base.next(isolation: nil)
-    }
-  }
-}
-
-@available(*, unavailable)
-extension AsyncSwitchToLatestFlowSequence.Iterator: Sendable {}
+> =
+  AsyncFlattenFlowSequence<Base, _FlattenFlowKind.SingleKey, Inner, Failure, _FlattenFlowKind.SwitchToLatest>
+where Base.Element: Sendable, Inner.Element: Sendable

@@ -25,10 +25,10 @@ enum FlattenPolicy: Sendable, Equatable {
 /// consumer. It is pure: it never locks, resumes, cancels or starts anything. ``FlattenStorage``
 /// holds it under the operator's shared lock, takes a channel's lock (shared, then inner: never the
 /// reverse) when this machine asks it to take from that channel or when an inner ends, and carries
-/// out the returned ``Effects`` after releasing the locks.
+/// out the action each event returns after releasing the locks.
 ///
-/// Generic over the channel, continuation (`Waiter`) and task (`Handle`) types so that it can be
-/// tested with plain tokens.
+/// Generic over the channel, continuation (`Waiter`) and task (`Handle`) types so that its grid is
+/// tested with plain values.
 @usableFromInline
 struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle, Failure: Error> {
   @usableFromInline
@@ -40,19 +40,19 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     case ending(failure: Failure?, Stopping)
     /// The consumer has seen the end (or left before the start).
     case finished(Stopping)
-    // No `modifying` placeholder: the running payload is a class (see ``Running``), mutated in
-    // place, so no event moves it out of the state.
+    /// Held only inside an event, while the running payload is out of the state (``takeRunning()``).
+    case modifying
   }
 
-  /// The running payload is a class: Swift copies an enum's payload to look at it (a `switch`, even
-  /// an `if case`, over `state` copied it in this machine's specialised code), and copying a struct
-  /// of collections costs a retain and a release of each, then a copy on write of the collection
-  /// mutated while the copy lives (measured: `W3.switchToLatest` three times slower than with loose
-  /// properties). Through a reference the payload is mutated in place, as loose properties would
-  /// be. The price: a copy of the machine would share it, so a machine is never copied (its storage
-  /// holds the only one; tests build their own). Its accesses are not checked for exclusivity at
-  /// run time (a measured cost per access): it is only touched under the storage's lock.
   @usableFromInline
+  /// A class: the state's payloads are copied and destroyed through the value witnesses of the
+  /// generic `State` and `Running` (IRGen outlines them for these nested generic types), even when
+  /// the payload is moved out and back under `modifying` and `State` is initialized over it rather
+  /// than assigned: measured, a struct payload made `W3.switchToLatest` 40 % (inners superseded
+  /// before they start) to 90 % (inners run) slower. A reference moves as one word. The price: a
+  /// copy of the machine would share it, so a machine is never copied (its storage holds the only
+  /// one; tests build their own). Its accesses are not checked for exclusivity at run time (a
+  /// measured cost per access): it is only touched under the storage's lock, inside an event.
   final class Running {
     @usableFromInline @exclusivity(unchecked) var inners: [Int: Inner] = [:]
     /// The current inner of each key, for `latest` and `exhaust`.
@@ -80,7 +80,8 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     /// The outer is pulled one element ahead, so that its failure or end is seen while the inners
     /// run, and no further: at most one element waits here.
     @usableFromInline @exclusivity(unchecked) var held: (element: OuterElement, key: Key)?
-    /// The outer pump, waiting for a slot while an element is held (resumed to ask again).
+    /// The outer pump, waiting for a slot while an element is held (resumed to ask again). Only
+    /// while an element is held, so the operator cannot finish while it waits.
     @usableFromInline @exclusivity(unchecked) var outerWaiting: Waiter?
     @usableFromInline @exclusivity(unchecked) var consumer: Waiter?
 
@@ -145,13 +146,35 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     }
   }
 
+  /// What the storage does when the operator ends (the action of every event that may end it).
+  @usableFromInline
+  struct Ending {
+    /// Dropped (under their own lock) BEFORE the shared lock is released: their elements are
+    /// discarded and a waiting task stops, and the consumer (which takes under the shared lock)
+    /// never takes from them afterwards.
+    @usableFromInline var drop: [Channel] = []
+    @usableFromInline var cancel: [Handle] = []
+    /// The outer pump waiting for a slot: resumed with `false` (stop).
+    @usableFromInline var outer: Waiter?
+    /// The waiting consumer: resumed, to see the end.
+    @usableFromInline var consumer: Waiter?
+    /// Outer elements that left the machine without being transformed (held, or not begun):
+    /// released after the lock, since a `deinit` may call back into the operator.
+    @usableFromInline var release: [OuterElement] = []
+
+    @inlinable init(drop: [Channel] = []) {
+      self.drop = drop
+    }
+  }
+
   @usableFromInline let policy: FlattenPolicy
   @usableFromInline var state = State.idle
 
-  /// The state without its payload: events switch over this, and bind a payload only where they use it.
+  /// The state without its payload, for the events' paths other than running (which moves its
+  /// payload out first, ``takeRunning()``): there a copy of the state costs nothing that matters.
   @usableFromInline
   enum Phase {
-    case idle, running, ending, finished
+    case idle, running, ending, finished, modifying
   }
 
   @inlinable var phase: Phase {
@@ -160,60 +183,12 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     case .running: .running
     case .ending: .ending
     case .finished: .finished
+    case .modifying: .modifying
     }
   }
 
   @inlinable init(policy: FlattenPolicy) {
     self.policy = policy
-  }
-
-  /// What the storage must do after an event, outside the locks.
-  @usableFromInline
-  struct Effects {
-    /// Inner tasks and the outer pump waiting on a continuation, with the answer to resume them with.
-    @usableFromInline var resume: [(Waiter, Bool)] = []
-    @usableFromInline var resumeConsumer: Waiter?
-    /// Channels to drop (under their own lock) BEFORE the shared lock is released: their elements
-    /// are discarded and a waiting task stops, and the consumer (which takes under the shared lock)
-    /// can never take from a superseded inner once its successor is registered.
-    @usableFromInline var drop: [Channel] = []
-    @usableFromInline var cancel: [Handle] = []
-    /// Start a task for this inner; it begins by claiming its element (``claim(_:)``).
-    @usableFromInline var startInner: Int?
-    /// Outer elements that left the machine without being transformed (held, or not begun, when
-    /// the operator ended): released with the effects, after the lock, since a `deinit` may call
-    /// back into the operator.
-    /// Optional, so that the common case (none) costs a word and no retain in every event's effects.
-    @usableFromInline var release: [OuterElement]?
-    /// The same for the one element `switchToLatestFlow` replaces in an inner that has not begun:
-    /// on its own, so that the common path of a fast outer allocates no array per element
-    /// (measured: `W3.switchToLatest` 30 % slower with an array).
-    @usableFromInline var replaced: OuterElement?
-
-    @inlinable init() {}
-
-    @inlinable var isEmpty: Bool {
-      resume.isEmpty && resumeConsumer == nil && drop.isEmpty && cancel.isEmpty && startInner == nil
-        && release == nil && replaced == nil
-    }
-
-    @inlinable mutating func merge(_ other: Effects) {
-      // Most events have nothing to do: merging nothing must cost nothing (the consumer merges
-      // once per inner it takes from).
-      guard !other.isEmpty else { return }
-      resume += other.resume
-      precondition(
-        resumeConsumer == nil || other.resumeConsumer == nil, "Internal inconsistency: the consumer resumed twice")
-      resumeConsumer = resumeConsumer ?? other.resumeConsumer
-      drop += other.drop
-      cancel += other.cancel
-      if let otherRelease = other.release { release = (release ?? []) + otherRelease }
-      if let otherReplaced = other.replaced {
-        if replaced == nil { replaced = otherReplaced } else { release = (release ?? []) + [otherReplaced] }
-      }
-      precondition(startInner == nil || other.startInner == nil, "Internal inconsistency: two inners to start")
-      startInner = startInner ?? other.startInner
-    }
   }
 
   @inlinable var isMerge: Bool {
@@ -232,7 +207,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   enum NextAction {
     /// Start the outer task, then ask again.
     case start
-    /// Take from this inner's channel (everything, if `all`), then report ``taken(_:_:)``.
+    /// Take from this inner's channel (everything, if `all`), then report ``taken(_:channel:isDrained:retires:)``.
     case take(id: Int, channel: Channel, all: Bool)
     /// Take everything from this channel (the failing inner's last elements), then ask again.
     case drain(Channel)
@@ -243,19 +218,17 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   }
 
   @inlinable mutating func next() -> NextAction {
+    if var running = takeRunning() {
+      defer { putBack(&running) }
+      guard let entry = running.ready.popFirst() else { return .suspend }
+      return .take(id: entry.id, channel: entry.channel, all: takesBatches)
+    }
     switch state {
     case .idle:
       state = .running(Running())
       return .start
-    case .running(let running):
-      if let entry = running.ready.popFirst() {
-        return .take(id: entry.id, channel: entry.channel, all: takesBatches)
-      }
-      return .suspend
-    case .ending:
-      guard case .ending(let failure, var stopping) = state else { preconditionFailure("unreachable") }
-      if let drain = stopping.drain {
-        stopping.drain = nil
+    case .ending(let failure, var stopping):
+      if let drain = stopping.drain.take() {
         state = .ending(failure: failure, stopping)
         return .drain(drain)
       }
@@ -263,138 +236,134 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       return .end(failure: failure, outerTask: stopping.outerTask)
     case .finished:
       return .end(failure: nil, outerTask: nil)
+    case .running, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event next")
     }
   }
 
   @usableFromInline
-  struct TakenAction {
-    @usableFromInline var effects: Effects
-    /// Whether the consumer may go on taking from other inners (``next()``): false once the
-    /// operator is ending, so that what was taken is delivered before the end.
-    @usableFromInline var mayTakeMore: Bool
-
-    @inlinable init(effects: Effects = Effects(), mayTakeMore: Bool) {
-      self.effects = effects
-      self.mayTakeMore = mayTakeMore
-    }
+  enum TakenAction {
+    /// Go on taking (``next()``).
+    case takeMore
+    /// Resume the outer pump with `true` (a slot is free), and go on taking.
+    case resumeOuter(Waiter)
+    /// The operator ends: deliver what was taken before the end, then ask again.
+    case end(Ending)
   }
 
-  /// The storage took from inner `id`'s channel as ``next()`` asked, still under the shared lock.
-  @inlinable mutating func taken(
-    _ id: Int, channel: Channel, _ taken: FlattenInnerStateMachine<some Any, Waiter>.Taken
-  ) -> TakenAction {
-    switch state {
-    case .running(let running):
-      var effects = Effects()
-      if let producer = taken.producer { effects.resume.append((producer, true)) }
-      // One that still has elements goes to the back, behind the others: a busy inner cannot
-      // starve the other keys of a keyed `switchToLatestFlow`.
-      if !taken.isDrained {
-        running.ready.append((id, channel))
-      } else if tracksBehind, let index = running.inners.index(forKey: id), running.inners.values[index].isBehind {
-        // Caught up with (a superseded inner is not behind: it gave nothing). What was taken is
-        // in the consumer's batch until it asks again (``batchDelivered()``).
-        running.inners.values[index].isBehind = false
-        running.behindCount -= 1
-        if takesBatches { running.batchInners += 1 }
-      }
-      // The consumer took one off the ready queue: the outer may go on (mergeFlow).
-      if running.outerWaiting != nil, !taken.retires, outerWanted(running), let outer = running.outerWaiting.take() {
-        effects.resume.append((outer, true))
-      }
-      guard taken.retires else {
-        return TakenAction(effects: effects, mayTakeMore: true)
-      }
-      guard let inner = running.inners.removeValue(forKey: id), case .draining(let holdsTurn) = inner.stage else {
-        preconditionFailure(
-          "Internal inconsistency: state running, event taken retiring inner \(id) that is not draining")
-      }
-      if holdsTurn {
-        effects.merge(retire(inner, failure: nil, from: running))
-      } else {
-        running.drainingAfterTurn -= 1
-        effects.merge(finishIfDone(running))
-      }
-      return TakenAction(effects: effects, mayTakeMore: isRunning)
-    case .idle, .ending, .finished:
+  /// The storage took from inner `id`'s channel as ``next()`` asked, still under the shared lock:
+  /// `isDrained`, nothing is left in it; `retires`, it had ended and its last element is taken.
+  @inlinable mutating func taken(_ id: Int, channel: Channel, isDrained: Bool, retires: Bool) -> TakenAction {
+    guard var running = takeRunning() else {
       preconditionFailure("Internal inconsistency: state \(state), event taken")
+    }
+    defer { putBack(&running) }
+    // One that still has elements goes to the back, behind the others: a busy inner cannot
+    // starve the other keys of a keyed `switchToLatestFlow`.
+    if !isDrained {
+      running.ready.append((id, channel))
+    } else if tracksBehind, let index = running.inners.index(forKey: id), running.inners.values[index].isBehind {
+      // Caught up with (a superseded inner is not behind: it gave nothing). What was taken is
+      // in the consumer's batch until it asks again (``batchDelivered()``).
+      running.inners.values[index].isBehind = false
+      running.behindCount -= 1
+      if takesBatches { running.batchInners += 1 }
+    }
+    guard retires else {
+      // The consumer took one off the ready queue: the outer may go on (mergeFlow).
+      guard running.outerWaiting != nil, outerWanted(running), let outer = running.outerWaiting.take() else {
+        return .takeMore
+      }
+      return .resumeOuter(outer)
+    }
+    guard let inner = running.inners.removeValue(forKey: id), case .draining(let holdsTurn) = inner.stage else {
+      preconditionFailure(
+        "Internal inconsistency: state running, event taken retiring inner \(id) that is not draining")
+    }
+    guard holdsTurn else {
+      running.drainingAfterTurn -= 1
+      return finishIfDone(running).map { .end($0) } ?? .takeMore
+    }
+    switch retire(inner, failure: nil, in: &running) {
+    case .none: return .takeMore
+    case .resume(let outer): return .resumeOuter(outer)
+    case .end(let ending): return .end(ending)
     }
   }
 
   /// The consumer asks again: the batch it took last has been delivered, so the inners it came
-  /// from no longer count toward ``behindLimit``. Called before the ``next()`` of each request.
-  @inlinable mutating func batchDelivered() -> Effects {
+  /// from no longer count toward ``behindLimit``. Called before the ``next()`` of each request;
+  /// returns the outer pump to resume with `true` if that freed it.
+  @inlinable mutating func batchDelivered() -> Waiter? {
     // `switchToLatestFlow` counts no batch: nothing to look at (it asks once per element).
-    guard tracksBehind, case .running(let running) = state, running.batchInners > 0 else { return Effects() }
+    guard tracksBehind, var running = takeRunning() else { return nil }
+    defer { putBack(&running) }
+    guard running.batchInners > 0 else { return nil }
     running.batchInners = 0
-    var effects = Effects()
-    if running.outerWaiting != nil, outerWanted(running), let outer = running.outerWaiting.take() {
-      effects.resume.append((outer, true))
-    }
-    return effects
+    guard running.outerWaiting != nil, outerWanted(running) else { return nil }
+    return running.outerWaiting.take()
   }
 
   /// Registers the waiting consumer, or returns it to be resumed at once.
   @inlinable mutating func suspendConsumer(_ consumer: Waiter) -> Waiter? {
-    switch state {
-    case .running(let running):
+    if var running = takeRunning() {
+      defer { putBack(&running) }
       // Something may have been listed between `next()` and this registration.
       guard running.ready.isEmpty else { return consumer }
       precondition(running.consumer == nil, "Internal inconsistency: state running, event suspendConsumer twice")
       running.consumer = consumer
       return nil
+    }
+    switch phase {
     case .ending, .finished:
       return consumer
-    case .idle:
+    case .idle, .running, .modifying:
       preconditionFailure("Internal inconsistency: state \(state), event suspendConsumer")
     }
   }
 
-  /// The consumer's task was cancelled or its iterator released.
-  @inlinable mutating func cancel() -> Effects {
-    switch state {
+  /// The consumer's task was cancelled or its iterator released: what ends, if anything.
+  @inlinable mutating func cancel() -> Ending? {
+    if let running = takeRunning() { return end(nil, from: running) }
+    switch phase {
     case .idle:
       state = .finished(Stopping())
-      return Effects()
-    case .running(let running):
-      return end(nil, from: running)
+      return nil
     case .ending:
       // A cancelled consumer finishes without a failure, and takes no element afterwards.
-      guard case .ending(_, var stopping) = state else { preconditionFailure("unreachable") }
-      var effects = Effects()
-      if let drain = stopping.drain.take() { effects.drop.append(drain) }
-      state = .ending(failure: nil, stopping)
-      return effects
+      return updateStopping { stopping, failure in
+        failure = nil
+        return stopping.drain.take().map { Ending(drop: [$0]) }
+      }
     case .finished:
-      return Effects()
+      return nil
+    case .running, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event cancel")
     }
   }
 
   /// The inner tasks still running, once the outer task has ended (it starts no more of them).
   @inlinable func remainingInnerTasks() -> [Handle] {
-    switch phase {
-    case .finished:
-      guard case .finished(let stopping) = state else { preconditionFailure("unreachable") }
-      return stopping.innerTasks.values.compactMap { $0 }
-    case .idle, .running, .ending:
+    guard case .finished(let stopping) = state else {
       preconditionFailure("Internal inconsistency: state \(state), event remainingInnerTasks")
     }
+    return stopping.innerTasks.values.compactMap { $0 }
   }
 
   // MARK: Outer
 
   /// The outer task exists; returns it if the operator is ending already, so that it is cancelled.
   @inlinable mutating func outerStarted(_ task: Handle) -> Handle? {
-    switch state {
-    case .running(let running):
+    if var running = takeRunning() {
+      defer { putBack(&running) }
       running.outerTask = task
       return nil
+    }
+    switch phase {
     case .ending:
-      guard case .ending(let failure, var stopping) = state else { preconditionFailure("unreachable") }
-      stopping.outerTask = task
-      state = .ending(failure: failure, stopping)
+      updateStopping { stopping, _ in stopping.outerTask = task }
       return task
-    case .idle, .finished:
+    case .idle, .running, .finished, .modifying:
       // The consumer starts the outer task right after `next()` returned `.start`: it cannot
       // have seen the end in between.
       preconditionFailure("Internal inconsistency: state \(state), event outerStarted")
@@ -416,39 +385,372 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   /// What the outer pump does next. It pulls only while no element is held, so the outer runs at
   /// most one element ahead of the slots of `mergeFlow`, and its failure or end is seen then.
   @inlinable mutating func pumpStep(channel: (Int) -> Channel) -> PumpAction {
-    switch state {
-    case .running(let running):
-      if let held = running.held {
-        guard outerWanted(running) else { return .wait }
-        running.held = nil
-        return .startInner(makeInner(held.element, key: held.key, channel: channel, in: running))
-      }
-      return running.outerHasEnded ? .stop : .pull
+    if var running = takeRunning() {
+      defer { putBack(&running) }
+      guard let held = running.held else { return running.outerHasEnded ? .stop : .pull }
+      guard outerWanted(running) else { return .wait }
+      running.held = nil
+      return .startInner(makeInner(held.element, key: held.key, channel: channel, in: &running))
+    }
+    switch phase {
     case .ending, .finished:
       return .stop
-    case .idle:
+    case .idle, .running, .modifying:
       preconditionFailure("Internal inconsistency: state \(state), event pumpStep")
     }
   }
 
   /// The pump is about to wait; registers it, or returns false if it must ask again at once.
   @inlinable mutating func pumpWait(_ waiter: Waiter) -> Bool {
-    switch state {
-    case .running(let running):
+    if var running = takeRunning() {
+      defer { putBack(&running) }
       guard running.held != nil, !outerWanted(running) else { return false }
       precondition(running.outerWaiting == nil, "Internal inconsistency: state running, event pumpWait twice")
       running.outerWaiting = waiter
       return true
+    }
+    switch phase {
     case .ending, .finished:
       return false
-    case .idle:
+    case .idle, .running, .modifying:
       preconditionFailure("Internal inconsistency: state \(state), event pumpWait")
     }
   }
 
-  @inlinable func makeInner(
-    _ element: OuterElement, key: Key, channel: (Int) -> Channel, in running: Running
-  ) -> Int {
+  @usableFromInline
+  enum OuterElementAction {
+    /// Dropped (`exhaustFlow` while an inner runs), held for a slot (`mergeFlow`), or the
+    /// operator is ending: nothing to do.
+    case none
+    /// It replaced the element of an inner whose task has not begun (`latest`): release the
+    /// replaced one after the lock. The superseded element is never transformed, and a fast outer
+    /// costs no task per element.
+    case release(OuterElement)
+    /// Start a task for inner `id`; it begins by claiming its element (``claim(_:)``). First drop
+    /// the channel it supersedes under the lock, and cancel that inner's task after it.
+    case startInner(Int, superseding: Channel?, cancelling: Handle?)
+  }
+
+  /// The outer handed over `element`.
+  @inlinable mutating func outerElement(
+    _ element: OuterElement, key: Key, channel: (Int) -> Channel
+  ) -> OuterElementAction {
+    if var running = takeRunning() {
+      defer { putBack(&running) }
+      if policy == .exhaust && running.behindCount + running.batchInners >= behindLimit {
+        // Dropped as while an inner runs: the consumer is that many ended inners behind (or holds
+        // their elements in its batch), which bounds what `exhaustFlow` holds however fast the outer.
+        return .none
+      }
+      if !isMerge, let current = running.currentByKey[key] {
+        guard policy == .latest else { return .none }  // exhaust: dropped, the current inner's work runs
+        if let index = running.inners.index(forKey: current),
+          let replaced = running.inners.values[index].replaceUnclaimed(element)
+        {
+          return .release(replaced)
+        }
+        let superseded = supersede(current, in: &running)
+        let id = makeInner(element, key: key, channel: channel, in: &running)
+        return .startInner(id, superseding: superseded?.channel, cancelling: superseded?.task)
+      }
+      guard outerWanted(running) else {
+        precondition(running.held == nil, "Internal inconsistency: state running, event outerElement with one held")
+        running.held = (element, key)
+        return .none
+      }
+      return .startInner(
+        makeInner(element, key: key, channel: channel, in: &running), superseding: nil, cancelling: nil)
+    }
+    switch phase {
+    case .ending, .finished:
+      return .none
+    case .idle, .running, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event outerElement")
+    }
+  }
+
+  /// The outer finished (`failure == nil`) or threw: what ends, if the operator does.
+  @inlinable mutating func outerEnded(_ failure: Failure?) -> Ending? {
+    if var running = takeRunning() {
+      defer { putBack(&running) }
+      precondition(!running.outerHasEnded, "Internal inconsistency: state running, event outerEnded twice")
+      if let failure { return end(failure, from: running) }
+      running.outerHasEnded = true
+      return finishIfDone(running)
+    }
+    switch phase {
+    case .ending, .finished:
+      return nil
+    case .idle, .running, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event outerEnded")
+    }
+  }
+
+  // MARK: Inners
+
+  /// The outer task registers the task it started for inner `id`; returns it if that inner is no
+  /// longer wanted, so that it is cancelled.
+  @inlinable mutating func innerStarted(_ id: Int, task: Handle) -> Handle? {
+    if var running = takeRunning() {
+      defer { putBack(&running) }
+      // The task may have ended already (then its inner is gone).
+      guard let index = running.inners.index(forKey: id) else { return nil }
+      running.inners.values[index].task = task
+      if case .superseded = running.inners.values[index].stage { return task }
+      return nil
+    }
+    switch phase {
+    case .ending, .finished:
+      return updateStopping { stopping, _ in
+        guard stopping.innerTasks[id] != nil else { return nil }
+        stopping.innerTasks[id] = task
+        return task
+      }
+    case .idle, .running, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event innerStarted")
+    }
+  }
+
+  /// An inner's task begins: the element to transform and the channel to offer into, or `nil`
+  /// if the operator is ending (the task then ends at once, without reporting its end).
+  @inlinable mutating func claim(_ id: Int) -> (channel: Channel, element: OuterElement)? {
+    if var running = takeRunning() {
+      defer { putBack(&running) }
+      // An inner is superseded or retired only once its task claimed its element.
+      guard let index = running.inners.index(forKey: id),
+        case .unclaimed(let element) = running.inners.values[index].stage
+      else {
+        preconditionFailure("Internal inconsistency: state running, event claim of inner \(id) that is not unclaimed")
+      }
+      // Through the index: one hash lookup per event on the path every outer element may take.
+      running.inners.values[index].stage = .running
+      return (running.inners.values[index].channel, element)
+    }
+    switch phase {
+    case .ending, .finished:
+      updateStopping { stopping, _ in _ = stopping.innerTasks.removeValue(forKey: id) }
+      return nil
+    case .idle, .running, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event claim")
+    }
+  }
+
+  /// Inner `id` got its first element since the consumer last emptied it: list it as ready, and
+  /// return the consumer to resume if it waits. A superseded inner may list itself (it offered
+  /// just before its channel was dropped): its channel is dropped, so nothing is taken from it.
+  @inlinable mutating func listReady(_ id: Int, channel: Channel) -> Waiter? {
+    if var running = takeRunning() {
+      defer { putBack(&running) }
+      running.ready.append((id, channel))
+      // A caught-up inner offers again: the consumer is behind it again. (A superseded one is
+      // not counted: what it offered is dropped.)
+      if tracksBehind, let index = running.inners.index(forKey: id), !running.inners.values[index].isBehind,
+        case .running = running.inners.values[index].stage
+      {
+        running.inners.values[index].isBehind = true
+        running.behindCount += 1
+      }
+      return running.consumer.take()
+    }
+    switch phase {
+    case .ending, .finished:
+      return nil
+    case .idle, .running, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event listReady")
+    }
+  }
+
+  @usableFromInline
+  enum InnerEndedAction {
+    case none
+    /// Resume this waiter with `true`: the outer pump (a slot is free) or the consumer (the
+    /// inner's last elements are listed).
+    case resume(Waiter)
+    case end(Ending)
+  }
+
+  /// Inner `id`'s task is ending, with `failure` if its sequence threw; `channelEnd` is what its
+  /// channel answered (the storage asks it under this lock). A superseded inner's end, failure
+  /// included, is stale. One with nothing left to take retires at once (so its failure ends the
+  /// operator, and `exhaustFlow` and `mergeFlow` may start the next inner, whatever the consumer is
+  /// doing); otherwise the consumer retires it after taking its last element.
+  @inlinable mutating func innerEnded(
+    _ id: Int, _ channelEnd: FlattenInnerStateMachine<some Any, Waiter>.EndAction, failure: Failure?
+  ) -> InnerEndedAction {
+    if var running = takeRunning() {
+      defer { putBack(&running) }
+      guard let index = running.inners.index(forKey: id) else {
+        preconditionFailure("Internal inconsistency: state running, event innerEnded of unknown inner \(id)")
+      }
+      let inner = running.inners.values[index]
+      switch (inner.stage, channelEnd) {
+      case (.superseded, _):
+        running.inners.remove(at: index)
+        return .none
+      case (.running, .retire):
+        running.inners.remove(at: index)
+        if inner.isBehind { running.behindCount -= 1 }
+        return retire(inner, failure: failure, in: &running)
+      case (.running, .retireWhenDrained(let needsListing)):
+        if let failure {
+          // Its failure ends the operator now; the elements it offered before failing are still
+          // delivered, before the failure. Its task is ending: it is not awaited.
+          running.inners.remove(at: index)
+          return .end(end(failure, from: running, drain: inner.channel))
+        }
+        running.inners.values[index].task = nil
+        // Its elements wait: the consumer is behind it until it takes the last one (its offer
+        // counted it already; `take` of `switchToLatestFlow` may have left some behind).
+        if tracksBehind && !inner.isBehind {
+          running.inners.values[index].isBehind = true
+          running.behindCount += 1
+        }
+        // `exhaustFlow`: its turn ends with its work, so the next outer element starts an inner even
+        // while the consumer has not taken these elements (they are still taken first).
+        let holdsTurn = policy != .exhaust
+        running.inners.values[index].stage = .draining(holdsTurn: holdsTurn)
+        if !holdsTurn {
+          running.activeCount -= 1
+          running.currentByKey.removeValue(forKey: inner.key)
+          running.drainingAfterTurn += 1
+        }
+        guard needsListing else { return .none }
+        running.ready.append((id, inner.channel))
+        return running.consumer.take().map { .resume($0) } ?? .none
+      case (.running, .stale), (.unclaimed, _), (.draining, _):
+        preconditionFailure(
+          "Internal inconsistency: state running with inner \(id) \(inner.stage), event innerEnded \(channelEnd)")
+      }
+    }
+    switch phase {
+    case .ending, .finished:
+      updateStopping { stopping, _ in _ = stopping.innerTasks.removeValue(forKey: id) }
+      return .none
+    case .idle, .running, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event innerEnded")
+    }
+  }
+
+  // MARK: Helpers
+
+  /// The running payload, moved out of the state, which holds `modifying` until ``putBack(_:)``:
+  /// a `switch` binding it copies the whole `State` through its value witnesses (see ``Running``).
+  @inlinable @inline(__always) mutating func takeRunning() -> Running? {
+    switch takeState() {
+    case .running(let running):
+      return running
+    case let other:
+      state = other
+      return nil
+    }
+  }
+
+  /// The state, moved out (``takeRunning()``); `modifying` is left in its place.
+  @inlinable @inline(__always) mutating func takeState() -> State {
+    var taken = State.modifying
+    swap(&taken, &state)
+    return taken
+  }
+
+  /// Puts the running payload back after an event, unless the event ended the operator.
+  @inlinable @inline(__always) mutating func putBack(_ running: inout Running) {
+    switch takeState() {
+    case .modifying:
+      // Initialized over `modifying` rather than assigned: it holds nothing to destroy, and an
+      // assignment destroyed it through the value witnesses of `State`.
+      withUnsafeMutablePointer(to: &state) { $0.initialize(to: .running(running)) }
+    case let ended:
+      state = ended
+    }
+  }
+
+  /// Runs `body` on the payload of the `ending` or `finished` state (whose failure is `nil`),
+  /// moved out of the state (``takeRunning()``).
+  @inlinable mutating func updateStopping<R>(_ body: (inout Stopping, inout Failure?) -> R) -> R {
+    switch takeState() {
+    case .ending(var failure, var stopping):
+      defer { state = .ending(failure: failure, stopping) }
+      return body(&stopping, &failure)
+    case .finished(var stopping):
+      var failure: Failure?
+      defer { state = .finished(stopping) }
+      return body(&stopping, &failure)
+    case .idle, .running, .modifying:
+      preconditionFailure("Internal inconsistency: state not ending or finished, event updateStopping")
+    }
+  }
+
+  /// An ended inner whose elements have all been taken leaves: it ends the operator if it failed,
+  /// lets a waiting outer pump go on (merge), or may finish the operator.
+  @inlinable mutating func retire(_ inner: Inner, failure: Failure?, in running: inout Running) -> InnerEndedAction {
+    running.activeCount -= 1
+    if !isMerge { running.currentByKey.removeValue(forKey: inner.key) }
+    if let failure { return .end(end(failure, from: running)) }
+    // A waiting pump holds an element: the operator cannot finish before it ran.
+    if let outer = running.outerWaiting.take() { return .resume(outer) }
+    return finishIfDone(running).map { .end($0) } ?? .none
+  }
+
+  /// Supersedes inner `id`: returns its channel, to drop under the lock, and its task, to cancel.
+  @inlinable func supersede(_ id: Int, in running: inout Running) -> (channel: Channel, task: Handle?)? {
+    guard let index = running.inners.index(forKey: id) else { return nil }
+    let inner = running.inners.values[index]
+    // What it offered is dropped: the consumer is no longer behind it.
+    if inner.isBehind { running.behindCount -= 1 }
+    running.activeCount -= 1
+    running.currentByKey.removeValue(forKey: inner.key)
+    if case .draining = inner.stage {
+      // It has no task left to report back: it leaves now.
+      running.inners.remove(at: index)
+      return (inner.channel, nil)
+    }
+    running.inners.values[index].stage = .superseded
+    running.inners.values[index].isBehind = false
+    return (inner.channel, inner.task)
+  }
+
+  @inlinable mutating func finishIfDone(_ running: Running) -> Ending? {
+    guard running.outerHasEnded, running.activeCount == 0, running.held == nil, running.drainingAfterTurn == 0 else {
+      return nil
+    }
+    return end(nil, from: running)
+  }
+
+  /// Ends the operator: every inner is dropped and every task cancelled; the consumer ends with
+  /// `failure` once they have all ended. The outer elements still in the machine leave with the
+  /// action, released after the lock. (An unclaimed inner's task ends at its claim.)
+  @inlinable mutating func end(_ failure: Failure?, from running: Running, drain: Channel? = nil) -> Ending {
+    var ending = Ending()
+    var stopping = Stopping(outerTask: running.outerTask)
+    stopping.drain = drain
+    for (id, inner) in running.inners {
+      switch inner.stage {
+      case .draining:
+        ending.drop.append(inner.channel)
+        continue  // it has no task
+      case .unclaimed(let element):
+        ending.release.append(element)
+        ending.drop.append(inner.channel)
+      case .running:
+        ending.drop.append(inner.channel)
+      case .superseded:
+        break  // dropped already
+      }
+      // Its task will report back (claim or innerEnded).
+      stopping.innerTasks[id] = inner.task
+      if let task = inner.task { ending.cancel.append(task) }
+    }
+    if let held = running.held { ending.release.append(held.element) }
+    ending.outer = running.outerWaiting
+    if let outerTask = running.outerTask { ending.cancel.append(outerTask) }
+    ending.consumer = running.consumer
+    state = .ending(failure: failure, stopping)
+    return ending
+  }
+
+  @inlinable func makeInner(_ element: OuterElement, key: Key, channel: (Int) -> Channel, in running: inout Running)
+    -> Int
+  {
     let id = running.nextID
     running.nextID += 1
     var inner = Inner(key: key, channel: channel(id), element: element)
@@ -499,304 +801,20 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   /// ``behindLimit`` by default: 16, as Kotlin's `flatMapMerge` runs 16 inners by default.
   @inlinable static var behindInnersLimit: Int { 16 }
 
-  /// The outer handed over `element`. Its inner starts (``Effects/startInner``), replaces the
-  /// element of an inner whose task has not begun (`latest`), or the element is dropped (`exhaust`
-  /// while an inner runs, or the operator is ending).
-  @inlinable mutating func outerElement(_ element: OuterElement, key: Key, channel: (Int) -> Channel) -> Effects {
-    switch state {
-    case .running(let running):
-      var effects = Effects()
-      if policy == .exhaust && running.behindCount + running.batchInners >= behindLimit {
-        // Dropped as while an inner runs: the consumer is that many ended inners behind (or holds
-        // their elements in its batch), which bounds what `exhaustFlow` holds however fast the outer.
-        return effects
-      }
-      if !isMerge, let current = running.currentByKey[key] {
-        switch policy {
-        case .exhaust:
-          return effects  // dropped: the current inner's work runs
-        case .latest:
-          // Its task has not begun: it begins with this element instead. The superseded element is
-          // never transformed, and a fast outer costs no task per element.
-          if let index = running.inners.index(forKey: current),
-            let replaced = running.inners.values[index].replaceUnclaimed(element)
-          {
-            effects.replaced = replaced
-            return effects
-          }
-          supersede(current, in: running, into: &effects)
-        case .merge:
-          break
-        }
-      }
-      guard outerWanted(running) else {
-        precondition(running.held == nil, "Internal inconsistency: state running, event outerElement with one held")
-        running.held = (element, key)
-        return effects
-      }
-      effects.startInner = makeInner(element, key: key, channel: channel, in: running)
-      return effects
-    case .ending, .finished:
-      return Effects()
-    case .idle:
-      preconditionFailure("Internal inconsistency: state \(state), event outerElement")
-    }
-  }
-
-  /// The outer finished (`failure == nil`) or threw.
-  @inlinable mutating func outerEnded(_ failure: Failure?) -> Effects {
-    switch state {
-    case .running(let running):
-      precondition(!running.outerHasEnded, "Internal inconsistency: state running, event outerEnded twice")
-      if let failure { return end(failure, from: running) }
-      running.outerHasEnded = true
-      return finishIfDone(running)
-    case .ending, .finished:
-      return Effects()
-    case .idle:
-      preconditionFailure("Internal inconsistency: state \(state), event outerEnded")
-    }
-  }
-
-  // MARK: Inners
-
-  /// The outer task registers the task it started for inner `id`; returns it if that inner is no
-  /// longer wanted, so that it is cancelled.
-  @inlinable mutating func innerStarted(_ id: Int, task: Handle) -> Handle? {
-    switch state {
-    case .running(let running):
-      // The task may have ended already (then its inner is gone).
-      guard let index = running.inners.index(forKey: id) else { return nil }
-      running.inners.values[index].task = task
-      if case .superseded = running.inners.values[index].stage { return task }
-      return nil
-    case .ending:
-      guard case .ending(let failure, var stopping) = state else { preconditionFailure("unreachable") }
-      guard stopping.innerTasks[id] != nil else { return nil }
-      stopping.innerTasks[id] = task
-      state = .ending(failure: failure, stopping)
-      return task
-    case .finished:
-      guard case .finished(var stopping) = state else { preconditionFailure("unreachable") }
-      guard stopping.innerTasks[id] != nil else { return nil }
-      stopping.innerTasks[id] = task
-      state = .finished(stopping)
-      return task
-    case .idle:
-      preconditionFailure("Internal inconsistency: state \(state), event innerStarted")
-    }
-  }
-
-  /// An inner's task begins: the element to transform and the channel to offer into, or `nil`
-  /// if the operator is ending (the task then ends at once, without reporting its end).
-  @inlinable mutating func claim(_ id: Int) -> (channel: Channel, element: OuterElement)? {
-    switch state {
-    case .running(let running):
-      // An inner is superseded or retired only once its task claimed its element.
-      guard let index = running.inners.index(forKey: id),
-        case .unclaimed(let element) = running.inners.values[index].stage
-      else {
-        preconditionFailure("Internal inconsistency: state running, event claim of inner \(id) that is not unclaimed")
-      }
-      // Through the index: one hash lookup per event on the path every outer element may take.
-      running.inners.values[index].stage = .running
-      return (running.inners.values[index].channel, element)
-    case .ending:
-      guard case .ending(let failure, var stopping) = state else { preconditionFailure("unreachable") }
-      stopping.innerTasks.removeValue(forKey: id)
-      state = .ending(failure: failure, stopping)
-      return nil
-    case .finished:
-      guard case .finished(var stopping) = state else { preconditionFailure("unreachable") }
-      stopping.innerTasks.removeValue(forKey: id)
-      state = .finished(stopping)
-      return nil
-    case .idle:
-      preconditionFailure("Internal inconsistency: state \(state), event claim")
-    }
-  }
-
-  /// Inner `id` got its first element since the consumer last emptied it: list it as ready, and
-  /// return the consumer to resume if it waits. A superseded inner may list itself (it offered
-  /// just before its channel was dropped): its channel is dropped, so nothing is taken from it.
-  @inlinable mutating func listReady(_ id: Int, channel: Channel) -> Waiter? {
-    switch state {
-    case .running(let running):
-      running.ready.append((id, channel))
-      // A caught-up inner offers again: the consumer is behind it again. (A superseded one is
-      // not counted: what it offered is dropped.)
-      if tracksBehind, let index = running.inners.index(forKey: id), !running.inners.values[index].isBehind,
-        case .running = running.inners.values[index].stage
-      {
-        running.inners.values[index].isBehind = true
-        running.behindCount += 1
-      }
-      return running.consumer.take()
-    case .ending, .finished:
-      return nil
-    case .idle:
-      preconditionFailure("Internal inconsistency: state \(state), event listReady")
-    }
-  }
-
-  /// Inner `id`'s task is ending, with `failure` if its sequence threw; `end` is what its channel
-  /// answered (the storage asks it under this lock). A superseded inner's end, failure included,
-  /// is stale. One with nothing left to take retires at once (so its failure ends the operator,
-  /// and `exhaustFlow` and `mergeFlow` may start the next inner, whatever the consumer is doing);
-  /// otherwise the consumer retires it after taking its last element.
-  @inlinable mutating func innerEnded(
-    _ id: Int, _ end: FlattenInnerStateMachine<some Any, Waiter>.EndAction, failure: Failure?
-  ) -> Effects {
-    switch state {
-    case .running(let running):
-      guard let index = running.inners.index(forKey: id) else {
-        preconditionFailure("Internal inconsistency: state running, event innerEnded of unknown inner \(id)")
-      }
-      let inner = running.inners.values[index]
-      switch (inner.stage, end) {
-      case (.superseded, _):
-        running.inners.remove(at: index)
-        return Effects()
-      case (.running, .retire):
-        running.inners.remove(at: index)
-        if inner.isBehind { running.behindCount -= 1 }
-        return retire(inner, failure: failure, from: running)
-      case (.running, .retireWhenDrained(let needsListing)):
-        if let failure {
-          // Its failure ends the operator now; the elements it offered before failing are still
-          // delivered, before the failure. Its task is ending: it is not awaited.
-          running.inners.removeValue(forKey: id)
-          return self.end(failure, from: running, drain: inner.channel)
-        }
-        running.inners[id]?.task = nil
-        // Its elements wait: the consumer is behind it until it takes the last one (its offer
-        // counted it already; `take` of `switchToLatestFlow` may have left some behind).
-        if tracksBehind && !inner.isBehind {
-          running.inners[id]?.isBehind = true
-          running.behindCount += 1
-        }
-        // `exhaustFlow`: its turn ends with its work, so the next outer element starts an inner even
-        // while the consumer has not taken these elements (they are still taken first).
-        let holdsTurn = policy != .exhaust
-        running.inners[id]?.stage = .draining(holdsTurn: holdsTurn)
-        if !holdsTurn {
-          running.activeCount -= 1
-          running.currentByKey.removeValue(forKey: inner.key)
-          running.drainingAfterTurn += 1
-        }
-        var effects = Effects()
-        if needsListing {
-          running.ready.append((id, inner.channel))
-          effects.resumeConsumer = running.consumer.take()
-        }
-        return effects
-      case (.running, .stale), (.unclaimed, _), (.draining, _):
-        preconditionFailure(
-          "Internal inconsistency: state running with inner \(id) \(inner.stage), event innerEnded \(end)")
-      }
-    case .ending:
-      guard case .ending(let failure, var stopping) = state else { preconditionFailure("unreachable") }
-      stopping.innerTasks.removeValue(forKey: id)
-      state = .ending(failure: failure, stopping)
-      return Effects()
-    case .finished:
-      guard case .finished(var stopping) = state else { preconditionFailure("unreachable") }
-      stopping.innerTasks.removeValue(forKey: id)
-      state = .finished(stopping)
-      return Effects()
-    case .idle:
-      preconditionFailure("Internal inconsistency: state \(state), event innerEnded")
-    }
-  }
-
-  // MARK: Helpers
-
-  @inlinable @inline(__always) func runningPayload() -> Running {
-    guard case .running(let running) = state else {
-      preconditionFailure("Internal inconsistency: state \(state) is not running")
-    }
-    return running
-  }
-
-  @inlinable var isRunning: Bool {
-    if case .running = state { return true }
-    return false
-  }
-
-  /// An ended inner whose elements have all been taken leaves: it ends the operator if it failed,
-  /// lets the outer pull again (merge), and may finish the operator.
-  @inlinable mutating func retire(_ inner: Inner, failure: Failure?, from running: Running) -> Effects {
-    running.activeCount -= 1
-    if !isMerge { running.currentByKey.removeValue(forKey: inner.key) }
-    if let failure { return end(failure, from: running) }
-    var effects = Effects()
-    if let outer = running.outerWaiting.take() { effects.resume.append((outer, true)) }
-    effects.merge(finishIfDone(running))
-    return effects
-  }
-
-  @inlinable mutating func supersede(_ id: Int, in running: Running, into effects: inout Effects) {
-    guard let index = running.inners.index(forKey: id) else { return }
-    let inner = running.inners.values[index]
-    effects.drop.append(inner.channel)
-    // What it offered is dropped: the consumer is no longer behind it.
-    if inner.isBehind { running.behindCount -= 1 }
-    if case .draining = inner.stage {
-      // It has no task left to report back: it leaves now.
-      running.inners.remove(at: index)
-    } else {
-      running.inners.values[index].stage = .superseded
-      running.inners.values[index].isBehind = false
-      if let task = inner.task { effects.cancel.append(task) }
-    }
-    running.activeCount -= 1
-    running.currentByKey.removeValue(forKey: inner.key)
-  }
-
-  @inlinable mutating func finishIfDone(_ running: Running) -> Effects {
-    guard running.outerHasEnded, running.activeCount == 0, running.held == nil, running.drainingAfterTurn == 0 else {
-      return Effects()
-    }
-    return end(nil, from: running)
-  }
-
-  /// Ends the operator: every inner is dropped and every task cancelled; the consumer ends with
-  /// `failure` once they have all ended.
-  @inlinable mutating func end(_ failure: Failure?, from running: Running, drain: Channel? = nil) -> Effects {
-    var effects = Effects()
-    var stopping = Stopping(outerTask: running.outerTask)
-    stopping.drain = drain
-    for (id, inner) in running.inners {
-      if case .draining = inner.stage {
-        effects.drop.append(inner.channel)
-        continue
-      }
-      // Unclaimed, running or superseded: its task will report back (claim or innerEnded).
-      if case .superseded = inner.stage {} else { effects.drop.append(inner.channel) }
-      stopping.innerTasks[id] = inner.task
-      if let task = inner.task { effects.cancel.append(task) }
-    }
-    // The outer elements still in the machine leave with the effects: released after the lock,
-    // not with the running payload under it. (An unclaimed inner's task ends at its claim.)
-    var release: [OuterElement] = []
-    if let held = running.held.take() { release.append(held.element) }
-    for index in running.inners.indices {
-      if case .unclaimed(let element) = running.inners.values[index].stage {
-        release.append(element)
-        running.inners.values[index].stage = .running
-      }
-    }
-    if !release.isEmpty { effects.release = release }
-    if let outer = running.outerWaiting.take() { effects.resume.append((outer, false)) }
-    if let outerTask = running.outerTask { effects.cancel.append(outerTask) }
-    effects.resumeConsumer = running.consumer.take()
-    state = .ending(failure: failure, stopping)
-    return effects
-  }
-
   /// How many entries the ready queue holds (for tests: it must stay bounded).
   var readyQueueLength: Int {
     guard case .running(let running) = state else { return 0 }
     return running.ready.count
   }
 }
+
+// Synthesized here (synthesis needs the declaring file), so that the grid tests compare actions
+// as plain values.
+extension FlattenStateMachine.Ending: Equatable
+where OuterElement: Equatable, Channel: Equatable, Waiter: Equatable, Handle: Equatable {}
+extension FlattenStateMachine.TakenAction: Equatable
+where OuterElement: Equatable, Channel: Equatable, Waiter: Equatable, Handle: Equatable {}
+extension FlattenStateMachine.InnerEndedAction: Equatable
+where OuterElement: Equatable, Channel: Equatable, Waiter: Equatable, Handle: Equatable {}
+extension FlattenStateMachine.OuterElementAction: Equatable
+where OuterElement: Equatable, Channel: Equatable, Handle: Equatable {}

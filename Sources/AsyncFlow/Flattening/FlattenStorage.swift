@@ -4,8 +4,8 @@
 /// The storage is the only place that locks. Lock order: the shared lock (the machine's), then an
 /// inner channel's lock, never the reverse; the shared lock is held while a channel's lock is taken
 /// only to take from that channel (the consumer) and to end it (its task). An inner offering an
-/// element with room left takes only its own channel's lock. Continuations are resumed, channels
-/// dropped and tasks cancelled only after the shared lock is released.
+/// element with room left takes only its own channel's lock. Channels are dropped before the shared
+/// lock is released; continuations are resumed, tasks cancelled and elements released only after.
 @usableFromInline
 final class FlattenStorage<
   Outer: AsyncSequence & Sendable, Inner: AsyncSequence & Sendable, Key: Hashable & Sendable, Failure: Error
@@ -21,56 +21,68 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
 
   @usableFromInline let state: LockedState<Machine>
   /// The operator: its outer sequence, policy, key, transform and failure mappings.
-  @usableFromInline let operation: FlattenSequence<Outer, Inner, Key, Failure>
+  @usableFromInline let operation: FlattenOperation<Outer, Inner, Key, Failure>
 
-  @inlinable init(_ operation: FlattenSequence<Outer, Inner, Key, Failure>) {
+  @inlinable init(_ operation: FlattenOperation<Outer, Inner, Key, Failure>) {
     self.state = LockedState(Machine(policy: operation.policy))
     self.operation = operation
   }
 
-  /// Runs `event` under the shared lock and drops the channels it names before releasing it. What
-  /// leaves the operator (the discarded elements of dropped channels, the outer elements the
-  /// event let go of) is released only after the lock, when `discarded` and the effects are: an
-  /// element's `deinit` may call back into this operator (cancel its consumer, release its
+  @usableFromInline
+  typealias Producer = UnsafeContinuation<Bool, Never>
+
+  /// What dropping channels under the shared lock leaves for after it: what leaves the operator
+  /// (their discarded elements) is released, and their waiting tasks resumed, only after the lock:
+  /// an element's `deinit` may call back into this operator (cancel its consumer, release its
   /// iterator), which would deadlock on the lock.
-  @inlinable func withMachine(_ event: (inout Machine) -> Machine.Effects) -> Machine.Effects {
-    var discarded: RingBuffer<Inner.Element>?
-    let effects = state.withLock { machine in
-      var effects = event(&machine)
-      dropChannels(&effects, discarding: &discarded)
-      return effects
-    }
-    withExtendedLifetime(discarded) {}  // released here, after the lock
-    return effects
+  @usableFromInline
+  struct Discarded {
+    /// The dropped channels' tasks waiting for room: resumed with `false` (stop).
+    @usableFromInline var producers: [Producer] = []
+    /// Optional, so that an event that drops nothing costs nothing here.
+    @usableFromInline var elements: RingBuffer<Inner.Element>?
+
+    @inlinable init() {}
   }
 
-  /// Called under the shared lock (then each channel's: the lock order). The channels' elements go
-  /// to `discarded`, for the caller to release after the lock.
-  @inlinable func dropChannels(
-    _ effects: inout Machine.Effects, discarding discarded: inout RingBuffer<Inner.Element>?
-  ) {
-    guard !effects.drop.isEmpty else { return }
-    for channel in effects.drop {
+  /// Drops `channels`. Called under the shared lock (then each channel's: the lock order),
+  /// before it is released, so that the consumer (which takes under the shared lock) never takes
+  /// from a dropped channel.
+  @inlinable func drop(_ channels: [Channel], into discarded: inout Discarded) {
+    for channel in channels {
       let dropped = channel.state.withLock { $0.drop() }
-      if let producer = dropped.producer { effects.resume.append((producer, false)) }
+      if let producer = dropped.producer { discarded.producers.append(producer) }
       guard !dropped.discarded.isEmpty else { continue }
-      if discarded == nil {
+      if discarded.elements == nil {
         // Moved, not copied: dropping one channel (the common case, a superseded inner) costs no
-        // allocation. Optional, so that an event that drops nothing costs nothing here.
-        discarded = dropped.discarded
+        // allocation.
+        discarded.elements = dropped.discarded
       } else {
-        for element in dropped.discarded { discarded!.append(element) }
+        for element in dropped.discarded { discarded.elements!.append(element) }
       }
     }
-    effects.drop = []
   }
 
-  /// Carries out what an event decided, after the shared lock is released.
-  @inlinable func perform(_ effects: Machine.Effects) {
-    guard !effects.isEmpty else { return }
-    for task in effects.cancel { task.cancel() }
-    for (continuation, value) in effects.resume { continuation.resume(returning: value) }
-    effects.resumeConsumer?.resume(returning: true)
+  /// Carries out what the operator's end asks, after the shared lock is released.
+  @inlinable func carryOut(_ ending: Machine.Ending?, _ discarded: Discarded) {
+    for producer in discarded.producers { producer.resume(returning: false) }
+    withExtendedLifetime(discarded) {}  // its elements are released here, after the lock
+    guard let ending else { return }
+    for task in ending.cancel { task.cancel() }
+    ending.outer?.resume(returning: false)
+    ending.consumer?.resume(returning: true)
+    withExtendedLifetime(ending) {}  // and the outer elements it took out of the machine
+  }
+
+  /// Runs an event that may end the operator (``FlattenStateMachine/Ending``) and carries out its end.
+  @inlinable func end(_ event: (inout Machine) -> Machine.Ending?) {
+    var discarded = Discarded()
+    let ending = state.withLock { machine in
+      let ending = event(&machine)
+      if let ending { drop(ending.drop, into: &discarded) }
+      return ending
+    }
+    carryOut(ending, discarded)
   }
 
   // MARK: Consumer
@@ -86,35 +98,43 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
   /// The next elements for the consumer, in order: at least one, or `nil` at the end.
   @inlinable func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> [Inner.Element]? {
     while true {
-      // Released after the lock (see ``withMachine(_:)``).
-      var discarded: RingBuffer<Inner.Element>?
-      let (step, effects) = state.withLock { machine -> (ConsumerStep, Machine.Effects) in
+      // Resumed with `true` after the lock: the producers of the channels taken from, and the pump.
+      var woken: [Producer] = []
+      var ending: Machine.Ending?
+      var discarded = Discarded()
+      let step = state.withLock { machine -> ConsumerStep in
         var elements: [Inner.Element] = []
         // Asking again means the last batch reached the consumer's code.
-        var effects = machine.batchDelivered()
+        if let outer = machine.batchDelivered() { woken.append(outer) }
         while true {
           let action = machine.next()
           if case .drain(let channel) = action {
             _ = channel.state.withLock { $0.take(all: true, into: &elements) }
-            return (elements.isEmpty ? .again : .deliver(elements), effects)
+            return elements.isEmpty ? .again : .deliver(elements)
           }
           guard case .take(let id, let channel, let all) = action else {
             // `.suspend` with elements taken: deliver them instead.
-            return (elements.isEmpty ? .next(action) : .deliver(elements), effects)
+            return elements.isEmpty ? .next(action) : .deliver(elements)
           }
           let taken = channel.state.withLock { $0.take(all: all, into: &elements) }
-          let result = machine.taken(id, channel: channel, taken)
-          effects.merge(result.effects)
-          dropChannels(&effects, discarding: &discarded)
-          // A superseding policy takes one element at a time; an ending operator delivers what
-          // was taken before its end.
-          if !result.mayTakeMore || (!all && !elements.isEmpty) {
-            return (elements.isEmpty ? .again : .deliver(elements), effects)
+          if let producer = taken.producer { woken.append(producer) }
+          switch machine.taken(id, channel: channel, isDrained: taken.isDrained, retires: taken.retires) {
+          case .takeMore:
+            break
+          case .resumeOuter(let outer):
+            woken.append(outer)
+          case .end(let end):
+            // What was taken is delivered before the end.
+            drop(end.drop, into: &discarded)
+            ending = end
+            return elements.isEmpty ? .again : .deliver(elements)
           }
+          // A superseding policy takes one element at a time.
+          if !all && !elements.isEmpty { return .deliver(elements) }
         }
       }
-      withExtendedLifetime(discarded) {}
-      perform(effects)
+      for waiter in woken { waiter.resume(returning: true) }
+      carryOut(ending, discarded)
       switch step {
       case .deliver(let elements):
         return elements
@@ -126,7 +146,7 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
         preconditionFailure("Internal inconsistency: a take left untaken")
       case .next(.suspend):
         await withTaskCancellationHandler {
-          _ = await withUnsafeContinuation(isolation: actor) { (continuation: UnsafeContinuation<Bool, Never>) in
+          _ = await withUnsafeContinuation(isolation: actor) { (continuation: Producer) in
             state.withLock { $0.suspendConsumer(continuation) }?.resume(returning: true)
           }
         } onCancel: {
@@ -144,7 +164,7 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
   }
 
   @inlinable func cancel() {
-    perform(withMachine { $0.cancel() })
+    end { $0.cancel() }
   }
 
   // MARK: Outer
@@ -168,17 +188,14 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
         do throws(Outer.Failure) {
           guard let element = try await iterator.next(isolation: nil) else {
             iteratorEnded = true
-            perform(withMachine { $0.outerEnded(nil) })
+            end { $0.outerEnded(nil) }
             continue
           }
-          let key = operation.key(element)
-          let effects = withMachine { $0.outerElement(element, key: key, channel: { Channel(id: $0) }) }
-          perform(effects)
-          if let id = effects.startInner { startInner(id) }
+          outerElement(element)
         } catch {
           iteratorEnded = true
           let failure = operation.outerFailure(error)
-          perform(withMachine { $0.outerEnded(failure) })
+          end { $0.outerEnded(failure) }
         }
       case .startInner(let id):
         startInner(id)
@@ -193,6 +210,22 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
     // ended the operator cancels this task only after releasing the lock, so it may not be
     // cancelled yet: `stopPulling` cancels it here and lets the outer end its own work first.
     await iterator.stopPulling()
+  }
+
+  /// Hands an outer element to the machine: the channel it supersedes is dropped under the lock,
+  /// and the element it replaced (or `element`, if dropped) is released after it, with `action`.
+  @inlinable func outerElement(_ element: Outer.Element) {
+    let key = operation.key(element)
+    var discarded = Discarded()
+    let action = state.withLock { machine in
+      let action = machine.outerElement(element, key: key, channel: { Channel(id: $0) })
+      if case .startInner(_, let superseded?, _) = action { drop([superseded], into: &discarded) }
+      return action
+    }
+    carryOut(nil, discarded)
+    guard case .startInner(let id, _, let superseded) = action else { return }
+    superseded?.cancel()
+    startInner(id)
   }
 
   /// The pump's next step once the machine said `.wait`: waits while an element is held and every
@@ -269,10 +302,17 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
 
   /// The inner's task reports its end: the channel's answer, asked under the shared lock, decides.
   @inlinable func innerEnded(_ channel: Channel, failure: Failure?) {
-    let effects = withMachine { machine in
-      machine.innerEnded(channel.id, channel.state.withLock { $0.end() }, failure: failure)
+    var discarded = Discarded()
+    let action = state.withLock { machine in
+      let action = machine.innerEnded(channel.id, channel.state.withLock { $0.end() }, failure: failure)
+      if case .end(let ending) = action { drop(ending.drop, into: &discarded) }
+      return action
     }
-    perform(effects)
+    switch action {
+    case .none: break
+    case .resume(let waiter): waiter.resume(returning: true)
+    case .end(let ending): carryOut(ending, discarded)
+    }
   }
 
   /// Only the first element since the consumer last emptied a channel touches the shared state.
@@ -360,81 +400,5 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
     swap(&used, &taken)
     takenStart = 0
     withExtendedLifetime(used) {}  // released here
-  }
-}
-
-/// A flattening operator as a sequence: each iteration runs the outer anew.
-@usableFromInline
-struct FlattenSequence<
-  Outer: AsyncSequence & Sendable, Inner: AsyncSequence & Sendable, Key: Hashable & Sendable, Failure: Error
->:
-  AsyncSequence, Sendable
-where Outer.Element: Sendable, Inner.Element: Sendable {
-  @usableFromInline
-  typealias Element = Inner.Element
-
-  @usableFromInline let policy: FlattenPolicy
-  @usableFromInline let outer: Outer
-  @usableFromInline let key: @Sendable (Outer.Element) -> Key
-  @usableFromInline let transform: @Sendable (Outer.Element) async -> Inner
-  @usableFromInline let outerFailure: @Sendable (Outer.Failure) -> Failure
-  @usableFromInline let innerFailure: @Sendable (Inner.Failure) -> Failure
-
-  @inlinable init(
-    policy: FlattenPolicy, outer: Outer, key: @escaping @Sendable (Outer.Element) -> Key,
-    transform: @escaping @Sendable (Outer.Element) async -> Inner,
-    outerFailure: @escaping @Sendable (Outer.Failure) -> Failure,
-    innerFailure: @escaping @Sendable (Inner.Failure) -> Failure
-  ) {
-    self.policy = policy
-    self.outer = outer
-    self.key = key
-    self.transform = transform
-    self.outerFailure = outerFailure
-    self.innerFailure = innerFailure
-  }
-
-  @inlinable func makeAsyncIterator() -> Iterator {
-    Iterator(consumer: FlattenConsumer(FlattenStorage(self)))
-  }
-
-  @usableFromInline
-  struct Iterator: AsyncIteratorProtocol {
-    @usableFromInline let consumer: FlattenConsumer<Outer, Inner, Key, Failure>
-
-    @inlinable init(consumer: FlattenConsumer<Outer, Inner, Key, Failure>) {
-      self.consumer = consumer
-    }
-
-    @inlinable mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-      try await consumer.next(isolation: actor)
-    }
-
-    @inlinable mutating func next() async throws(Failure) -> Element? {
-      try await consumer.next(isolation: nil)
-    }
-  }
-}
-
-extension AsyncSequence where Self: Sendable, Element: Sendable {
-  /// What every flattening entry point builds; the public overloads differ only in the policy and
-  /// in how they map the outer's and the inner's failures to the result's.
-  @inlinable func flattened<Key: Hashable & Sendable, Inner: AsyncSequence & Sendable, F: Error>(
-    _ policy: FlattenPolicy, by key: @escaping @Sendable (Element) -> Key,
-    _ transform: @escaping @Sendable (Element) async -> Inner,
-    outerFailure: @escaping @Sendable (Failure) -> F, innerFailure: @escaping @Sendable (Inner.Failure) -> F
-  ) -> FlattenSequence<Self, Inner, Key, F> where Inner.Element: Sendable {
-    FlattenSequence(
-      policy: policy, outer: self, key: key, transform: transform, outerFailure: outerFailure,
-      innerFailure: innerFailure)
-  }
-
-  /// ``flattened(_:by:_:outerFailure:innerFailure:)`` with one key for every element.
-  @inlinable func flattened<Inner: AsyncSequence & Sendable, F: Error>(
-    _ policy: FlattenPolicy, _ transform: @escaping @Sendable (Element) async -> Inner,
-    outerFailure: @escaping @Sendable (Failure) -> F, innerFailure: @escaping @Sendable (Inner.Failure) -> F
-  ) -> FlattenSequence<Self, Inner, FlattenSingleKey, F> where Inner.Element: Sendable {
-    flattened(
-      policy, by: { _ in FlattenSingleKey() }, transform, outerFailure: outerFailure, innerFailure: innerFailure)
   }
 }
