@@ -124,8 +124,13 @@ public final class ExplorationRun {
   }
 
   /// A function that calls `calls` on this run's clock, to hand a `@MainActor` model as its
-  /// request: the call waits on the clock's executor and returns to the main actor, so that the
+  /// request: the call parks and resumes on the main actor, which the clock settles, so that the
   /// explorer sees each call arrive and each answer handled.
+  ///
+  /// (It does not wrap the call in ``TestClock/onSchedule(isolation:_:)``: leaving a task-executor
+  /// preference scope on the main actor can take a hop the clock does not wait for, and an answer
+  /// whose caller had not yet got back was then judged "never returned". The entry point's own
+  /// task already runs on the clock's schedule.)
   ///
   /// ```swift
   /// let stubbed = Exploration("history") { run in
@@ -137,8 +142,7 @@ public final class ExplorationRun {
   public func stub<Argument, Response>(
     _ calls: ControlledCalls<Argument, Response>
   ) -> @Sendable (Argument) async -> Response {
-    let clock = self.clock
-    return { @MainActor argument in await clock.onSchedule { await calls.call(argument) } }
+    { @MainActor argument in await calls.call(argument) }
   }
 
   private func checkName(_ name: String) {
