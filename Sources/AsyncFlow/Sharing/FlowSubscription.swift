@@ -123,6 +123,12 @@ public final class FlowSubscription: Sendable, Hashable {
     return nil
   }
 
+  /// The mailbox of a sink on a hot source. Internal, not private: tests read which receiver it has.
+  var target: (any FlowSubscriptionTarget)? {
+    if case .target(let target) = owner { return target }
+    return nil
+  }
+
   deinit {
     cancel()
   }

@@ -64,7 +64,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 /// let prices: AsyncShareFlowSequence<Price, APIError> = api.priceUpdates().shareFlow(replay: 1)
 /// for try await price in prices { chart.append(price) }
 /// ```
-public struct AsyncShareFlowSequence<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
+public struct AsyncShareFlowSequence<Element: Sendable, Failure: Error>: HotFlowSource {
   @usableFromInline let storage: SubjectStorage<Element, Failure>
 
   init<Base: AsyncSequence & Sendable>(
@@ -96,27 +96,12 @@ public struct AsyncShareFlowSequence<Element: Sendable, Failure: Error>: AsyncSe
     }
   }
 
-  /// The number of subscribers right now: iterators made, and sinks subscribed, not yet released,
-  /// cancelled or ended.
+  /// Not API: see ``HotFlowSource``.
   ///
   /// ```swift
-  /// #expect(prices.subscriberCount == 0)   // the upstream is stopped
+  /// _ = prices._subscribers
   /// ```
-  public var subscriberCount: Int {
-    storage.subscriberCount
-  }
-
-  /// Suspends until at least `count` subscribers are registered, or the calling task is
-  /// cancelled: a barrier for tests, in place of polling ``subscriberCount``.
-  ///
-  /// ```swift
-  /// let chart = Task { for try await price in prices { plot(price) } }
-  /// await prices.subscribers(count: 1)
-  /// ```
-  public func subscribers(count: Int) async {
-    precondition(count >= 0, "AsyncShareFlowSequence.subscribers(count:): count must be 0 or greater, got \(count)")
-    await storage.subscribers(count: count)
-  }
+  @inlinable public var _subscribers: _HotFlowSubscribers<Element, Failure> { _HotFlowSubscribers(storage) }
 
   /// Subscribes: the last `replay` elements first, then everything the upstream produces from
   /// now on. The upstream starts at the first `next()` of any subscriber, or when a sink subscribes.

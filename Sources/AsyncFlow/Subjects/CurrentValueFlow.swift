@@ -7,7 +7,7 @@
 /// for await current in filter { render(current) }   // .all, then each change
 /// filter.value = .unread
 /// ```
-public final class CurrentValueFlow<Element: Sendable>: AsyncSequence, Sendable {
+public final class CurrentValueFlow<Element: Sendable>: HotFlowSource {
   public typealias Failure = Never
 
   @usableFromInline let storage: SubjectStorage<Element, Never>
@@ -50,26 +50,12 @@ public final class CurrentValueFlow<Element: Sendable>: AsyncSequence, Sendable 
     storage.end(failure: nil)
   }
 
-  /// The number of subscribers right now.
+  /// Not API: see ``HotFlowSource``.
   ///
   /// ```swift
-  /// #expect(filter.subscriberCount == 1)
+  /// _ = filter._subscribers
   /// ```
-  public var subscriberCount: Int {
-    storage.subscriberCount
-  }
-
-  /// Suspends until at least `count` subscribers are registered, or the calling task is
-  /// cancelled: a barrier for tests, in place of polling ``subscriberCount``.
-  ///
-  /// ```swift
-  /// let view = Task { for await filter in model.filter { render(filter) } }
-  /// await model.filter.subscribers(count: 1)   // the view listens
-  /// ```
-  public func subscribers(count: Int) async {
-    precondition(count >= 0, "CurrentValueFlow.subscribers(count:): count must be 0 or greater, got \(count)")
-    await storage.subscribers(count: count)
-  }
+  @inlinable public var _subscribers: _HotFlowSubscribers<Element, Never> { _HotFlowSubscribers(storage) }
 
   /// Subscribes: the current value first, then every later one.
   ///

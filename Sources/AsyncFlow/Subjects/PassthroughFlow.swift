@@ -10,7 +10,7 @@
 /// let results = searchText.debounceFlow(for: .milliseconds(300)).switchToLatestFlow { api.search($0) }
 /// searchText.send("swift")
 /// ```
-public final class PassthroughFlow<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
+public final class PassthroughFlow<Element: Sendable, Failure: Error>: HotFlowSource {
   @usableFromInline let storage: SubjectStorage<Element, Failure>
 
   /// Creates a subject whose subscribers each buffer by `bufferingPolicy`.
@@ -52,28 +52,12 @@ public final class PassthroughFlow<Element: Sendable, Failure: Error>: AsyncSequ
     storage.end(failure: error)
   }
 
-  /// The number of subscribers right now; a cancelled or released one is removed at once.
+  /// Not API: see ``HotFlowSource``.
   ///
   /// ```swift
-  /// #expect(subject.subscriberCount == 0)
+  /// _ = subject._subscribers
   /// ```
-  public var subscriberCount: Int {
-    storage.subscriberCount
-  }
-
-  /// Suspends until at least `count` subscribers are registered, or the calling task is
-  /// cancelled: a barrier for tests, in place of polling ``subscriberCount``.
-  ///
-  /// ```swift
-  /// let consumer = Task { await Array(subject.prefix(2)) }
-  /// await subject.subscribers(count: 1)   // the consumer listens: nothing sent now is lost
-  /// subject.send(1)
-  /// subject.send(2)
-  /// ```
-  public func subscribers(count: Int) async {
-    precondition(count >= 0, "PassthroughFlow.subscribers(count:): count must be 0 or greater, got \(count)")
-    await storage.subscribers(count: count)
-  }
+  @inlinable public var _subscribers: _HotFlowSubscribers<Element, Failure> { _HotFlowSubscribers(storage) }
 
   /// Subscribes: values sent from now on are buffered for this iterator.
   ///
