@@ -8,10 +8,10 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   /// finds the object gone. Cancelling it, or releasing it, ends the iteration as for ``sink(receiveValue:)``.
   ///
   /// The iteration runs in a task the subscription owns. Called on a hot source's own type
-  /// (`PassthroughFlow`, `CurrentValueFlow`, `AsyncShareFlowSequence`), the source's own
-  /// `assignFlow` is chosen instead, which holds no task while nothing arrives: the values wait in
-  /// a mailbox, drained on `isolation`. The choice is made at compile time: through a generic
-  /// parameter (`some AsyncSequence`, as in the example below) this one runs.
+  /// (`PassthroughFlow`, `CurrentValueFlow`, `AsyncShareFlowSequence`: a ``HotFlowSource``),
+  /// the source's own `assignFlow` is chosen instead, which holds no task while nothing arrives:
+  /// the values wait in a mailbox, drained on `isolation`. The choice is made at compile time:
+  /// through a generic parameter (`some AsyncSequence`, as in the example below) this one runs.
   ///
   /// ```swift
   /// @MainActor @Observable final class SearchModel {
