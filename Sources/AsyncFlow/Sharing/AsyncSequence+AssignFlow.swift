@@ -31,15 +31,14 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
     to keyPath: ReferenceWritableKeyPath<Root, Element>, on object: Root,
     isolation: isolated (any Actor)? = #isolation
   ) -> FlowSubscription {
-    let gate = SinkDeliveryGate()
-    let target = AssignTarget(object: object, keyPath: keyPath, gate: gate)
+    let target = AssignTarget(object: object, keyPath: keyPath)
     let task = FlowScheduling.startTask {
       var iterator = self.makeAsyncIterator()
       while let element = await iterator.next(isolation: nil) {
         guard await target.write(element, isolation: isolation) else { return }
       }
     }
-    return FlowSubscription(gate: gate, task: task)
+    return FlowSubscription(gate: target.gate, task: task)
   }
 }
 
@@ -51,13 +50,13 @@ final class AssignTarget<Root: AnyObject & Sendable, Value: Sendable>: Sendable 
   // Swift 6.3 does not infer `Sendable` for a key path to an actor-isolated property, which is the
   // usual target.
   nonisolated(unsafe) let keyPath: ReferenceWritableKeyPath<Root, Value>
-  let gate: SinkDeliveryGate
+  @usableFromInline let gate: SinkDeliveryGate
 
   @usableFromInline
-  init(object: Root, keyPath: ReferenceWritableKeyPath<Root, Value>, gate: SinkDeliveryGate) {
+  init(object: Root, keyPath: ReferenceWritableKeyPath<Root, Value>) {
     self.object = object
     self.keyPath = keyPath
-    self.gate = gate
+    self.gate = SinkDeliveryGate()
   }
 
   /// Writes `value` on `isolation` (the check that the subscription is still on, and the write,

@@ -7,6 +7,18 @@
 /// for await current in filter { render(current) }   // .all, then each change
 /// filter.value = .unread
 /// ```
+///
+/// ## Topics
+///
+/// ### Subscribing with no task while idle
+///
+/// - ``HotFlowSource/sink(receiveValue:)-3t23v``
+/// - ``HotFlowSource/sink(receiveValue:)-3g41p``
+/// - ``HotFlowSource/sink(receiveCompletion:receiveValue:)-7am1a``
+/// - ``HotFlowSource/sink(receiveCompletion:receiveValue:)-8qp2u``
+/// - ``HotFlowSource/assignFlow(to:on:isolation:)``
+/// - ``HotFlowSource/subscriberCount``
+/// - ``HotFlowSource/subscribers(count:)``
 public final class CurrentValueFlow<Element: Sendable>: HotFlowSource {
   public typealias Failure = Never
 
@@ -67,34 +79,11 @@ public final class CurrentValueFlow<Element: Sendable>: HotFlowSource {
     Iterator(subscriber: SubjectSubscriber(storage))
   }
 
-  /// One subscription to a ``CurrentValueFlow``.
+  /// One subscription to a ``CurrentValueFlow``: a ``HotFlowIterator`` that returns the current
+  /// value first, then the newest value each time one is sent.
   ///
   /// ```swift
   /// for await value in filter { print(value) }
   /// ```
-  public struct Iterator: AsyncIteratorProtocol {
-    @usableFromInline let subscriber: SubjectSubscriber<Element, Never>
-
-    /// Returns the current value first, then the newest value each time one is sent.
-    ///
-    /// ```swift
-    /// let value = await iterator.next(isolation: #isolation)
-    /// ```
-    @inlinable
-    public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
-      await subscriber.next(isolation: actor)
-    }
-
-    /// Returns the next value; see ``next(isolation:)``.
-    ///
-    /// ```swift
-    /// let value = await iterator.next()
-    /// ```
-    public mutating func next() async -> Element? {
-      await subscriber.next(isolation: nil)
-    }
-  }
+  public typealias Iterator = HotFlowIterator<Element, Never>
 }
-
-@available(*, unavailable)
-extension CurrentValueFlow.Iterator: Sendable {}

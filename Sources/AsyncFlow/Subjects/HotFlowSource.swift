@@ -41,6 +41,49 @@ public struct _HotFlowSubscribers<Element: Sendable, Failure: Error>: Sendable {
   }
 }
 
+/// One subscriber of a ``HotFlowSource``, made by its `makeAsyncIterator()`: the `Iterator` of
+/// ``PassthroughFlow``, ``CurrentValueFlow`` and ``AsyncShareFlowSequence``. It is registered when
+/// made, so nothing sent before its first `next()` is lost; releasing it, or cancelling its task,
+/// unsubscribes it (the last subscriber of a share to leave stops the upstream).
+///
+/// ```swift
+/// var iterator = subject.makeAsyncIterator()
+/// subject.send(1)
+/// let one = await iterator.next()  // 1
+/// ```
+public struct HotFlowIterator<Element: Sendable, Failure: Error>: AsyncIteratorProtocol {
+  @usableFromInline let subscriber: SubjectSubscriber<Element, Failure>
+
+  @usableFromInline init(subscriber: SubjectSubscriber<Element, Failure>) {
+    self.subscriber = subscriber
+  }
+
+  /// Returns the next element delivered to this subscriber, waiting for it if needed: a
+  /// `PassthroughFlow`'s next value sent, a `CurrentValueFlow`'s current value first and then the
+  /// newest each time one is sent, a share's replay and then what the upstream produces. `nil`
+  /// after the end or when the task is cancelled; throws the source's failure.
+  ///
+  /// ```swift
+  /// let value = try await iterator.next(isolation: #isolation)
+  /// ```
+  @inlinable
+  public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+    try await subscriber.next(isolation: actor)
+  }
+
+  /// Returns the next element; see ``next(isolation:)``.
+  ///
+  /// ```swift
+  /// let value = try await iterator.next()
+  /// ```
+  public mutating func next() async throws(Failure) -> Element? {
+    try await subscriber.next(isolation: nil)
+  }
+}
+
+@available(*, unavailable)
+extension HotFlowIterator: Sendable {}
+
 extension HotFlowSource {
   /// Calls `receiveValue` with every value this source delivers to a new subscriber, in order, on
   /// the closure's own isolation, with no task while nothing arrives:
@@ -160,9 +203,8 @@ extension HotFlowSource where Failure == Never {
     to keyPath: ReferenceWritableKeyPath<Root, Element>, on object: Root,
     isolation: isolated (any Actor)? = #isolation
   ) -> FlowSubscription {
-    let gate = SinkDeliveryGate()
-    let target = AssignTarget(object: object, keyPath: keyPath, gate: gate)
+    let target = AssignTarget(object: object, keyPath: keyPath)
     return _subscribers.storage.subscribe(
-      .assign(isolation: isolation) { value, isolation in target.write(value, isolation: isolation) }, gate: gate)
+      .assign(isolation: isolation) { value, isolation in target.write(value, isolation: isolation) }, gate: target.gate)
   }
 }

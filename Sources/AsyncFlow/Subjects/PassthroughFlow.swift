@@ -10,6 +10,18 @@
 /// let results = searchText.debounceFlow(for: .milliseconds(300)).switchToLatestFlow { api.search($0) }
 /// searchText.send("swift")
 /// ```
+///
+/// ## Topics
+///
+/// ### Subscribing with no task while idle
+///
+/// - ``HotFlowSource/sink(receiveValue:)-3t23v``
+/// - ``HotFlowSource/sink(receiveValue:)-3g41p``
+/// - ``HotFlowSource/sink(receiveCompletion:receiveValue:)-7am1a``
+/// - ``HotFlowSource/sink(receiveCompletion:receiveValue:)-8qp2u``
+/// - ``HotFlowSource/assignFlow(to:on:isolation:)``
+/// - ``HotFlowSource/subscriberCount``
+/// - ``HotFlowSource/subscribers(count:)``
 public final class PassthroughFlow<Element: Sendable, Failure: Error>: HotFlowSource {
   @usableFromInline let storage: SubjectStorage<Element, Failure>
 
@@ -70,34 +82,10 @@ public final class PassthroughFlow<Element: Sendable, Failure: Error>: HotFlowSo
     Iterator(subscriber: SubjectSubscriber(storage))
   }
 
-  /// One subscription to a ``PassthroughFlow``.
+  /// One subscription to a ``PassthroughFlow``: a ``HotFlowIterator``.
   ///
   /// ```swift
   /// for await value in subject { print(value) }
   /// ```
-  public struct Iterator: AsyncIteratorProtocol {
-    @usableFromInline let subscriber: SubjectSubscriber<Element, Failure>
-
-    /// Returns the next value sent, waiting for it if needed.
-    ///
-    /// ```swift
-    /// let value = try await iterator.next(isolation: #isolation)
-    /// ```
-    @inlinable
-    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-      try await subscriber.next(isolation: actor)
-    }
-
-    /// Returns the next value; see ``next(isolation:)``.
-    ///
-    /// ```swift
-    /// let value = try await iterator.next()
-    /// ```
-    public mutating func next() async throws(Failure) -> Element? {
-      try await subscriber.next(isolation: nil)
-    }
-  }
+  public typealias Iterator = HotFlowIterator<Element, Failure>
 }
-
-@available(*, unavailable)
-extension PassthroughFlow.Iterator: Sendable {}
