@@ -48,8 +48,9 @@ def public_operators() -> set:
             if depth == 0:
                 in_operator_extension = bool(re.match(r"extension (AsyncSequence|Flow)\b", stripped))
                 match = re.match(r"public (?:final )?(?:class|struct|enum) (\w+)", stripped)
-                # Async...Sequence types are operators' results; their operators are checked.
-                if match and not re.fullmatch(r"Async\w+Sequence", match.group(1)):
+                # Async...Sequence types are operators' results; their operators are checked. A
+                # leading underscore means public for technical reasons, not API (STYLE.md).
+                if match and not re.fullmatch(r"Async\w+Sequence|_\w+", match.group(1)):
                     names.add(match.group(1))
             if in_operator_extension and depth == 1:
                 match = re.match(r"public (?:static )?(?:func|var) (\w+)", stripped)

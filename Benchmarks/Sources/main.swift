@@ -121,7 +121,7 @@ func target(for key: String) -> Double? {
   case "W1.flowBuilder", "W2.passthrough1", "W2.passthrough4": 0.1
   case "W3.switchToLatest", "W5.passthrough": 0.5
   case "W4.merge": 0.15
-  case "W2.sink1", "W2.sink4": 1
+  case "W2.sink1", "W2.sink4": 1.2
   case "W6.taskSlotsLatest": 1.5
   case "W6.taskSlotsLatestLogged": 1.65
   case "W7.combineLatest", "W7.zip": 0.3

@@ -8,10 +8,10 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   /// finds the object gone. Cancelling it, or releasing it, ends the iteration as for ``sink(receiveValue:)``.
   ///
   /// The iteration runs in a task the subscription owns. Called on a hot source's own type
-  /// (`PassthroughFlow`, `CurrentValueFlow`, `AsyncShareFlowSequence`), the source's own
-  /// `assignFlow` is chosen instead, which holds no task while nothing arrives: the values wait in
-  /// a mailbox, drained on `isolation`. The choice is made at compile time: through a generic
-  /// parameter (`some AsyncSequence`, as in the example below) this one runs.
+  /// (`PassthroughFlow`, `CurrentValueFlow`, `AsyncShareFlowSequence`: a ``HotFlowSource``),
+  /// the source's own `assignFlow` is chosen instead, which holds no task while nothing arrives:
+  /// the values wait in a mailbox, drained on `isolation`. The choice is made at compile time:
+  /// through a generic parameter (`some AsyncSequence`, as in the example below) this one runs.
   ///
   /// ```swift
   /// @MainActor @Observable final class SearchModel {
@@ -31,15 +31,14 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
     to keyPath: ReferenceWritableKeyPath<Root, Element>, on object: Root,
     isolation: isolated (any Actor)? = #isolation
   ) -> FlowSubscription {
-    let gate = SinkDeliveryGate()
-    let target = AssignTarget(object: object, keyPath: keyPath, gate: gate)
+    let target = AssignTarget(object: object, keyPath: keyPath)
     let task = FlowScheduling.startTask {
       var iterator = self.makeAsyncIterator()
       while let element = await iterator.next(isolation: nil) {
         guard await target.write(element, isolation: isolation) else { return }
       }
     }
-    return FlowSubscription(gate: gate, task: task)
+    return FlowSubscription(gate: target.gate, task: task)
   }
 }
 
@@ -51,13 +50,13 @@ final class AssignTarget<Root: AnyObject & Sendable, Value: Sendable>: Sendable 
   // Swift 6.3 does not infer `Sendable` for a key path to an actor-isolated property, which is the
   // usual target.
   nonisolated(unsafe) let keyPath: ReferenceWritableKeyPath<Root, Value>
-  let gate: SinkDeliveryGate
+  @usableFromInline let gate: SinkDeliveryGate
 
   @usableFromInline
-  init(object: Root, keyPath: ReferenceWritableKeyPath<Root, Value>, gate: SinkDeliveryGate) {
+  init(object: Root, keyPath: ReferenceWritableKeyPath<Root, Value>) {
     self.object = object
     self.keyPath = keyPath
-    self.gate = gate
+    self.gate = SinkDeliveryGate()
   }
 
   /// Writes `value` on `isolation` (the check that the subscription is still on, and the write,

@@ -24,8 +24,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// delivered after it returns.
   ///
   /// Called on a hot source's own type (`PassthroughFlow`, `CurrentValueFlow`,
-  /// `AsyncShareFlowSequence`), the source's own `sink` is chosen instead, with the same promises
-  /// and no task while nothing arrives: the subscriber is a mailbox in the source (about 340 bytes
+  /// `AsyncShareFlowSequence`, or a generic `some HotFlowSource`), ``HotFlowSource``'s `sink` is
+  /// chosen instead, with the same promises and no task while nothing arrives: the subscriber is a mailbox in the source (about 340 bytes
   /// with its subscription, against about 1,600 for a parked task), registered before `sink`
   /// returns and drained on the closure's isolation by one job while it holds values. The choice is
   /// made at compile time: through a generic parameter (`some AsyncSequence`, as in the example
@@ -81,7 +81,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 
 /// A running sink: cancel it, or release it, to stop the iteration.
 ///
-/// A sink made on a hot source's own type (`PassthroughFlow`, `CurrentValueFlow`,
+/// A sink made on a ``HotFlowSource`` (`PassthroughFlow`, `CurrentValueFlow`,
 /// `AsyncShareFlowSequence`; not through a generic `some AsyncSequence`) holds no task while idle:
 /// it is a mailbox in the source's subscriber table (about 340 bytes, with this object). A value
 /// sent to it waits in the mailbox under the source's buffering policy, and one job drains the
@@ -120,6 +120,12 @@ public final class FlowSubscription: Sendable, Hashable {
   /// tests wait for it to end.
   var task: Task<Void, Never>? {
     if case .task(let task) = owner { return task }
+    return nil
+  }
+
+  /// The mailbox of a sink on a hot source. Internal, not private: tests read which receiver it has.
+  var target: (any FlowSubscriptionTarget)? {
+    if case .target(let target) = owner { return target }
     return nil
   }
 

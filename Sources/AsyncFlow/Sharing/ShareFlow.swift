@@ -64,7 +64,19 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 /// let prices: AsyncShareFlowSequence<Price, APIError> = api.priceUpdates().shareFlow(replay: 1)
 /// for try await price in prices { chart.append(price) }
 /// ```
-public struct AsyncShareFlowSequence<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
+///
+/// ## Topics
+///
+/// ### Subscribing with no task while idle
+///
+/// - ``HotFlowSource/sink(receiveValue:)-3t23v``
+/// - ``HotFlowSource/sink(receiveValue:)-3g41p``
+/// - ``HotFlowSource/sink(receiveCompletion:receiveValue:)-7am1a``
+/// - ``HotFlowSource/sink(receiveCompletion:receiveValue:)-8qp2u``
+/// - ``HotFlowSource/assignFlow(to:on:isolation:)``
+/// - ``HotFlowSource/subscriberCount``
+/// - ``HotFlowSource/subscribers(count:)``
+public struct AsyncShareFlowSequence<Element: Sendable, Failure: Error>: HotFlowSource {
   @usableFromInline let storage: SubjectStorage<Element, Failure>
 
   init<Base: AsyncSequence & Sendable>(
@@ -96,27 +108,12 @@ public struct AsyncShareFlowSequence<Element: Sendable, Failure: Error>: AsyncSe
     }
   }
 
-  /// The number of subscribers right now: iterators made, and sinks subscribed, not yet released,
-  /// cancelled or ended.
+  /// Not API: see ``HotFlowSource``.
   ///
   /// ```swift
-  /// #expect(prices.subscriberCount == 0)   // the upstream is stopped
+  /// _ = prices._subscribers
   /// ```
-  public var subscriberCount: Int {
-    storage.subscriberCount
-  }
-
-  /// Suspends until at least `count` subscribers are registered, or the calling task is
-  /// cancelled: a barrier for tests, in place of polling ``subscriberCount``.
-  ///
-  /// ```swift
-  /// let chart = Task { for try await price in prices { plot(price) } }
-  /// await prices.subscribers(count: 1)
-  /// ```
-  public func subscribers(count: Int) async {
-    precondition(count >= 0, "AsyncShareFlowSequence.subscribers(count:): count must be 0 or greater, got \(count)")
-    await storage.subscribers(count: count)
-  }
+  @inlinable public var _subscribers: _HotFlowSubscribers<Element, Failure> { _HotFlowSubscribers(storage) }
 
   /// Subscribes: the last `replay` elements first, then everything the upstream produces from
   /// now on. The upstream starts at the first `next()` of any subscriber, or when a sink subscribes.
@@ -129,41 +126,11 @@ public struct AsyncShareFlowSequence<Element: Sendable, Failure: Error>: AsyncSe
     Iterator(subscriber: SubjectSubscriber(storage))
   }
 
-  /// One subscriber of a shared upstream; releasing it, or cancelling its task, unsubscribes it,
-  /// and the last one to leave stops the upstream.
+  /// One subscriber of a shared upstream, a ``HotFlowIterator``: releasing it, or cancelling its
+  /// task, unsubscribes it, and the last one to leave stops the upstream.
   ///
   /// ```swift
   /// for try await price in prices { print(price) }
   /// ```
-  public struct Iterator: AsyncIteratorProtocol {
-    @usableFromInline let subscriber: SubjectSubscriber<Element, Failure>
-
-    @usableFromInline init(subscriber: SubjectSubscriber<Element, Failure>) {
-      self.subscriber = subscriber
-    }
-
-    /// Returns the next element the upstream produced for this subscriber, waiting for it if
-    /// needed; `nil` after the upstream finished or when the task is cancelled; throws the
-    /// upstream's failure.
-    ///
-    /// ```swift
-    /// let price = try await iterator.next(isolation: #isolation)
-    /// ```
-    @inlinable
-    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-      try await subscriber.next(isolation: actor)
-    }
-
-    /// Returns the next element; see ``next(isolation:)``.
-    ///
-    /// ```swift
-    /// let price = try await iterator.next()
-    /// ```
-    public mutating func next() async throws(Failure) -> Element? {
-      try await subscriber.next(isolation: nil)
-    }
-  }
+  public typealias Iterator = HotFlowIterator<Element, Failure>
 }
-
-@available(*, unavailable)
-extension AsyncShareFlowSequence.Iterator: Sendable {}

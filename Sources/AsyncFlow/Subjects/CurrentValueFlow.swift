@@ -7,7 +7,19 @@
 /// for await current in filter { render(current) }   // .all, then each change
 /// filter.value = .unread
 /// ```
-public final class CurrentValueFlow<Element: Sendable>: AsyncSequence, Sendable {
+///
+/// ## Topics
+///
+/// ### Subscribing with no task while idle
+///
+/// - ``HotFlowSource/sink(receiveValue:)-3t23v``
+/// - ``HotFlowSource/sink(receiveValue:)-3g41p``
+/// - ``HotFlowSource/sink(receiveCompletion:receiveValue:)-7am1a``
+/// - ``HotFlowSource/sink(receiveCompletion:receiveValue:)-8qp2u``
+/// - ``HotFlowSource/assignFlow(to:on:isolation:)``
+/// - ``HotFlowSource/subscriberCount``
+/// - ``HotFlowSource/subscribers(count:)``
+public final class CurrentValueFlow<Element: Sendable>: HotFlowSource {
   public typealias Failure = Never
 
   @usableFromInline let storage: SubjectStorage<Element, Never>
@@ -50,26 +62,12 @@ public final class CurrentValueFlow<Element: Sendable>: AsyncSequence, Sendable 
     storage.end(failure: nil)
   }
 
-  /// The number of subscribers right now.
+  /// Not API: see ``HotFlowSource``.
   ///
   /// ```swift
-  /// #expect(filter.subscriberCount == 1)
+  /// _ = filter._subscribers
   /// ```
-  public var subscriberCount: Int {
-    storage.subscriberCount
-  }
-
-  /// Suspends until at least `count` subscribers are registered, or the calling task is
-  /// cancelled: a barrier for tests, in place of polling ``subscriberCount``.
-  ///
-  /// ```swift
-  /// let view = Task { for await filter in model.filter { render(filter) } }
-  /// await model.filter.subscribers(count: 1)   // the view listens
-  /// ```
-  public func subscribers(count: Int) async {
-    precondition(count >= 0, "CurrentValueFlow.subscribers(count:): count must be 0 or greater, got \(count)")
-    await storage.subscribers(count: count)
-  }
+  @inlinable public var _subscribers: _HotFlowSubscribers<Element, Never> { _HotFlowSubscribers(storage) }
 
   /// Subscribes: the current value first, then every later one.
   ///
@@ -81,34 +79,11 @@ public final class CurrentValueFlow<Element: Sendable>: AsyncSequence, Sendable 
     Iterator(subscriber: SubjectSubscriber(storage))
   }
 
-  /// One subscription to a ``CurrentValueFlow``.
+  /// One subscription to a ``CurrentValueFlow``: a ``HotFlowIterator`` that returns the current
+  /// value first, then the newest value each time one is sent.
   ///
   /// ```swift
   /// for await value in filter { print(value) }
   /// ```
-  public struct Iterator: AsyncIteratorProtocol {
-    @usableFromInline let subscriber: SubjectSubscriber<Element, Never>
-
-    /// Returns the current value first, then the newest value each time one is sent.
-    ///
-    /// ```swift
-    /// let value = await iterator.next(isolation: #isolation)
-    /// ```
-    @inlinable
-    public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
-      await subscriber.next(isolation: actor)
-    }
-
-    /// Returns the next value; see ``next(isolation:)``.
-    ///
-    /// ```swift
-    /// let value = await iterator.next()
-    /// ```
-    public mutating func next() async -> Element? {
-      await subscriber.next(isolation: nil)
-    }
-  }
+  public typealias Iterator = HotFlowIterator<Element, Never>
 }
-
-@available(*, unavailable)
-extension CurrentValueFlow.Iterator: Sendable {}

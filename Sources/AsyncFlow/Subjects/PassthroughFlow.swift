@@ -10,7 +10,19 @@
 /// let results = searchText.debounceFlow(for: .milliseconds(300)).switchToLatestFlow { api.search($0) }
 /// searchText.send("swift")
 /// ```
-public final class PassthroughFlow<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
+///
+/// ## Topics
+///
+/// ### Subscribing with no task while idle
+///
+/// - ``HotFlowSource/sink(receiveValue:)-3t23v``
+/// - ``HotFlowSource/sink(receiveValue:)-3g41p``
+/// - ``HotFlowSource/sink(receiveCompletion:receiveValue:)-7am1a``
+/// - ``HotFlowSource/sink(receiveCompletion:receiveValue:)-8qp2u``
+/// - ``HotFlowSource/assignFlow(to:on:isolation:)``
+/// - ``HotFlowSource/subscriberCount``
+/// - ``HotFlowSource/subscribers(count:)``
+public final class PassthroughFlow<Element: Sendable, Failure: Error>: HotFlowSource {
   @usableFromInline let storage: SubjectStorage<Element, Failure>
 
   /// Creates a subject whose subscribers each buffer by `bufferingPolicy`.
@@ -52,28 +64,12 @@ public final class PassthroughFlow<Element: Sendable, Failure: Error>: AsyncSequ
     storage.end(failure: error)
   }
 
-  /// The number of subscribers right now; a cancelled or released one is removed at once.
+  /// Not API: see ``HotFlowSource``.
   ///
   /// ```swift
-  /// #expect(subject.subscriberCount == 0)
+  /// _ = subject._subscribers
   /// ```
-  public var subscriberCount: Int {
-    storage.subscriberCount
-  }
-
-  /// Suspends until at least `count` subscribers are registered, or the calling task is
-  /// cancelled: a barrier for tests, in place of polling ``subscriberCount``.
-  ///
-  /// ```swift
-  /// let consumer = Task { await Array(subject.prefix(2)) }
-  /// await subject.subscribers(count: 1)   // the consumer listens: nothing sent now is lost
-  /// subject.send(1)
-  /// subject.send(2)
-  /// ```
-  public func subscribers(count: Int) async {
-    precondition(count >= 0, "PassthroughFlow.subscribers(count:): count must be 0 or greater, got \(count)")
-    await storage.subscribers(count: count)
-  }
+  @inlinable public var _subscribers: _HotFlowSubscribers<Element, Failure> { _HotFlowSubscribers(storage) }
 
   /// Subscribes: values sent from now on are buffered for this iterator.
   ///
@@ -86,34 +82,10 @@ public final class PassthroughFlow<Element: Sendable, Failure: Error>: AsyncSequ
     Iterator(subscriber: SubjectSubscriber(storage))
   }
 
-  /// One subscription to a ``PassthroughFlow``.
+  /// One subscription to a ``PassthroughFlow``: a ``HotFlowIterator``.
   ///
   /// ```swift
   /// for await value in subject { print(value) }
   /// ```
-  public struct Iterator: AsyncIteratorProtocol {
-    @usableFromInline let subscriber: SubjectSubscriber<Element, Failure>
-
-    /// Returns the next value sent, waiting for it if needed.
-    ///
-    /// ```swift
-    /// let value = try await iterator.next(isolation: #isolation)
-    /// ```
-    @inlinable
-    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-      try await subscriber.next(isolation: actor)
-    }
-
-    /// Returns the next value; see ``next(isolation:)``.
-    ///
-    /// ```swift
-    /// let value = try await iterator.next()
-    /// ```
-    public mutating func next() async throws(Failure) -> Element? {
-      try await subscriber.next(isolation: nil)
-    }
-  }
+  public typealias Iterator = HotFlowIterator<Element, Failure>
 }
-
-@available(*, unavailable)
-extension PassthroughFlow.Iterator: Sendable {}

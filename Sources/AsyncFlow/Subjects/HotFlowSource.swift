@@ -1,0 +1,210 @@
+/// A hot source that sinks subscribe to with no task of their own: ``PassthroughFlow``,
+/// ``CurrentValueFlow`` and ``AsyncShareFlowSequence`` (the sequence `shareFlow` returns). Their
+/// `sink` and `assignFlow` are written once, here; the library's three types are its only
+/// conformances.
+///
+/// A sink on a hot source is registered before `sink` returns, and costs no task while nothing
+/// arrives: it is a mailbox in the source's subscriber table (about 340 bytes, with its
+/// subscription). What arrives waits there under the source's buffering policy, and one job drains
+/// it on the closure's isolation while it holds values. These members are chosen at compile time
+/// over the `AsyncSequence` ones (which iterate in a task) on the three types, and through a
+/// generic `some HotFlowSource`.
+///
+/// ```swift
+/// func show(_ prices: some HotFlowSource<Price, Never>) -> FlowSubscription {
+///   prices.sink { @MainActor price in label.text = "\(price)" }
+/// }
+/// ```
+public protocol HotFlowSource<Element, Failure>: AsyncSequence, Sendable where Element: Sendable {
+  associatedtype Element
+  associatedtype Failure
+
+  /// Not API: the source's subscriber table, public only so that the members written once on
+  /// this protocol reach it.
+  ///
+  /// ```swift
+  /// _ = subject._subscribers
+  /// ```
+  var _subscribers: _HotFlowSubscribers<Element, Failure> { get }
+}
+
+/// Not API: a hot source's subscriber table, as ``HotFlowSource`` reaches it.
+///
+/// ```swift
+/// _ = subject._subscribers
+/// ```
+public struct _HotFlowSubscribers<Element: Sendable, Failure: Error>: Sendable {
+  @usableFromInline let storage: SubjectStorage<Element, Failure>
+
+  @inlinable init(_ storage: SubjectStorage<Element, Failure>) {
+    self.storage = storage
+  }
+}
+
+/// One subscriber of a ``HotFlowSource``, made by its `makeAsyncIterator()`: the `Iterator` of
+/// ``PassthroughFlow``, ``CurrentValueFlow`` and ``AsyncShareFlowSequence``. It is registered when
+/// made, so nothing sent before its first `next()` is lost; releasing it, or cancelling its task,
+/// unsubscribes it (the last subscriber of a share to leave stops the upstream).
+///
+/// ```swift
+/// var iterator = subject.makeAsyncIterator()
+/// subject.send(1)
+/// let one = await iterator.next()  // 1
+/// ```
+public struct HotFlowIterator<Element: Sendable, Failure: Error>: AsyncIteratorProtocol {
+  @usableFromInline let subscriber: SubjectSubscriber<Element, Failure>
+
+  @usableFromInline init(subscriber: SubjectSubscriber<Element, Failure>) {
+    self.subscriber = subscriber
+  }
+
+  /// Returns the next element delivered to this subscriber, waiting for it if needed: a
+  /// `PassthroughFlow`'s next value sent, a `CurrentValueFlow`'s current value first and then the
+  /// newest each time one is sent, a share's replay and then what the upstream produces. `nil`
+  /// after the end or when the task is cancelled; throws the source's failure.
+  ///
+  /// ```swift
+  /// let value = try await iterator.next(isolation: #isolation)
+  /// ```
+  @inlinable
+  public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+    try await subscriber.next(isolation: actor)
+  }
+
+  /// Returns the next element; see ``next(isolation:)``.
+  ///
+  /// ```swift
+  /// let value = try await iterator.next()
+  /// ```
+  public mutating func next() async throws(Failure) -> Element? {
+    try await subscriber.next(isolation: nil)
+  }
+}
+
+@available(*, unavailable)
+extension HotFlowIterator: Sendable {}
+
+extension HotFlowSource {
+  /// Calls `receiveValue` with every value this source delivers to a new subscriber, in order, on
+  /// the closure's own isolation, with no task while nothing arrives:
+  /// - a ``PassthroughFlow``: every value sent from now on;
+  /// - a ``CurrentValueFlow``: the current value first, then every later one; a slow closure
+  ///   receives the latest value, never an older one after a newer one;
+  /// - an ``AsyncShareFlowSequence``: the replay, then every element, starting the shared upstream
+  ///   if it is not running. The sink counts in ``subscriberCount``; cancelling or releasing its
+  ///   subscription stops the upstream when it was the last subscriber.
+  ///
+  /// This overload takes a closure that awaits; a closure that does not `await` picks the
+  /// synchronous overload, which delivers the same values for less per value.
+  ///
+  /// ```swift
+  /// let taps = PassthroughFlow<Int, Never>()
+  /// let subscription = taps.sink { @MainActor count in await label.animate("\(count)") }
+  /// taps.send(1)   // delivered on the main actor
+  /// let filter = CurrentValueFlow(Filter.all)
+  /// let listing = filter.sink { current in await list.apply(current) }   // .all first
+  /// ```
+  @inlinable
+  public func sink(receiveValue: @escaping @Sendable @isolated(any) (Element) async -> Void) -> FlowSubscription {
+    _subscribers.storage.subscribe(.sink(value: receiveValue, completion: { _ in }))
+  }
+
+  /// Calls the synchronous `receiveValue` as `sink(receiveValue:)` calls its asynchronous
+  /// one: the same values, in order, on the closure's own isolation. A closure that does not
+  /// `await` picks this overload; the drain calls it with no async frame of its own per value.
+  ///
+  /// ```swift
+  /// let prices = api.priceUpdates().shareFlow(replay: 1)
+  /// let subscription = prices.sink { @MainActor price in label.text = "\(price)" }
+  /// ```
+  @inlinable
+  public func sink(receiveValue: @escaping @Sendable @isolated(any) (Element) -> Void) -> FlowSubscription {
+    _subscribers.storage.subscribe(.syncSink(value: receiveValue, completion: { _ in }))
+  }
+
+  /// Like `sink(receiveValue:)`, and reports the end (`finish()`, `fail(_:)`, or the
+  /// shared upstream's finish or failure) to `receiveCompletion` once, after every value delivered
+  /// before it, unless the subscription was cancelled first. This overload takes closures that
+  /// await; when neither closure awaits, the synchronous overload is picked.
+  ///
+  /// ```swift
+  /// let subscription = uploads.sink { completion in
+  ///   if case .failure(let error) = completion { log(error) }
+  /// } receiveValue: { progress in
+  ///   await bar.show(progress)
+  /// }
+  /// ```
+  @inlinable
+  public func sink(
+    receiveCompletion: @escaping @Sendable @isolated(any) (FlowCompletion<Failure>) async -> Void,
+    receiveValue: @escaping @Sendable @isolated(any) (Element) async -> Void
+  ) -> FlowSubscription {
+    _subscribers.storage.subscribe(.sink(value: receiveValue, completion: receiveCompletion))
+  }
+
+  /// Like `sink(receiveCompletion:receiveValue:)`, with synchronous closures: picked when
+  /// neither closure awaits. Each value is delivered with no async frame of its own.
+  ///
+  /// ```swift
+  /// let subscription = filter.sink { _ in print("done") } receiveValue: { print($0) }
+  /// ```
+  @inlinable
+  public func sink(
+    receiveCompletion: @escaping @Sendable @isolated(any) (FlowCompletion<Failure>) -> Void,
+    receiveValue: @escaping @Sendable @isolated(any) (Element) -> Void
+  ) -> FlowSubscription {
+    _subscribers.storage.subscribe(.syncSink(value: receiveValue, completion: receiveCompletion))
+  }
+
+  /// The number of subscribers right now: iterators made, and sinks subscribed, not yet released,
+  /// cancelled or ended; a cancelled or released one is removed at once. A share with none runs
+  /// its upstream only during its grace period.
+  ///
+  /// ```swift
+  /// #expect(prices.subscriberCount == 0)   // the upstream is stopped
+  /// ```
+  public var subscriberCount: Int {
+    _subscribers.storage.subscriberCount
+  }
+
+  /// Suspends until at least `count` subscribers are registered, or the calling task is
+  /// cancelled: a barrier for tests, in place of polling ``subscriberCount``.
+  ///
+  /// ```swift
+  /// let consumer = Task { await Array(subject.prefix(2)) }
+  /// await subject.subscribers(count: 1)   // the consumer listens: nothing sent now is lost
+  /// subject.send(1)
+  /// subject.send(2)
+  /// ```
+  public func subscribers(count: Int) async {
+    precondition(count >= 0, "\(Self.self).subscribers(count:): count must be 0 or greater, got \(count)")
+    await _subscribers.storage.subscribers(count: count)
+  }
+}
+
+extension HotFlowSource where Failure == Never {
+  /// Writes every value this source delivers to a new subscriber (as `sink(receiveValue:)`
+  /// lists them) into `object`'s property at `keyPath`, on the caller's isolation, holding
+  /// `object` weakly; as ``_Concurrency/AsyncSequence/assignFlow(to:on:isolation:)``, with no task
+  /// while nothing arrives (the values wait in a mailbox drained on that isolation). On a share it
+  /// starts the upstream as a sink does.
+  ///
+  /// ```swift
+  /// @MainActor final class Model {
+  ///   var query = ""
+  ///   var subscriptions = Set<FlowSubscription>()
+  ///   func bind(_ queries: PassthroughFlow<String, Never>) {
+  ///     queries.assignFlow(to: \.query, on: self).store(in: &subscriptions)
+  ///   }
+  /// }
+  /// ```
+  @inlinable
+  public func assignFlow<Root: AnyObject & Sendable>(
+    to keyPath: ReferenceWritableKeyPath<Root, Element>, on object: Root,
+    isolation: isolated (any Actor)? = #isolation
+  ) -> FlowSubscription {
+    let target = AssignTarget(object: object, keyPath: keyPath)
+    return _subscribers.storage.subscribe(
+      .assign(isolation: isolation) { value, isolation in target.write(value, isolation: isolation) }, gate: target.gate)
+  }
+}
