@@ -416,7 +416,11 @@ func runScaling(
     curves.append(shareReplay)
   }
 
+<<<<<<< HEAD
   curves += await coordinationCurves(options: options)
+=======
+  curves += await combiningScalingCurves(options: options, repetitions: plan.repetitions)
+>>>>>>> h/combining2
 
   for memoryKey in memoryKeys {
     var w5 = ScalingCurve(
@@ -529,6 +533,7 @@ func runScalingCommand(options: Options, memoryBenchmarks: [MemoryBenchmark]) as
   if let path = options.jsonPath { writeJSON([], extra: scalingJSON(curves), to: path) }
 }
 
+<<<<<<< HEAD
 // MARK: Coordination curves: TaskSlots and SingleFlight with many identities and callers
 
 /// The sizes of the coordination curves, kept apart from `ScalingPlan` so that each family of
@@ -701,5 +706,62 @@ func coordinationCurves(options: Options) async -> [ScalingCurve] {
     [("naive.flight.identities", "ns/run", "the reference: a caller task awaiting a plain task it started; \(each)")],
     sizeName: "identities", sizes: plan.identities
   ) { await singleFlightRound(callers: 1, identities: $0, total: plan.total, flight: nil) }
+=======
+// MARK: Combining curves: `Flow.combineLatest` / `Flow.zip` with 2…64 inputs
+
+/// `Flow.combineLatest(inputs)` over `inputs` `Flow.sequence`s of `each` elements: per output
+/// element (outputs × inputs, since each output copies one element per input).
+func combineLatestInputs(_ each: Int, inputs: Int) async -> (Int, String?) {
+  let task = Task.detached {
+    var outputs = 0
+    for await _ in Flow.combineLatest((0..<inputs).map { _ in Flow.sequence(0..<each) }) { outputs += 1 }
+    return outputs
+  }
+  let outputs = await task.value
+  return (outputs * inputs, "outputs \(outputs)")
+}
+
+/// `Flow.zip(inputs)` over `inputs` `Flow.sequence`s of `each` elements: per output element.
+func zipInputs(_ each: Int, inputs: Int) async -> (Int, String?) {
+  let task = Task.detached {
+    var outputs = 0
+    for await _ in Flow.zip((0..<inputs).map { _ in Flow.sequence(0..<each) }) { outputs += 1 }
+    return outputs
+  }
+  let outputs = await task.value
+  return (outputs * inputs, "outputs \(outputs)")
+}
+
+/// The combiners' curves: N inputs, about the same number of output elements (outputs × N) at every
+/// size. combineLatest makes about one output per input element (N × each outputs of N elements),
+/// zip one per row (each outputs of N elements).
+func combiningScalingCurves(options: Options, repetitions: Int) async -> [ScalingCurve] {
+  let sizes = [2, 4, 16, 64]
+  let outputElements = options.quick ? 204_800 : 2_048_000
+  var curves: [ScalingCurve] = []
+  // Elements per input for `units` output elements over N inputs.
+  let combineLatestEach: @Sendable (Int, Int) -> Int = { units, inputs in units / (inputs * inputs) }
+  let zipEach: @Sendable (Int, Int) -> Int = { units, inputs in units / inputs }
+  let runs = [
+    ("W7.combineLatest.inputs", "Flow.combineLatest", combineLatestEach, combineLatestInputs),
+    ("W7.zip.inputs", "Flow.zip", zipEach, zipInputs),
+  ]
+  for (key, name, each, run) in runs {
+    var curve = ScalingCurve(
+      key: key, sizeName: "inputs", unit: "ns/output element",
+      description:
+        "`\(name)([inputs])` over N `Flow.sequence`s, about \(outputElements.formatted()) output elements "
+        + "(outputs × N) per run")
+    guard options.includes(curve.key) else { continue }
+    for inputs in sizes {
+      let benchmark = Benchmark(workload: curve.key, implementation: String(inputs), isBaseline: false) { units in
+        await run(max(each(units, inputs), 1), inputs)
+      }
+      let row = await measure(benchmark, size: outputElements, repetitions: repetitions)
+      curve.points.append(ScalingPoint(size: inputs, value: row.median, min: row.min, max: row.max, note: row.note))
+    }
+    curves.append(curve)
+  }
+>>>>>>> h/combining2
   return curves
 }

@@ -15,7 +15,7 @@ extension Flow where Element == Never, Failure == Never {
   public static func combineLatest<A: AsyncSequence & Sendable, B: AsyncSequence & Sendable>(_ a: A, _ b: B)
     -> AsyncCombineLatestFlowSequence<(A.Element, B.Element), A.Failure>
   where A.Element: Sendable, B.Element: Sendable, B.Failure == A.Failure {
-    AsyncCombineLatestFlowSequence(CombiningInputs.pull(.combineLatest, a, b, { $0 }, { $0 }))
+    AsyncCombineLatestFlowSequence(CombiningIteration.pull(.combineLatest, a, b))
   }
 
   /// The latest of three inputs, as a tuple; one `Failure`. See ``AsyncCombineLatestFlowSequence``.
@@ -30,7 +30,7 @@ extension Flow where Element == Never, Failure == Never {
     _ a: A, _ b: B, _ c: C
   ) -> AsyncCombineLatestFlowSequence<(A.Element, B.Element, C.Element), A.Failure>
   where A.Element: Sendable, B.Element: Sendable, C.Element: Sendable, B.Failure == A.Failure, C.Failure == A.Failure {
-    AsyncCombineLatestFlowSequence(CombiningInputs.pull(.combineLatest, a, b, c))
+    AsyncCombineLatestFlowSequence(CombiningIteration.pull(.combineLatest, a, b, c))
   }
 
   /// The latest of four inputs, as a tuple; one `Failure`. See ``AsyncCombineLatestFlowSequence``.
@@ -48,7 +48,7 @@ extension Flow where Element == Never, Failure == Never {
     A.Element: Sendable, B.Element: Sendable, C.Element: Sendable, D.Element: Sendable, B.Failure == A.Failure,
     C.Failure == A.Failure, D.Failure == A.Failure
   {
-    AsyncCombineLatestFlowSequence(CombiningInputs.pull(.combineLatest, a, b, c, d))
+    AsyncCombineLatestFlowSequence(CombiningIteration.pull(.combineLatest, a, b, c, d))
   }
 
   /// The latest of every input of an array, as an array in the inputs' order; one type of input.
@@ -61,23 +61,22 @@ extension Flow where Element == Never, Failure == Never {
   public static func combineLatest<Input: AsyncSequence & Sendable>(_ inputs: [Input])
     -> AsyncCombineLatestFlowSequence<[Input.Element], Input.Failure>
   where Input.Element: Sendable {
-    AsyncCombineLatestFlowSequence(CombiningInputs.pull(.combineLatest, inputs))
+    AsyncCombineLatestFlowSequence(CombiningIteration.pull(.combineLatest, inputs))
   }
 }
 
 /// The sequence `Flow.combineLatest` returns: the latest element of every input, each time one changes.
 ///
-/// - Each input runs in a task of its own, started when the consumer first asks. Once every input
-///   has produced, an input is pulled on demand: it runs at most one element ahead of the consumer.
-///   Before then, an input that has produced is pulled on while it waits for the others (up to 64
-///   elements, kept in order), so that its end or failure is seen when it happens.
+/// - Each input runs in a task of its own, started when the consumer first asks, and runs ahead of
+///   the consumer by at most 64 elements (kept in order), so that its end or failure is seen when
+///   it happens; the consumer takes what they hold in batches (at most 64 per input).
 /// - The first output comes once every input has produced, and pairs their first elements. From
 ///   then on, one output per element of any input, in the order they arrive, with the latest of
 ///   the others.
 /// - An input that finishes without ever producing finishes the result at once (no output can be
 ///   made); otherwise the result finishes when every input has finished and its elements are used.
 /// - The first failure of any input fails the result when it happens and cancels the other inputs;
-///   an output not yet taken is dropped, except the one already made for a waiting consumer.
+///   the outputs not yet returned (of elements read ahead) are dropped.
 /// - When the iteration ends (finish, failure, cancellation or a dropped iterator), every task it
 ///   started has ended (a dropped iterator: has been cancelled). A cancelled consumer finishes
 ///   (`nil`), it does not throw.
@@ -86,54 +85,6 @@ extension Flow where Element == Never, Failure == Never {
 /// let form: AsyncCombineLatestFlowSequence<(String, String), Never> = Flow.combineLatest(email, password)
 /// for await (email, password) in form { canSubmit = email.contains("@") && password.count >= 8 }
 /// ```
-public struct AsyncCombineLatestFlowSequence<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
-  @usableFromInline let makePull: @Sendable () -> CombiningPull<Element, Failure>
-
-  @inlinable init(_ makePull: @escaping @Sendable () -> CombiningPull<Element, Failure>) {
-    self.makePull = makePull
-  }
-
-  /// Starts an iteration: the inputs start when the iterator is first asked for an element.
-  ///
-  /// ```swift
-  /// var iterator = form.makeAsyncIterator()
-  /// ```
-  @inlinable public func makeAsyncIterator() -> Iterator {
-    Iterator(CombiningIterator(makePull()))
-  }
-
-  /// The iterator of an ``AsyncCombineLatestFlowSequence``; releasing it cancels the inputs.
-  ///
-  /// ```swift
-  /// var iterator = form.makeAsyncIterator()
-  /// while let output = try await iterator.next() { print(output) }
-  /// ```
-  public struct Iterator: AsyncIteratorProtocol {
-    @usableFromInline var base: CombiningIterator<Element, Failure>
-
-    @inlinable init(_ base: CombiningIterator<Element, Failure>) {
-      self.base = base
-    }
-
-    /// The next output, or `nil` once the result finished or the task was cancelled.
-    ///
-    /// ```swift
-    /// let next = try await iterator.next(isolation: #isolation)
-    /// ```
-    @inlinable public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-      try await base.next(isolation: actor)
-    }
-
-    /// The next output, or `nil` once the result finished or the task was cancelled.
-    ///
-    /// ```swift
-    /// let next = try await iterator.next()
-    /// ```
-    @inlinable public mutating func next() async throws(Failure) -> Element? {
-      try await base.next(isolation: nil)
-    }
-  }
-}
-
-@available(*, unavailable)
-extension AsyncCombineLatestFlowSequence.Iterator: Sendable {}
+public typealias AsyncCombineLatestFlowSequence<Element: Sendable, Failure: Error> = AsyncCombiningFlowSequence<
+  _CombiningFlowKind.CombineLatest, Element, Failure
+>

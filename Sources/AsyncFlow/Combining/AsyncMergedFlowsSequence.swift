@@ -13,8 +13,7 @@ extension Flow where Element == Never, Failure == Never {
   public static func merge<A: AsyncSequence & Sendable, B: AsyncSequence & Sendable>(_ a: A, _ b: B)
     -> AsyncMergedFlowsSequence<A.Element, A.Failure>
   where A.Element: Sendable, B.Element == A.Element, B.Failure == A.Failure {
-    AsyncMergedFlowsSequence(
-      CombiningInputs.mergePull([CombiningInputs.merge(a, { $0 }), CombiningInputs.merge(b, { $0 })]))
+    AsyncMergedFlowsSequence(MergeIteration.make([MergeIteration.pump(a), MergeIteration.pump(b)]))
   }
 
   /// The elements of three inputs, as they arrive; one element type and one `Failure`. See
@@ -32,9 +31,7 @@ extension Flow where Element == Never, Failure == Never {
     C.Failure == A.Failure
   {
     AsyncMergedFlowsSequence(
-      CombiningInputs.mergePull([
-        CombiningInputs.merge(a, { $0 }), CombiningInputs.merge(b, { $0 }), CombiningInputs.merge(c, { $0 }),
-      ]))
+      MergeIteration.make([MergeIteration.pump(a), MergeIteration.pump(b), MergeIteration.pump(c)]))
   }
 
   /// The elements of four inputs, as they arrive; one element type and one `Failure`. See
@@ -54,9 +51,8 @@ extension Flow where Element == Never, Failure == Never {
     B.Failure == A.Failure, C.Failure == A.Failure, D.Failure == A.Failure
   {
     AsyncMergedFlowsSequence(
-      CombiningInputs.mergePull([
-        CombiningInputs.merge(a, { $0 }), CombiningInputs.merge(b, { $0 }), CombiningInputs.merge(c, { $0 }),
-        CombiningInputs.merge(d, { $0 }),
+      MergeIteration.make([
+        MergeIteration.pump(a), MergeIteration.pump(b), MergeIteration.pump(c), MergeIteration.pump(d),
       ]))
   }
 
@@ -70,7 +66,7 @@ extension Flow where Element == Never, Failure == Never {
   public static func merge<Input: AsyncSequence & Sendable>(_ inputs: [Input])
     -> AsyncMergedFlowsSequence<Input.Element, Input.Failure>
   where Input.Element: Sendable {
-    AsyncMergedFlowsSequence(CombiningInputs.mergePull(inputs.map { CombiningInputs.merge($0, { $0 }) }))
+    AsyncMergedFlowsSequence(MergeIteration.make(inputs.map { MergeIteration.pump($0) }))
   }
 
   /// The elements of every input, as they arrive: the variadic form of ``merge(_:)``,
@@ -104,54 +100,6 @@ extension Flow where Element == Never, Failure == Never {
 /// let merged: AsyncMergedFlowsSequence<Message, SyncError> = Flow.merge(pushed, polled)
 /// for try await message in merged { inbox.insert(message) }
 /// ```
-public struct AsyncMergedFlowsSequence<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
-  @usableFromInline let makePull: @Sendable () -> CombiningPull<Element, Failure>
-
-  @inlinable init(_ makePull: @escaping @Sendable () -> CombiningPull<Element, Failure>) {
-    self.makePull = makePull
-  }
-
-  /// Starts an iteration: the inputs start when the iterator is first asked for an element.
-  ///
-  /// ```swift
-  /// var iterator = merged.makeAsyncIterator()
-  /// ```
-  @inlinable public func makeAsyncIterator() -> Iterator {
-    Iterator(CombiningIterator(makePull()))
-  }
-
-  /// The iterator of an ``AsyncMergedFlowsSequence``; releasing it cancels the inputs.
-  ///
-  /// ```swift
-  /// var iterator = merged.makeAsyncIterator()
-  /// while let message = try await iterator.next() { inbox.insert(message) }
-  /// ```
-  public struct Iterator: AsyncIteratorProtocol {
-    @usableFromInline var base: CombiningIterator<Element, Failure>
-
-    @inlinable init(_ base: CombiningIterator<Element, Failure>) {
-      self.base = base
-    }
-
-    /// The next element of any input, or `nil` once all finished or the task was cancelled.
-    ///
-    /// ```swift
-    /// let next = try await iterator.next(isolation: #isolation)
-    /// ```
-    @inlinable public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-      try await base.next(isolation: actor)
-    }
-
-    /// The next element of any input, or `nil` once all finished or the task was cancelled.
-    ///
-    /// ```swift
-    /// let next = try await iterator.next()
-    /// ```
-    @inlinable public mutating func next() async throws(Failure) -> Element? {
-      try await base.next(isolation: nil)
-    }
-  }
-}
-
-@available(*, unavailable)
-extension AsyncMergedFlowsSequence.Iterator: Sendable {}
+public typealias AsyncMergedFlowsSequence<Element: Sendable, Failure: Error> = AsyncCombiningFlowSequence<
+  _CombiningFlowKind.Merge, Element, Failure
+>

@@ -14,7 +14,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   public func withLatestFromFlow<Other: AsyncSequence & Sendable>(_ other: Other)
     -> AsyncWithLatestFromFlowSequence<(Element, Other.Element), Failure>
   where Other.Element: Sendable, Other.Failure == Failure {
-    AsyncWithLatestFromFlowSequence(CombiningInputs.pull(.withLatestFrom, self, other, { $0 }, { $0 }))
+    AsyncWithLatestFromFlowSequence(CombiningIteration.pull(.withLatestFrom, self, other))
   }
 }
 
@@ -22,8 +22,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 /// paired with the latest element of the other sequence.
 ///
 /// - The base and the other sequence each run in a task of their own, started when the consumer
-///   first asks. The base is pulled on demand (at most one element ahead); the other is pulled as
-///   fast as it produces, keeping only its latest element.
+///   first asks. The base runs ahead of the consumer by at most 64 elements, which the consumer
+///   takes in batches, each paired with the other's latest as of the batch; the other is pulled
+///   as fast as it produces, keeping only its latest element.
 /// - The other is started first, and runs in the caller of the first `next()` until it suspends
 ///   (or has produced its first element); only then is the base started. So a value the other has
 ///   at once (a `CurrentValueFlow`, a `Flow.just`-like source that produces without suspending)
@@ -42,54 +43,6 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 /// let saves: AsyncWithLatestFromFlowSequence<(Void, Draft), Never> = saveTaps.withLatestFromFlow(draft)
 /// for await (_, draft) in saves { await store.save(draft) }
 /// ```
-public struct AsyncWithLatestFromFlowSequence<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
-  @usableFromInline let makePull: @Sendable () -> CombiningPull<Element, Failure>
-
-  @inlinable init(_ makePull: @escaping @Sendable () -> CombiningPull<Element, Failure>) {
-    self.makePull = makePull
-  }
-
-  /// Starts an iteration: the inputs start when the iterator is first asked for an element.
-  ///
-  /// ```swift
-  /// var iterator = saves.makeAsyncIterator()
-  /// ```
-  @inlinable public func makeAsyncIterator() -> Iterator {
-    Iterator(CombiningIterator(makePull()))
-  }
-
-  /// The iterator of an ``AsyncWithLatestFromFlowSequence``; releasing it cancels the inputs.
-  ///
-  /// ```swift
-  /// var iterator = saves.makeAsyncIterator()
-  /// while let output = try await iterator.next() { print(output) }
-  /// ```
-  public struct Iterator: AsyncIteratorProtocol {
-    @usableFromInline var base: CombiningIterator<Element, Failure>
-
-    @inlinable init(_ base: CombiningIterator<Element, Failure>) {
-      self.base = base
-    }
-
-    /// The next output, or `nil` once the result finished or the task was cancelled.
-    ///
-    /// ```swift
-    /// let next = try await iterator.next(isolation: #isolation)
-    /// ```
-    @inlinable public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-      try await base.next(isolation: actor)
-    }
-
-    /// The next output, or `nil` once the result finished or the task was cancelled.
-    ///
-    /// ```swift
-    /// let next = try await iterator.next()
-    /// ```
-    @inlinable public mutating func next() async throws(Failure) -> Element? {
-      try await base.next(isolation: nil)
-    }
-  }
-}
-
-@available(*, unavailable)
-extension AsyncWithLatestFromFlowSequence.Iterator: Sendable {}
+public typealias AsyncWithLatestFromFlowSequence<Element: Sendable, Failure: Error> = AsyncCombiningFlowSequence<
+  _CombiningFlowKind.WithLatestFrom, Element, Failure
+>

@@ -13,7 +13,7 @@ extension Flow where Element == Never, Failure == Never {
   public static func zip<A: AsyncSequence & Sendable, B: AsyncSequence & Sendable>(_ a: A, _ b: B)
     -> AsyncZipFlowSequence<(A.Element, B.Element), A.Failure>
   where A.Element: Sendable, B.Element: Sendable, B.Failure == A.Failure {
-    AsyncZipFlowSequence(CombiningInputs.pull(.zip, a, b, { $0 }, { $0 }))
+    AsyncZipFlowSequence(CombiningIteration.pull(.zip, a, b))
   }
 
   /// Triples of the n-th elements of three inputs; one `Failure`. See ``AsyncZipFlowSequence``.
@@ -26,7 +26,7 @@ extension Flow where Element == Never, Failure == Never {
     _ a: A, _ b: B, _ c: C
   ) -> AsyncZipFlowSequence<(A.Element, B.Element, C.Element), A.Failure>
   where A.Element: Sendable, B.Element: Sendable, C.Element: Sendable, B.Failure == A.Failure, C.Failure == A.Failure {
-    AsyncZipFlowSequence(CombiningInputs.pull(.zip, a, b, c))
+    AsyncZipFlowSequence(CombiningIteration.pull(.zip, a, b, c))
   }
 
   /// Quadruples of the n-th elements of four inputs; one `Failure`. See ``AsyncZipFlowSequence``.
@@ -44,7 +44,7 @@ extension Flow where Element == Never, Failure == Never {
     A.Element: Sendable, B.Element: Sendable, C.Element: Sendable, D.Element: Sendable, B.Failure == A.Failure,
     C.Failure == A.Failure, D.Failure == A.Failure
   {
-    AsyncZipFlowSequence(CombiningInputs.pull(.zip, a, b, c, d))
+    AsyncZipFlowSequence(CombiningIteration.pull(.zip, a, b, c, d))
   }
 
   /// Arrays of the n-th elements of every input of an array, in the inputs' order; one type of
@@ -57,20 +57,19 @@ extension Flow where Element == Never, Failure == Never {
   public static func zip<Input: AsyncSequence & Sendable>(_ inputs: [Input])
     -> AsyncZipFlowSequence<[Input.Element], Input.Failure>
   where Input.Element: Sendable {
-    AsyncZipFlowSequence(CombiningInputs.pull(.zip, inputs))
+    AsyncZipFlowSequence(CombiningIteration.pull(.zip, inputs))
   }
 }
 
 /// The sequence `Flow.zip` returns: the n-th output holds the n-th element of every input.
 ///
-/// - Each input runs in a task of its own, started when the consumer first asks. An input whose
-///   n-th element can make an output (every input has its n-th) is pulled on demand: it runs at
-///   most one output ahead of the consumer. An input whose elements wait for another's is pulled on,
-///   up to 64 elements kept in order, so that its end or failure is seen when it happens.
+/// - Each input runs in a task of its own, started when the consumer first asks, and runs ahead of
+///   the consumer by at most 64 elements (kept in order), so that its end or failure is seen when
+///   it happens; the consumer takes the complete rows in batches (at most 64).
 /// - It finishes as soon as an input has finished and its elements are used (no further output can
 ///   be made): the other inputs are cancelled, and have ended before `next()` returns `nil`.
 /// - The first failure of any input fails the result when it happens and cancels the other inputs;
-///   an output not yet taken is dropped, except the one already made for a waiting consumer.
+///   the outputs not yet returned (of elements read ahead) are dropped.
 /// - When the iteration ends (finish, failure, cancellation or a dropped iterator), every task it
 ///   started has ended (a dropped iterator: has been cancelled). A cancelled consumer finishes
 ///   (`nil`), it does not throw.
@@ -79,54 +78,6 @@ extension Flow where Element == Never, Failure == Never {
 /// let pairs: AsyncZipFlowSequence<(Request, Token), Never> = Flow.zip(requests, tokens)
 /// for await (request, token) in pairs { send(request, with: token) }
 /// ```
-public struct AsyncZipFlowSequence<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
-  @usableFromInline let makePull: @Sendable () -> CombiningPull<Element, Failure>
-
-  @inlinable init(_ makePull: @escaping @Sendable () -> CombiningPull<Element, Failure>) {
-    self.makePull = makePull
-  }
-
-  /// Starts an iteration: the inputs start when the iterator is first asked for an element.
-  ///
-  /// ```swift
-  /// var iterator = pairs.makeAsyncIterator()
-  /// ```
-  @inlinable public func makeAsyncIterator() -> Iterator {
-    Iterator(CombiningIterator(makePull()))
-  }
-
-  /// The iterator of an ``AsyncZipFlowSequence``; releasing it cancels the inputs.
-  ///
-  /// ```swift
-  /// var iterator = pairs.makeAsyncIterator()
-  /// while let output = try await iterator.next() { print(output) }
-  /// ```
-  public struct Iterator: AsyncIteratorProtocol {
-    @usableFromInline var base: CombiningIterator<Element, Failure>
-
-    @inlinable init(_ base: CombiningIterator<Element, Failure>) {
-      self.base = base
-    }
-
-    /// The next output, or `nil` once the result finished or the task was cancelled.
-    ///
-    /// ```swift
-    /// let next = try await iterator.next(isolation: #isolation)
-    /// ```
-    @inlinable public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-      try await base.next(isolation: actor)
-    }
-
-    /// The next output, or `nil` once the result finished or the task was cancelled.
-    ///
-    /// ```swift
-    /// let next = try await iterator.next()
-    /// ```
-    @inlinable public mutating func next() async throws(Failure) -> Element? {
-      try await base.next(isolation: nil)
-    }
-  }
-}
-
-@available(*, unavailable)
-extension AsyncZipFlowSequence.Iterator: Sendable {}
+public typealias AsyncZipFlowSequence<Element: Sendable, Failure: Error> = AsyncCombiningFlowSequence<
+  _CombiningFlowKind.Zip, Element, Failure
+>

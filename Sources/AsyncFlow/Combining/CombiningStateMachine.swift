@@ -1,24 +1,23 @@
 /// The one machine behind `Flow.combineLatest`, `Flow.zip` and `withLatestFromFlow`, for any number
-/// of inputs ("slots"). Each input runs in a task of its own that pulls an element and offers it
-/// (`received`). An element that can already make an output (zip: every slot has its n-th;
-/// combineLatest: every slot has produced) parks its input until the consumer has taken it: then no
-/// input is more than one element ahead of the consumer. An element that cannot make an output yet
-/// (it waits for another input) does not park its input, which is pulled on, up to `readAhead`
-/// elements: so an input's end or failure is seen when it happens, not once the others catch up
-/// (the first failure wins). When an element completes an output while the consumer is suspended,
-/// the output is made for the consumer there and then (a hand-off). The machine only counts what
-/// each slot holds; the elements themselves live in the storage's typed values, so one machine
-/// serves every arity.
+/// of inputs ("slots"). Each input runs in a task of its own that pulls its elements and offers
+/// each (`received`): the slot holds it, and pulls on while it holds fewer than `readAhead`; at
+/// `readAhead` its task parks, and is resumed once the consumer has taken it down to half. The
+/// consumer takes, in one step, every element that makes an output (a batch, named by a
+/// ``CombiningBatch``) and makes the outputs out of the lock. The machine only counts what each
+/// slot holds; the elements live in the storage's typed values, so one machine serves every arity.
+///
+/// Generic over the suspended consumer (`Consumer`), a parked input (`Input`) and an input's task
+/// (`Work`), so that its grid is a table of plain values.
 @usableFromInline
-struct CombiningStateMachine<Failure: Error> {
-  @usableFromInline typealias Mode = CombiningMode
+struct CombiningStateMachine<Failure: Error, Consumer, Input, Work> {
+  @usableFromInline typealias EndAction = CombiningEndAction<Consumer, Input, Work>
 
   @usableFromInline
   enum Slot {
     /// Its task is pulling the next element (or about to).
     case pulling
-    /// Its elements wait for the consumer; its task parks (`continuation`) until one is taken.
-    case holding(UnsafeContinuation<Bool, Never>?)
+    /// It holds `readAhead` elements; its task parks (`Input`) until the consumer takes them.
+    case parked(Input?)
     /// Its input finished; it may still hold elements and have a latest element.
     case finished
   }
@@ -28,22 +27,19 @@ struct CombiningStateMachine<Failure: Error> {
     @usableFromInline var slots: [Slot]
     /// How many elements each slot holds that the consumer has not taken.
     @usableFromInline var held: [Int]
-    @usableFromInline var hasLatest: [Bool]
-    @usableFromInline var latestCount = 0
-    @usableFromInline var finishedCount = 0
-    /// The slot of each held element, in the order the elements arrived (not kept for zip, whose
-    /// outputs take one element of every slot).
+    /// Whether each slot has ever held an element (withLatestFrom's other: has a latest).
+    @usableFromInline var produced: [Bool]
+    /// combineLatest: the first output (every slot's first element) was taken.
+    @usableFromInline var started = false
+    /// combineLatest: the slot of each held element, in the order the elements arrived.
     @usableFromInline var arrivals = RingBuffer<Int>()
-    @usableFromInline var consumer: UnsafeContinuation<Void, Never>?
-    /// An output was made for the suspended consumer by the input whose element completed it (a
-    /// hand-off), and the consumer has not returned it yet.
-    @usableFromInline var outputReady = false
-    @usableFromInline var tasks: [Task<Void, Never>] = []
+    @usableFromInline var consumer: Consumer?
+    @usableFromInline var tasks: [Work] = []
 
     @inlinable init(count: Int) {
       slots = Array(repeating: .pulling, count: count)
       held = Array(repeating: 0, count: count)
-      hasLatest = Array(repeating: false, count: count)
+      produced = Array(repeating: false, count: count)
     }
   }
 
@@ -52,75 +48,45 @@ struct CombiningStateMachine<Failure: Error> {
     /// Nobody has asked for an element yet: no input has started.
     case initial
     case running(Running)
-    /// The result ended (`failure == nil`: finished) while the consumer was away; its next `next()`
-    /// returns the output handed over before the end if there is one (`outputReady`), then waits for
-    /// the input tasks, which were cancelled, and sees the end.
-    case ended(failure: Failure?, tasks: [Task<Void, Never>], outputReady: Bool)
+    /// The result ended (`failure == nil`: finished, after the batch the consumer holds) while the
+    /// consumer was away; its next `next()` waits for the input tasks, which were cancelled.
+    case ended(failure: Failure?, tasks: [Work])
     /// The consumer left; its next `next()` waits for the input tasks and returns `nil`.
-    case cancelled(tasks: [Task<Void, Never>])
+    case cancelled(tasks: [Work])
     case finished
     /// Held only inside an event, so that the payload being mutated is uniquely referenced.
     case modifying
   }
 
-  /// How many elements an input is pulled ahead while its elements wait for the other inputs: the
-  /// same bound as each input of `Flow.merge`.
+  /// How many elements each input may hold that the consumer has not taken: the same bound as each
+  /// input of `Flow.merge`.
   @usableFromInline static var defaultReadAhead: Int { 64 }
 
-  @usableFromInline let mode: Mode
+  @usableFromInline let mode: CombiningMode
   @usableFromInline let count: Int
   @usableFromInline let readAhead: Int
   @usableFromInline var state = State.initial
 
-  @inlinable init(mode: Mode, count: Int, readAhead: Int = Self.defaultReadAhead) {
+  @inlinable init(mode: CombiningMode, count: Int, readAhead: Int = Self.defaultReadAhead) {
     precondition(
       mode == .zip || mode == .combineLatest || count == 2, "Internal inconsistency: withLatestFrom has 2 slots")
+    precondition(readAhead > 0, "Internal inconsistency: readAhead \(readAhead)")
     self.mode = mode
     self.count = count
     self.readAhead = readAhead
   }
 
-  @usableFromInline typealias Delivery = CombiningDelivery
-
-  /// The output the consumer may take now, if any. Does not change the state.
-  @inlinable func deliverable(_ running: Running) -> Delivery? {
+  /// Whether the consumer may take a batch now. Does not change the state.
+  @inlinable func deliverable(_ running: Running) -> Bool {
     switch mode {
-    case .zip:
-      return running.held.allSatisfy { $0 > 0 } ? .all : nil
-    case .combineLatest:
-      if running.latestCount == count { return running.arrivals.first.map { .one($0) } }
-      // Before the first output no slot has a latest: it needs an element from every one.
-      return running.held.allSatisfy { $0 > 0 } ? .all : nil
-    case .withLatestFrom:
-      // Slot 0 holds an element only if slot 1 had a latest when it arrived.
-      return running.held[0] > 0 ? .one(0) : nil
+    case .zip: return !running.held.contains(0)
+    case .combineLatest: return running.started ? !running.arrivals.isEmpty : !running.held.contains(0)
+    // Slot 0 holds an element only if slot 1 had a latest when it arrived.
+    case .withLatestFrom: return running.held[0] > 0
     }
   }
 
-  /// Whether the task of `slot`, whose newest element was just stored, pulls on rather than parks:
-  /// while its newest element cannot make an output (it waits for another input), up to
-  /// `readAhead` held elements. A slot whose elements can all make outputs waits for the consumer.
-  @inlinable func pullsOn(_ slot: Int, _ running: Running) -> Bool {
-    let held = running.held[slot]
-    if held == 0 { return true }
-    if held >= readAhead { return false }
-    switch mode {
-    case .zip:
-      // Its newest is the held-th: it waits while a slot that can still produce holds fewer.
-      for other in 0..<count where other != slot && running.held[other] < held {
-        if case .finished = running.slots[other] { continue }
-        return true
-      }
-      return false
-    case .combineLatest:
-      // After the first output every element makes one; before, it waits for a slot holding none.
-      return running.latestCount < count && running.held.contains(0)
-    case .withLatestFrom:
-      return false
-    }
-  }
-
-  /// Whether no output can ever be made again, and none is left to take.
+  /// Whether no output can ever be made again beyond the batches already taken.
   @inlinable func exhausted(_ running: Running) -> Bool {
     switch mode {
     case .zip:
@@ -129,11 +95,14 @@ struct CombiningStateMachine<Failure: Error> {
       }
       return false
     case .combineLatest:
-      for slot in 0..<count where running.held[slot] == 0 && !running.hasLatest[slot] {
+      var finished = 0
+      for slot in 0..<count {
+        guard case .finished = running.slots[slot] else { continue }
         // It finished without ever producing: no output can be made.
-        if case .finished = running.slots[slot] { return true }
+        if !running.produced[slot] { return true }
+        finished += 1
       }
-      return running.finishedCount == count && !running.held.contains { $0 > 0 }
+      return finished == count && running.arrivals.isEmpty && !running.held.contains { $0 > 0 }
     case .withLatestFrom:
       if case .finished = running.slots[0] { return running.held[0] == 0 }
       return false
@@ -145,17 +114,15 @@ struct CombiningStateMachine<Failure: Error> {
   @usableFromInline
   enum NextAction {
     case startInputs
-    /// Return the output an input made for the consumer while it was suspended.
-    case deliverReady
-    /// Make the output from `delivery`, then resume the parked inputs that pull on, and perform
-    /// `end` (not empty when this was the last output: the result has ended).
-    case deliver(Delivery, resumeInputs: [UnsafeContinuation<Bool, Never>], end: CombiningEndAction)
+    /// Move `batch` to the consumer, resume `resumeInputs` (pull on), perform `end` (not empty when
+    /// that batch holds the last outputs: the result has ended).
+    case take(CombiningBatch, resumeInputs: [Input], end: EndAction)
     case suspend
-    /// The result is over: cancel nothing more, wait for `awaiting`, then end with `failure`.
-    case end(failure: Failure?, awaiting: [Task<Void, Never>])
+    /// The result is over: wait for `awaiting`, then end with `failure`.
+    case end(failure: Failure?, awaiting: [Work])
   }
 
-  /// The consumer asks for an output.
+  /// The consumer has made every output of its last batch and asks for more.
   @inlinable mutating func next() -> NextAction {
     switch state {
     case .initial:
@@ -167,26 +134,38 @@ struct CombiningStateMachine<Failure: Error> {
       state = .running(Running(count: count))
       return .startInputs
     case .running(var running):
-      if running.outputReady {
-        state = .modifying
-        running.outputReady = false
-        state = .running(running)
-        return .deliverReady
-      }
-      guard let delivery = deliverable(running) else { return .suspend }
+      guard deliverable(running) else { return .suspend }
       state = .modifying
-      var resume: [UnsafeContinuation<Bool, Never>] = []
-      if let end = took(delivery, from: &running, outputReady: false, resume: &resume) {
-        return .deliver(delivery, resumeInputs: [], end: end)
+      let batch: CombiningBatch
+      switch mode {
+      case .zip:
+        let rows = running.held.min()!
+        for slot in 0..<count { running.held[slot] -= rows }
+        batch = .rows(rows)
+      case .combineLatest:
+        var arrivals = RingBuffer<Int>()
+        swap(&arrivals, &running.arrivals)
+        for slot in 0..<count { running.held[slot] = 0 }
+        batch = .arrivals(arrivals, first: !running.started)
+        running.started = true
+      case .withLatestFrom:
+        batch = .base(running.held[0])
+        running.held[0] = 0
+      }
+      if exhausted(running) {
+        state = .ended(failure: nil, tasks: running.tasks)
+        return .take(batch, resumeInputs: [], end: Self.stopping(running))
+      }
+      var resume: [Input] = []
+      for slot in 0..<count where running.held[slot] <= readAhead / 2 {
+        // A task that has not parked yet sees `.pulling` when it tries to, and goes on.
+        guard case .parked(let parked) = running.slots[slot] else { continue }
+        running.slots[slot] = .pulling
+        if let parked { resume.append(parked) }
       }
       state = .running(running)
-      return .deliver(delivery, resumeInputs: resume, end: EndAction())
-    case .ended(let failure, let tasks, let outputReady):
-      // An output made before the end was already the consumer's: it comes first.
-      if outputReady {
-        state = .ended(failure: failure, tasks: tasks, outputReady: false)
-        return .deliverReady
-      }
+      return .take(batch, resumeInputs: resume, end: EndAction())
+    case .ended(let failure, let tasks):
       state = .finished
       return .end(failure: failure, awaiting: tasks)
     case .cancelled(let tasks):
@@ -199,76 +178,23 @@ struct CombiningStateMachine<Failure: Error> {
     }
   }
 
-  /// The consumer takes the output `delivery` names (in `next`, or for it in a hand-off). Returns
-  /// what ending asks if that was the last output (the state is then set to ended); otherwise the
-  /// caller puts `running` back, and the parked slots that now pull on are in `resume`.
-  @inlinable mutating func took(
-    _ delivery: Delivery, from running: inout Running, outputReady: Bool, resume: inout [UnsafeContinuation<Bool, Never>]
-  ) -> CombiningEndAction? {
-    switch delivery {
-    case .all:
-      for slot in 0..<count { Self.take(slot, from: &running) }
-      if mode != .zip {
-        // combineLatest's first output: the first arrival of each slot leaves the order.
-        var taken = Array(repeating: false, count: count)
-        var arrivals = RingBuffer<Int>()
-        while let slot = running.arrivals.popFirst() {
-          if taken[slot] { arrivals.append(slot) } else { taken[slot] = true }
-        }
-        running.arrivals = arrivals
-      }
-    case .one(let slot):
-      Self.take(slot, from: &running)
-      if mode != .zip {
-        let first = running.arrivals.popFirst()
-        precondition(first == slot, "Internal inconsistency: slot \(slot) is not the first arrival, event take")
-      }
-    }
-    if exhausted(running) {
-      state = .ended(failure: nil, tasks: running.tasks, outputReady: outputReady)
-      return Self.stopping(running)
-    }
-    for slot in 0..<count {
-      // A task that has not parked yet sees `.pulling` when it tries to, and goes on.
-      guard case .holding(let parked) = running.slots[slot], pullsOn(slot, running) else { continue }
-      running.slots[slot] = .pulling
-      if let parked { resume.append(parked) }
-    }
-    running.outputReady = outputReady
-    return nil
-  }
-
-  /// The consumer takes the oldest element `slot` holds.
-  @inlinable static func take(_ slot: Int, from running: inout Running) {
-    precondition(running.held[slot] > 0, "Internal inconsistency: slot \(slot) holds nothing, event take")
-    running.held[slot] -= 1
-    if !running.hasLatest[slot] {
-      running.hasLatest[slot] = true
-      running.latestCount += 1
-    }
-  }
-
-  /// The consumer is about to suspend; returns the continuation if it must resume at once.
-  @inlinable mutating func suspendConsumer(
-    _ continuation: UnsafeContinuation<Void, Never>
-  ) -> UnsafeContinuation<Void, Never>? {
+  /// The consumer is about to suspend; returns the waiter if it must resume at once.
+  @inlinable mutating func suspendConsumer(_ consumer: Consumer) -> Consumer? {
     switch state {
     case .running(var running):
       // An element may have arrived between `next` and this registration.
-      guard !running.outputReady, deliverable(running) == nil else { return continuation }
+      guard !deliverable(running) else { return consumer }
       state = .modifying
       precondition(running.consumer == nil, "Internal inconsistency: two consumers suspended on one iteration")
-      running.consumer = continuation
+      running.consumer = consumer
       state = .running(running)
       return nil
     case .ended, .cancelled, .finished:
-      return continuation
+      return consumer
     case .initial, .modifying:
       preconditionFailure("Internal inconsistency: state \(state), event suspendConsumer")
     }
   }
-
-  @usableFromInline typealias EndAction = CombiningEndAction
 
   /// The consumer's task was cancelled or its iterator was released.
   @inlinable mutating func consumerCancelled() -> EndAction {
@@ -279,7 +205,7 @@ struct CombiningStateMachine<Failure: Error> {
     case .running(let running):
       state = .cancelled(tasks: running.tasks)
       return Self.stopping(running)
-    case .ended(_, let tasks, _):
+    case .ended(_, let tasks):
       // Already cancelled when it ended; a cancelled consumer finishes rather than throws.
       state = .cancelled(tasks: tasks)
       return EndAction()
@@ -291,23 +217,23 @@ struct CombiningStateMachine<Failure: Error> {
   }
 
   @inlinable static func stopping(_ running: Running) -> EndAction {
-    var stop: [UnsafeContinuation<Bool, Never>] = []
-    for case .holding(let parked?) in running.slots { stop.append(parked) }
+    var stop: [Input] = []
+    for case .parked(let parked?) in running.slots { stop.append(parked) }
     return EndAction(resumeConsumer: running.consumer, stopInputs: stop, cancelTasks: running.tasks)
   }
 
   // MARK: Input events
 
   /// The input tasks exist; returns those to cancel because the result already ended.
-  @inlinable mutating func inputsStarted(_ tasks: [Task<Void, Never>]) -> [Task<Void, Never>] {
+  @inlinable mutating func inputsStarted(_ tasks: [Work]) -> [Work] {
     switch state {
     case .running(var running):
       state = .modifying
       running.tasks += tasks
       state = .running(running)
       return []
-    case .ended(let failure, let earlier, let outputReady):
-      state = .ended(failure: failure, tasks: earlier + tasks, outputReady: outputReady)
+    case .ended(let failure, let earlier):
+      state = .ended(failure: failure, tasks: earlier + tasks)
       return tasks
     case .cancelled(let earlier):
       state = .cancelled(tasks: earlier + tasks)
@@ -319,21 +245,9 @@ struct CombiningStateMachine<Failure: Error> {
 
   @usableFromInline
   enum ReceiveAction {
-    /// Store the element as the slot's newest held one; its task then parks (`suspendInput`).
-    case hold
-    /// Store the element as the slot's newest held one; its task pulls again at once (the element
-    /// waits for another input: the slot reads ahead).
-    case store
-    /// The element completes an output and the consumer is suspended: store it, make the output
-    /// `delivery` names for the consumer at once, resume the consumer and the parked inputs that
-    /// pull on, and perform `end` (the last output: the result has ended). The slot's own task
-    /// pulls again (`pullOn`) or parks: no wake-up is spent on a slot that goes on.
-    case handOff(
-      CombiningDelivery, resumeConsumer: UnsafeContinuation<Void, Never>,
-      resumeInputs: [UnsafeContinuation<Bool, Never>], end: CombiningEndAction, pullOn: Bool)
-    /// Store the element as the slot's latest at once; its task pulls again. (Never makes an
-    /// output deliverable: slot 0's elements before slot 1's first were dropped.)
-    case replaceLatest
+    /// Store the element (withLatestFrom's other: as its latest), resume `resumeConsumer` if it is
+    /// there (a batch is ready for it), then pull again, or park (`parks`: `suspendInput`).
+    case keep(resumeConsumer: Consumer?, parks: Bool)
     /// Discard the element; its task pulls again (`true`) or stops (`false`).
     case drop(pullAgain: Bool)
   }
@@ -345,40 +259,28 @@ struct CombiningStateMachine<Failure: Error> {
       guard case .pulling = running.slots[slot] else {
         preconditionFailure("Internal inconsistency: slot \(slot) is \(running.slots[slot]), event received")
       }
-      state = .modifying
       if mode == .withLatestFrom {
+        // The other only replaces its latest, which never makes an output by itself.
         if slot == 1 {
-          if !running.hasLatest[1] {
-            running.hasLatest[1] = true
-            running.latestCount += 1
+          if !running.produced[1] {
+            state = .modifying
+            running.produced[1] = true
+            state = .running(running)
           }
-          state = .running(running)
-          return .replaceLatest
+          return .keep(resumeConsumer: nil, parks: false)
         }
         // Before the other's first element there is nothing to pair it with.
-        guard running.hasLatest[1] else {
-          state = .running(running)
-          return .drop(pullAgain: true)
-        }
+        guard running.produced[1] else { return .drop(pullAgain: true) }
       }
+      state = .modifying
       running.held[slot] += 1
-      if mode != .zip { running.arrivals.append(slot) }
-      if let consumer = running.consumer, let delivery = deliverable(running) {
-        running.consumer = nil
-        var resume: [UnsafeContinuation<Bool, Never>] = []
-        if let end = took(delivery, from: &running, outputReady: true, resume: &resume) {
-          return .handOff(delivery, resumeConsumer: consumer, resumeInputs: [], end: end, pullOn: false)
-        }
-        // The slot is still pulling: it goes on, or parks if its elements all wait for the consumer.
-        let pullOn = pullsOn(slot, running)
-        if !pullOn { running.slots[slot] = .holding(nil) }
-        state = .running(running)
-        return .handOff(delivery, resumeConsumer: consumer, resumeInputs: resume, end: EndAction(), pullOn: pullOn)
-      }
-      defer { state = .running(running) }
-      if pullsOn(slot, running) { return .store }
-      running.slots[slot] = .holding(nil)
-      return .hold
+      running.produced[slot] = true
+      if mode == .combineLatest { running.arrivals.append(slot) }
+      let consumer = deliverable(running) ? running.consumer.take() : nil
+      let parks = running.held[slot] >= readAhead
+      if parks { running.slots[slot] = .parked(nil) }
+      state = .running(running)
+      return .keep(resumeConsumer: consumer, parks: parks)
     case .ended, .cancelled, .finished:
       // Nobody will take it: an input that ignores cancellation cannot deliver after the end.
       return .drop(pullAgain: false)
@@ -390,26 +292,24 @@ struct CombiningStateMachine<Failure: Error> {
   @usableFromInline
   enum SuspendInputAction: Equatable {
     case park
-    /// Resume the continuation at once: pull again (`true`) or stop (`false`).
+    /// Resume the input at once: pull again (`true`) or stop (`false`).
     case resume(pullAgain: Bool)
   }
 
-  /// The task of `slot` is about to park until one of its elements is taken.
-  @inlinable mutating func suspendInput(_ slot: Int, _ continuation: UnsafeContinuation<Bool, Never>)
-    -> SuspendInputAction
-  {
+  /// The task of `slot` is about to park until the consumer takes its elements.
+  @inlinable mutating func suspendInput(_ slot: Int, _ input: Input) -> SuspendInputAction {
     switch state {
     case .running(var running):
       switch running.slots[slot] {
-      case .holding(nil):
+      case .parked(nil):
         state = .modifying
-        running.slots[slot] = .holding(continuation)
+        running.slots[slot] = .parked(input)
         state = .running(running)
         return .park
       case .pulling:
-        // The consumer took an element between `received` and this registration.
+        // The consumer took a batch between `received` and this registration.
         return .resume(pullAgain: true)
-      case .holding(.some), .finished:
+      case .parked(.some), .finished:
         preconditionFailure("Internal inconsistency: slot \(slot) is \(running.slots[slot]), event suspendInput")
       }
     case .ended, .cancelled, .finished:
@@ -419,10 +319,10 @@ struct CombiningStateMachine<Failure: Error> {
     }
   }
 
-  /// The input of `slot` finished. The result ends once no output can be made any more and none is
-  /// left to take: zip, once a finished slot holds nothing; combineLatest, at once if the slot never
-  /// produced, else once every slot finished and their elements were taken; withLatestFrom, once
-  /// the base finished and its element was taken.
+  /// The input of `slot` finished. The result ends once no output can be made any more: zip, once a
+  /// finished slot holds nothing; combineLatest, at once if the slot never produced, else once every
+  /// slot finished and their elements were taken; withLatestFrom, once the base finished and its
+  /// elements were taken. The batch the consumer holds is still its own.
   @inlinable mutating func inputFinished(_ slot: Int) -> EndAction {
     switch state {
     case .running(var running):
@@ -431,9 +331,8 @@ struct CombiningStateMachine<Failure: Error> {
       }
       state = .modifying
       running.slots[slot] = .finished
-      running.finishedCount += 1
       if exhausted(running) {
-        state = .ended(failure: nil, tasks: running.tasks, outputReady: running.outputReady)
+        state = .ended(failure: nil, tasks: running.tasks)
         return Self.stopping(running)
       }
       state = .running(running)
@@ -445,31 +344,35 @@ struct CombiningStateMachine<Failure: Error> {
     }
   }
 
-  /// The input of `slot` failed: the first failure ends the result at once. An output already
-  /// handed to the consumer is still returned; elements not yet taken are dropped.
-  @inlinable mutating func inputFailed(_ slot: Int, _ failure: Failure) -> EndAction {
+  /// The input of `slot` failed: the first failure ends the result at once, and the elements not
+  /// yet made into outputs (held here, or in the consumer's batch) are dropped. Returns `nil` when
+  /// the result had already ended (the failure is not the first).
+  @inlinable mutating func inputFailed(_ slot: Int, _ failure: Failure) -> EndAction? {
     switch state {
     case .running(let running):
       guard case .pulling = running.slots[slot] else {
         preconditionFailure("Internal inconsistency: slot \(slot) is \(running.slots[slot]), event inputFailed")
       }
-      state = .ended(failure: failure, tasks: running.tasks, outputReady: running.outputReady)
+      state = .ended(failure: failure, tasks: running.tasks)
       return Self.stopping(running)
     case .ended, .cancelled, .finished:
-      return EndAction()
+      return nil
     case .initial, .modifying:
       preconditionFailure("Internal inconsistency: state \(state), event inputFailed(\(slot))")
     }
   }
 }
 
-/// Which pending elements make a combining operator's next output.
+/// Which held elements the consumer takes in one step, and how they make outputs.
 @usableFromInline
-enum CombiningDelivery: Equatable, Sendable {
-  /// Every slot's pending element becomes its latest (zip; combineLatest's first output).
-  case all
-  /// This slot's pending element becomes its latest.
-  case one(Int)
+enum CombiningBatch {
+  /// zip: the oldest `rows` elements of every slot; one output per row.
+  case rows(Int)
+  /// combineLatest: every held element; one output per element, in this order of slots, with the
+  /// latest of the others. `first`: the first output takes the first element of every slot.
+  case arrivals(RingBuffer<Int>, first: Bool)
+  /// withLatestFrom: every held element of the base; one output each, with the other's latest.
+  case base(Int)
 }
 
 /// What makes an output, and what ends the result.
@@ -491,20 +394,27 @@ enum CombiningMode: Sendable {
 /// What ending (or leaving) a combining or merge iteration asks the storage to do, after the lock is
 /// released. One type for both machines: their ends have the same effects.
 @usableFromInline
-struct CombiningEndAction {
-  @usableFromInline var resumeConsumer: UnsafeContinuation<Void, Never>?
+struct CombiningEndAction<Consumer, Input, Work> {
+  @usableFromInline var resumeConsumer: Consumer?
   /// Parked inputs, to be resumed with `false`: stop.
-  @usableFromInline var stopInputs: [UnsafeContinuation<Bool, Never>]
-  @usableFromInline var cancelTasks: [Task<Void, Never>]
+  @usableFromInline var stopInputs: [Input]
+  @usableFromInline var cancelTasks: [Work]
 
-  @inlinable init(
-    resumeConsumer: UnsafeContinuation<Void, Never>? = nil, stopInputs: [UnsafeContinuation<Bool, Never>] = [],
-    cancelTasks: [Task<Void, Never>] = []
-  ) {
+  @inlinable init(resumeConsumer: Consumer? = nil, stopInputs: [Input] = [], cancelTasks: [Work] = []) {
     self.resumeConsumer = resumeConsumer
     self.stopInputs = stopInputs
     self.cancelTasks = cancelTasks
   }
 
   @inlinable var isEmpty: Bool { resumeConsumer == nil && stopInputs.isEmpty && cancelTasks.isEmpty }
+}
+
+extension CombiningEndAction
+where Consumer == UnsafeContinuation<Void, Never>, Input == UnsafeContinuation<Bool, Never>, Work == Task<Void, Never> {
+  /// Cancels first, so that an input resumed to stop sees its task cancelled.
+  @inlinable func perform() {
+    for task in cancelTasks { task.cancel() }
+    for input in stopInputs { input.resume(returning: false) }
+    resumeConsumer?.resume()
+  }
 }

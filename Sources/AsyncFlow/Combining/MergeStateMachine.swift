@@ -1,17 +1,19 @@
 /// The hand-off behind `Flow.merge`: one task per input appends to one shared buffer, in the order
 /// the elements arrive, and the consumer takes everything buffered in one step (a batch). The
 /// inputs together run ahead of the consumer by at most `bufferLimit` elements (plus the batch the
-/// consumer holds): an input that finds the buffer full parks until the consumer takes it.
+/// consumer holds): an input that finds the buffer full parks until the consumer takes it. Generic
+/// over the suspended consumer, a parked input and an input's task, so that its grid is a table of
+/// plain values.
 @usableFromInline
-struct MergeStateMachine<Element, Failure: Error> {
+struct MergeStateMachine<Element, Failure: Error, Consumer, Producer, Work> {
   @usableFromInline
   struct Running {
     @usableFromInline var buffer: [Element] = []
-    @usableFromInline var consumer: UnsafeContinuation<Void, Never>?
+    @usableFromInline var consumer: Consumer?
     /// Inputs parked for room, resumed with `true` (go on) or `false` (stop).
-    @usableFromInline var producers: [UnsafeContinuation<Bool, Never>] = []
+    @usableFromInline var producers: [Producer] = []
     @usableFromInline var finishedCount = 0
-    @usableFromInline var tasks: [Task<Void, Never>] = []
+    @usableFromInline var tasks: [Work] = []
 
     @inlinable init() {}
   }
@@ -23,9 +25,9 @@ struct MergeStateMachine<Element, Failure: Error> {
     case running(Running)
     /// Every input finished (`failure == nil`) or one failed: the consumer drains the buffer, then
     /// waits for the input tasks and sees the end.
-    case draining(buffer: [Element], failure: Failure?, tasks: [Task<Void, Never>])
+    case draining(buffer: [Element], failure: Failure?, tasks: [Work])
     /// The consumer left; its next `next()` waits for the input tasks and returns `nil`.
-    case cancelled(tasks: [Task<Void, Never>])
+    case cancelled(tasks: [Work])
     case finished
     /// Held only inside an event, so that the buffer being appended to is uniquely referenced.
     case modifying
@@ -46,10 +48,10 @@ struct MergeStateMachine<Element, Failure: Error> {
   enum NextAction {
     case startInputs
     /// The batch holds elements; resume the inputs that waited for room.
-    case deliver(resumeProducers: [UnsafeContinuation<Bool, Never>])
+    case deliver(resumeProducers: [Producer])
     case suspend
     /// The result is over: wait for `awaiting`, then end with `failure`.
-    case end(failure: Failure?, awaiting: [Task<Void, Never>])
+    case end(failure: Failure?, awaiting: [Work])
   }
 
   /// The consumer has used up `batch` and emptied it (outside the lock: the elements it held may be
@@ -96,9 +98,7 @@ struct MergeStateMachine<Element, Failure: Error> {
   }
 
   /// The consumer is about to suspend; returns the continuation if it must resume at once.
-  @inlinable mutating func suspendConsumer(
-    _ continuation: UnsafeContinuation<Void, Never>
-  ) -> UnsafeContinuation<Void, Never>? {
+  @inlinable mutating func suspendConsumer(_ continuation: Consumer) -> Consumer? {
     switch state {
     case .running(var running):
       // An element may have arrived between `next` and this registration.
@@ -115,7 +115,7 @@ struct MergeStateMachine<Element, Failure: Error> {
     }
   }
 
-  @usableFromInline typealias EndAction = CombiningEndAction
+  @usableFromInline typealias EndAction = CombiningEndAction<Consumer, Producer, Work>
 
   /// The consumer's task was cancelled or its iterator was released. Returns the elements it will
   /// never take, for the storage to release after the lock (an element's `deinit` may call back
@@ -145,7 +145,7 @@ struct MergeStateMachine<Element, Failure: Error> {
   // MARK: Input events
 
   /// The input tasks exist; returns those to cancel because the result already ended.
-  @inlinable mutating func inputsStarted(_ tasks: [Task<Void, Never>]) -> [Task<Void, Never>] {
+  @inlinable mutating func inputsStarted(_ tasks: [Work]) -> [Work] {
     switch state {
     case .running(var running):
       state = .modifying
@@ -167,9 +167,9 @@ struct MergeStateMachine<Element, Failure: Error> {
   @usableFromInline
   enum OfferAction {
     /// Buffered; the input may pull again at once.
-    case proceed(resumeConsumer: UnsafeContinuation<Void, Never>?)
+    case proceed(resumeConsumer: Consumer?)
     /// Buffered; the buffer is full, so the input parks for room (`suspendProducer`).
-    case wait(resumeConsumer: UnsafeContinuation<Void, Never>?)
+    case wait(resumeConsumer: Consumer?)
     /// Dropped: the result has ended, the input stops.
     case stop
   }
@@ -194,7 +194,7 @@ struct MergeStateMachine<Element, Failure: Error> {
   }
 
   /// An input is about to park for room; returns whether to resume it at once, and with what.
-  @inlinable mutating func suspendProducer(_ continuation: UnsafeContinuation<Bool, Never>) -> Bool? {
+  @inlinable mutating func suspendProducer(_ continuation: Producer) -> Bool? {
     switch state {
     case .running(var running):
       // The consumer may have taken the buffer between `offer` and this registration.

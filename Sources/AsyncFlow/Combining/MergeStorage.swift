@@ -3,7 +3,9 @@
 /// after the lock is released.
 @usableFromInline
 final class MergeStorage<Element, Failure: Error>: Sendable {
-  @usableFromInline typealias Machine = MergeStateMachine<Element, Failure>
+  @usableFromInline typealias Machine = MergeStateMachine<
+    Element, Failure, UnsafeContinuation<Void, Never>, UnsafeContinuation<Bool, Never>, Task<Void, Never>
+  >
 
   /// How far each input may run ahead of the consumer, on average: the shared buffer holds at most
   /// this many elements per input. The same as an inner of `mergeFlow`.
@@ -66,20 +68,19 @@ final class MergeStorage<Element, Failure: Error>: Sendable {
   // MARK: Inputs
 
   /// Pulls `input` until it ends or the result does.
-  @inlinable func pump<Input: AsyncSequence>(_ input: Input, failure: (Input.Failure) -> Failure) async
-  where Input.Element == Element {
+  @inlinable func pump<Input: AsyncSequence>(_ input: Input) async
+  where Input.Element == Element, Input.Failure == Failure {
     var iterator = input.makeAsyncIterator()
     while true {
       let element: Element
-      do throws(Input.Failure) {
+      do throws(Failure) {
         guard let next = try await iterator.next(isolation: nil) else {
           state.withLock { $0.inputFinished() }.perform()
           return
         }
         element = next
       } catch {
-        let failure = failure(error)
-        state.withLock { $0.inputFailed(failure) }.perform()
+        state.withLock { $0.inputFailed(error) }.perform()
         return
       }
       switch state.withLock({ $0.offer(element) }) {
@@ -131,14 +132,26 @@ final class MergeConsumer<Element, Failure: Error> {
     position = 1
     return batch[0]
   }
+}
 
-  /// A pull for one iteration of a fresh merge.
-  @inlinable static func pull(inputs: [@Sendable (MergeStorage<Element, Failure>) async -> Void]) -> CombiningPull<
-    Element, Failure
-  > {
-    let consumer = MergeConsumer(MergeStorage(inputs: inputs))
-    return { (actor: isolated (any Actor)?) async throws(Failure) -> Element? in
-      try await consumer.next(isolation: actor)
+/// Makes one iteration of `Flow.merge` from its inputs: each input becomes a pulling loop that
+/// appends to the shared buffer.
+@usableFromInline
+enum MergeIteration {
+  @inlinable static func pump<Input: AsyncSequence & Sendable>(_ input: Input)
+    -> @Sendable (MergeStorage<Input.Element, Input.Failure>) async -> Void
+  {
+    { await $0.pump(input) }
+  }
+
+  @inlinable static func make<Element, Failure: Error>(
+    _ pumps: [@Sendable (MergeStorage<Element, Failure>) async -> Void]
+  ) -> @Sendable () -> CombiningPull<Element, Failure> {
+    {
+      let consumer = MergeConsumer(MergeStorage(inputs: pumps))
+      return { (actor: isolated (any Actor)?) async throws(Failure) -> Element? in
+        try await consumer.next(isolation: actor)
+      }
     }
   }
 }
