@@ -1,5 +1,11 @@
 /// `debounceFlow`: an element is delivered once `interval` has passed without a newer one; at the
 /// upstream's end the pending element is delivered at once, then the finish or the failure.
+///
+/// The model of an operator on the one life cycle (`Internal/README.md`): a plain value that says
+/// what to do with each input element, the input's end and the timer's firing, and what the life
+/// cycle reads back (`deadline`, `wantsInput`, `hasOutput`, `isEnding`). Starting, cancelling,
+/// ending and waiting for the task are ``OperatorLifecycle``'s; its tests are a table of events
+/// (`OperatorLogicTests`).
 struct DebounceLogic<Element: Sendable, Failure: Error, Instant: InstantProtocol>: OperatorLogic {
   typealias InputFailure = Failure
 
