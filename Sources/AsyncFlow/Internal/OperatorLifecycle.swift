@@ -14,7 +14,7 @@
 struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   enum State {
     /// Nobody has asked for an output yet: no task.
-    case idle(Logic)
+    case idle
     case running(Running)
     /// The consumer left while the task may still run; its next `next()` waits for the task.
     case cancelled(Cancelled)
@@ -41,7 +41,6 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   }
 
   struct Running {
-    var logic: Logic
     var consumer: Consumer?
     var input: Child<Input>
     var timer: Child<Timer>
@@ -71,8 +70,6 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
     var cancel: Work?
     /// The element the logic let go of during the event.
     var released: Logic.Element?
-    /// The logic, once the operator is over: what it still holds is never delivered.
-    var retired: Logic?
   }
 
   enum NextAction {
@@ -80,18 +77,18 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
     case startTask
     case deliver(Logic.Output, Wakeups)
     /// The iteration is over: perform the wakeups, wait for `awaiting`, then end with `failure`
-    /// (or finish, for `nil`).
-    case end(failure: Logic.Failure?, Wakeups, awaiting: Work?)
+    /// (or finish, for `nil`). `retired` is the logic, released after the lock.
+    case end(failure: Logic.Failure?, Wakeups, awaiting: Work?, retired: Logic?)
     case suspend
   }
 
   private(set) var state: State
+  /// The operator's logic, outside `state` so that events mutate it in place (unspecialized
+  /// generic code would copy it in and out of the enum at every event); `nil` once retired.
+  private(set) var logic: Logic?
 
-  init(logic: Logic) {
-    self.state = .idle(logic)
-  }
-
-  init(state: State) {
+  init(logic: Logic?, state: State = .idle) {
+    self.logic = logic
     self.state = state
   }
 
@@ -100,32 +97,31 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   /// The consumer asks for the next output.
   mutating func next(at now: Logic.Instant) -> NextAction {
     switch state {
-    case .idle(var logic):
-      logic.start(at: now)
-      state = .running(Running(logic: logic, input: .busy, timer: Logic.usesTimer ? .busy : .left))
+    case .idle:
+      logic!.start(at: now)
+      state = .running(Running(input: .busy, timer: Logic.usesTimer ? .busy : .left))
       return .startTask
     case .running(var running):
       state = .modifying
-      guard let output = running.logic.nextOutput(at: now) else {
+      guard let output = logic!.nextOutput(at: now) else {
         state = .running(running)
         return .suspend
       }
-      var wakeups = wakeups(&running)
+      let wakeups = wakeups(&running)
       switch output {
       case .element(let element):
         state = .running(running)
         return .deliver(element, wakeups)
       case .end(let failure):
         state = .finished
-        wakeups.retired = running.logic
         // No work outlives the iteration: the end is delivered once the task has ended.
-        return .end(failure: failure, wakeups, awaiting: running.task)
+        return .end(failure: failure, wakeups, awaiting: running.task, retired: logic.take())
       }
     case .cancelled(let cancelled):
       state = .finished
-      return .end(failure: nil, Wakeups(), awaiting: cancelled.task)
+      return .end(failure: nil, Wakeups(), awaiting: cancelled.task, retired: nil)
     case .finished:
-      return .end(failure: nil, Wakeups(), awaiting: nil)
+      return .end(failure: nil, Wakeups(), awaiting: nil, retired: nil)
     case .modifying:
       preconditionFailure("Internal inconsistency: state \(state), event next")
     }
@@ -136,7 +132,7 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
     switch state {
     case .running(var running):
       // An output may have arrived between `next` and this registration.
-      guard !running.logic.hasOutput, !running.logic.isEnding else { return consumer }
+      guard !logic!.hasOutput, !logic!.isEnding else { return consumer }
       precondition(running.consumer == nil, "Internal inconsistency: state running, two consumers suspended")
       state = .modifying
       running.consumer = consumer
@@ -149,12 +145,13 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
     }
   }
 
-  /// The consumer's task was cancelled or its iterator released.
-  mutating func cancel() -> Wakeups {
+  /// The consumer's task was cancelled or its iterator released. `retired` is the logic: what it
+  /// still holds is never delivered, and is released after the lock.
+  mutating func cancel() -> (wakeups: Wakeups, retired: Logic?) {
     switch state {
-    case .idle(let logic):
+    case .idle:
       state = .finished
-      return Wakeups(retired: logic)
+      return (Wakeups(), logic.take())
     case .running(let running):
       let inputBusy = running.input.isBusy
       let timerBusy = running.timer.isBusy
@@ -162,10 +159,9 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
       var wakeups = Wakeups(consumer: running.consumer, cancel: inputBusy || timerBusy ? running.task : nil)
       if case .parked(let input) = running.input { wakeups.input = (input, false) }
       if case .parked(let timer) = running.timer { wakeups.timer = (timer, nil) }
-      wakeups.retired = running.logic
-      return wakeups
+      return (wakeups, logic.take())
     case .cancelled, .finished:
-      return Wakeups()
+      return (Wakeups(), nil)
     case .modifying:
       preconditionFailure("Internal inconsistency: state \(state), event cancel")
     }
@@ -181,7 +177,7 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
       state = .modifying
       running.task = task
       state = .running(running)
-      return running.logic.isEnding && Self.interruptsAtEnd(running) ? task : nil
+      return logic!.isEnding && Self.interruptsAtEnd(running) ? task : nil
     case .cancelled(var cancelled) where cancelled.task == nil:
       cancelled.task = task
       state = .cancelled(cancelled)
@@ -195,15 +191,17 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   /// The input asks whether to go on (pull its upstream); returns it with the answer if it must
   /// resume at once (`false`: the operator is over, leave).
   mutating func inputWaits(_ input: Input, isCancelled: Bool) -> (continuation: Input, proceed: Bool)? {
+    // The path of every element pulled: no copy of the running payload.
+    if case .running = state, !isCancelled, !logic!.isEnding, logic!.wantsInput { return (input, true) }
     switch state {
     case .running(var running):
       state = .modifying
       defer { state = .running(running) }
-      if isCancelled || running.logic.isEnding {
+      if isCancelled || logic!.isEnding {
         running.input = .left
         return (input, false)
       }
-      if running.logic.wantsInput { return (input, true) }
+      if logic!.wantsInput { return (input, true) }
       precondition(!running.input.isParked, "Internal inconsistency: state running, two inputs waiting")
       running.input = .parked(input)
       return nil
@@ -237,15 +235,16 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   /// The timer asks for a deadline; returns it with the answer if it must resume at once (`nil`:
   /// the operator is over, leave).
   mutating func timerWaits(_ timer: Timer, isCancelled: Bool) -> (continuation: Timer, deadline: Logic.Instant?)? {
+    if case .running = state, !isCancelled, !logic!.isEnding, let deadline = logic!.deadline { return (timer, deadline) }
     switch state {
     case .running(var running):
       state = .modifying
       defer { state = .running(running) }
-      if isCancelled || running.logic.isEnding {
+      if isCancelled || logic!.isEnding {
         running.timer = .left
         return (timer, nil)
       }
-      if let deadline = running.logic.deadline { return (timer, deadline) }
+      if let deadline = logic!.deadline { return (timer, deadline) }
       precondition(!running.timer.isParked, "Internal inconsistency: state running, two timers waiting")
       running.timer = .parked(timer)
       return nil
@@ -283,9 +282,9 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   mutating func input(_ element: Logic.Element, at now: Logic.Instant) -> (wakeups: Wakeups, accepted: Bool) {
     switch state {
     case .running(var running):
-      guard !running.inputEnded, !running.logic.isEnding else { return (Wakeups(released: element), false) }
+      guard !running.inputEnded, !logic!.isEnding else { return (Wakeups(released: element), false) }
       state = .modifying
-      let verdict = running.logic.input(element, at: now)
+      let verdict = logic!.input(element, at: now)
       var wakeups = wakeups(&running)
       state = .running(running)
       switch verdict {
@@ -309,10 +308,10 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   mutating func inputEnded(_ failure: Logic.InputFailure?, at now: Logic.Instant) -> Wakeups {
     switch state {
     case .running(var running):
-      guard !running.inputEnded, !running.logic.isEnding else { return Wakeups() }
+      guard !running.inputEnded, !logic!.isEnding else { return Wakeups() }
       state = .modifying
       running.inputEnded = true
-      let released = running.logic.inputEnded(failure, at: now)
+      let released = logic!.inputEnded(failure, at: now)
       var wakeups = wakeups(&running)
       wakeups.released = released
       state = .running(running)
@@ -327,9 +326,9 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   mutating func timerFired(at now: Logic.Instant) -> Wakeups {
     switch state {
     case .running(var running):
-      guard !running.logic.isEnding else { return Wakeups() }
+      guard !logic!.isEnding else { return Wakeups() }
       state = .modifying
-      let released = running.logic.timerFired(at: now)
+      let released = logic!.timerFired(at: now)
       var wakeups = wakeups(&running)
       wakeups.released = released
       state = .running(running)
@@ -354,16 +353,16 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   /// are of no use: they are told to leave, and the task is cancelled if one of them is busy.
   private func wakeups(_ running: inout Running) -> Wakeups {
     var wakeups = Wakeups()
-    let ending = running.logic.isEnding
-    if running.consumer != nil, ending || running.logic.hasOutput {
+    let ending = logic!.isEnding
+    if running.consumer != nil, ending || logic!.hasOutput {
       wakeups.consumer = running.consumer.take()
     }
-    if case .parked(let input) = running.input, ending || running.logic.wantsInput {
+    if case .parked(let input) = running.input, ending || logic!.wantsInput {
       wakeups.input = (input, !ending)
       running.input = ending ? .left : .busy
     }
-    if case .parked(let timer) = running.timer, ending || running.logic.deadline != nil {
-      wakeups.timer = (timer, ending ? nil : running.logic.deadline)
+    if case .parked(let timer) = running.timer, ending || logic!.deadline != nil {
+      wakeups.timer = (timer, ending ? nil : logic!.deadline)
       running.timer = ending ? .left : .busy
     }
     if ending, Self.interruptsAtEnd(running) { wakeups.cancel = running.task }

@@ -19,7 +19,7 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
     self.clock = clock
   }
 
-  /// Called after the lock; what the wakeups release (`released`, `retired`) goes with them, here.
+  /// Called after the lock; what the wakeups release (`released`) goes with them, here.
   private static func perform(_ wakeups: consuming Lifecycle.Wakeups) {
     wakeups.cancel?.cancel()
     wakeups.consumer?.resume()
@@ -39,7 +39,8 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
       case .deliver(let output, let wakeups):
         Self.perform(wakeups)
         return output
-      case .end(let failure, let wakeups, let task):
+      case .end(let failure, let wakeups, let task, _):
+        // The retired logic goes with the action, after the lock.
         Self.perform(wakeups)
         // No work outlives the iteration: the end comes once the task has ended.
         await task?.value
@@ -59,7 +60,10 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
 
   /// The consumer's task was cancelled or its iterator released.
   func cancel() {
-    Self.perform(state.withLock { $0.cancel() })
+    let (wakeups, retired) = state.withLock { $0.cancel() }
+    Self.perform(wakeups)
+    // Released here, after the lock: what it holds may call back from its `deinit`.
+    _ = consume retired
   }
 
   // MARK: The iteration's task

@@ -70,9 +70,9 @@ private func running(
   _ logic: FakeLogic = FakeLogic(), consumer: Int? = nil, input: Lifecycle.Child<Int> = .busy,
   timer: Lifecycle.Child<Int> = .busy, task: Int? = 4, inputEnded: Bool = false
 ) -> Lifecycle {
-  var running = Lifecycle.Running(logic: logic, consumer: consumer, input: input, timer: timer, task: task)
+  var running = Lifecycle.Running(consumer: consumer, input: input, timer: timer, task: task)
   running.inputEnded = inputEnded
-  return Lifecycle(state: .running(running))
+  return Lifecycle(logic: logic, state: .running(running))
 }
 
 /// Running with every waiter parked and the task registered.
@@ -81,11 +81,11 @@ private func parked(_ logic: FakeLogic = FakeLogic()) -> Lifecycle {
 }
 
 private func cancelled(task: Int? = 4, inputBusy: Bool = false, timerBusy: Bool = false) -> Lifecycle {
-  Lifecycle(state: .cancelled(.init(task: task, inputBusy: inputBusy, timerBusy: timerBusy)))
+  Lifecycle(logic: nil, state: .cancelled(.init(task: task, inputBusy: inputBusy, timerBusy: timerBusy)))
 }
 
-private func finished() -> Lifecycle { Lifecycle(state: .finished) }
-private func modifying() -> Lifecycle { Lifecycle(state: .modifying) }
+private func finished() -> Lifecycle { Lifecycle(logic: nil, state: .finished) }
+private func modifying() -> Lifecycle { Lifecycle(logic: FakeLogic(), state: .modifying) }
 
 extension OperatorLifecycle.Child {
   fileprivate var label: String {
@@ -113,13 +113,7 @@ extension OperatorLifecycle {
     }
   }
 
-  fileprivate var log: [String] {
-    switch state {
-    case .idle(let logic as FakeLogic): logic.log
-    case .running(let running): (running.logic as? FakeLogic)?.log ?? []
-    default: []
-    }
-  }
+  fileprivate var log: [String] { (logic as? FakeLogic)?.log ?? [] }
 }
 
 /// The wakeups as text, to compare in one expectation.
@@ -130,16 +124,19 @@ private func describe(_ wakeups: Lifecycle.Wakeups) -> String {
   if let (timer, deadline) = wakeups.timer { parts.append("timer \(timer) \(deadline.map { "\($0)" } ?? "leave")") }
   if let task = wakeups.cancel { parts.append("cancel \(task)") }
   if let released = wakeups.released { parts.append("release \(released)") }
-  if wakeups.retired != nil { parts.append("retire") }
   return parts.joined(separator: ", ")
+}
+
+private func describe(_ cancel: (wakeups: Lifecycle.Wakeups, retired: FakeLogic?)) -> String {
+  [describe(cancel.wakeups), cancel.retired == nil ? "" : "retire"].filter { !$0.isEmpty }.joined(separator: ", ")
 }
 
 private func describe(_ action: Lifecycle.NextAction) -> String {
   switch action {
   case .startTask: "startTask"
   case .deliver(let element, let wakeups): "deliver \(element) [\(describe(wakeups))]"
-  case .end(let failure, let wakeups, let awaiting):
-    "end \(failure.map { "failure \($0.id)" } ?? "finish") [\(describe(wakeups))] "
+  case .end(let failure, let wakeups, let awaiting, let retired):
+    "end \(failure.map { "failure \($0.id)" } ?? "finish") [\(describe((wakeups, retired)))] "
       + "awaiting \(awaiting.map { "\($0)" } ?? "-")"
   case .suspend: "suspend"
   }

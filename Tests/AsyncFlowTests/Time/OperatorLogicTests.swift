@@ -330,12 +330,9 @@ struct OperatorLogicTests {
     var machine = Lifecycle(logic: BufferLogic(policy: .unbounded, isPulled: false))
     _ = machine.next(at: TimelessClock.Instant())
     for element in 1...3 { _ = machine.input(element, at: TimelessClock.Instant()) }
-    guard case .running(let before) = machine.state else { return }
-    let address = before.logic.buffer.storageAddress
-    #expect(before.logic.buffer.capacity == 4)  // room for one more: no growth below
-    _ = consume before
+    let address = machine.logic?.buffer.storageAddress
+    #expect(machine.logic?.buffer.capacity == 4)  // room for one more: no growth below
     #expect(machine.input(4, at: TimelessClock.Instant()).accepted)
-    guard case .running(let after) = machine.state else { return }
-    #expect(after.logic.buffer.storageAddress == address)
+    #expect(machine.logic?.buffer.storageAddress == address)
   }
 }
