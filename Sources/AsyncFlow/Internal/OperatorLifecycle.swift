@@ -235,7 +235,9 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   /// The timer asks for a deadline; returns it with the answer if it must resume at once (`nil`:
   /// the operator is over, leave).
   mutating func timerWaits(_ timer: Timer, isCancelled: Bool) -> (continuation: Timer, deadline: Logic.Instant?)? {
-    if case .running = state, !isCancelled, !logic!.isEnding, let deadline = logic!.deadline { return (timer, deadline) }
+    if case .running = state, !isCancelled, !logic!.isEnding, let deadline = logic!.deadline {
+      return (timer, deadline)
+    }
     switch state {
     case .running(var running):
       state = .modifying
