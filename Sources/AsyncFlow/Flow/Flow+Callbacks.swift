@@ -57,13 +57,25 @@ extension Flow {
       @Sendable @isolated(any) () async -> Void
   ) -> Flow {
     Flow {
-      let consumer = CallbacksConsumer(storage: CallbacksStorage(policy: bufferingPolicy), setup: setup)
+      let logic = BufferLogic<Element, Failure>(policy: bufferingPolicy, isPulled: false)
+      let storage = CallbacksStorage(logic: logic, clock: TimelessClock())
+      // The task runs the setup, waits for the end (or the consumer leaving), then runs the cleanup.
+      let consumer = OperatorConsumer(storage) { storage in
+        let cleanup = await setup(FlowCallbacks(storage: storage))
+        _ = await storage.inputWanted()
+        await cleanup()
+      }
       return .async { (actor: isolated (any Actor)?) async throws(Failure) -> Element? in
         try await consumer.next(isolation: actor)
       }
     }
   }
 }
+
+/// One iteration of a callbacks flow: the callbacks push into a buffer on the one operator life
+/// cycle; its task runs the setup, waits for the end, then runs the cleanup, uncancelled.
+typealias CallbacksStorage<Element: Sendable, Failure: Error> =
+  OperatorStorage<BufferLogic<Element, Failure>, TimelessClock>
 
 /// What the callbacks of a bridged API call to feed one iteration of a
 /// ``Flow/callbacks(bufferingPolicy:_:)`` flow: the verbs of ``PassthroughFlow``. Synchronous,
@@ -93,7 +105,7 @@ public struct FlowCallbacks<Element: Sendable, Failure: Error>: Sendable {
   /// ```
   @discardableResult
   public func send(_ element: Element) -> Bool {
-    storage.send(element)
+    storage.input(element)
   }
 
   /// Ends the source: the consumer receives what is buffered, then finishes. The cleanup starts at
@@ -103,7 +115,7 @@ public struct FlowCallbacks<Element: Sendable, Failure: Error>: Sendable {
   /// socket.onClose = { callbacks.finish() }
   /// ```
   public func finish() {
-    storage.end(.finished)
+    storage.inputEnded(nil)
   }
 
   /// Ends the source with `error`: the consumer receives what is buffered, then the failure. The
@@ -113,6 +125,6 @@ public struct FlowCallbacks<Element: Sendable, Failure: Error>: Sendable {
   /// socket.onError = { callbacks.fail($0) }
   /// ```
   public func fail(_ error: Failure) {
-    storage.end(.failed(error))
+    storage.inputEnded(error)
   }
 }

@@ -42,9 +42,8 @@ where Base.Element: Sendable {
   /// for try await reading in readings { chart.append(reading) }
   /// ```
   public typealias Failure = Base.Failure
-  // The upstream is pumped by the machinery of the time operators, with a logic that never sets a
-  // deadline: one pure life-cycle machine, tested once, for every operator that pulls ahead.
-  typealias Logic = BufferStateMachine<Element, Failure, ContinuousClock.Instant>
+  // The upstream is pulled by the one operator life cycle, with a logic that measures no time.
+  typealias Logic = BufferLogic<Element, Failure>
 
   let base: Base
   let policy: FlowBufferingPolicy
@@ -55,89 +54,67 @@ where Base.Element: Sendable {
   /// var iterator = readings.makeAsyncIterator()
   /// ```
   public func makeAsyncIterator() -> Iterator {
-    Iterator(
-      consumer: TimedConsumer(TimedStorage(machine: Logic(policy: policy), base: base, clock: ContinuousClock())))
+    Iterator(Logic(policy: policy, isPulled: true), pulling: base, clock: TimelessClock())
   }
 
-  /// The iterator of an ``AsyncBufferFlowSequence``. Releasing it ends its iteration's task.
+  /// The iterator of an ``AsyncBufferFlowSequence``: releasing it ends its iteration's task.
   ///
   /// ```swift
   /// var iterator = readings.makeAsyncIterator()
   /// while let reading = await iterator.next() { chart.append(reading) }
   /// ```
-  public struct Iterator: AsyncIteratorProtocol {
-    private let consumer: TimedConsumer<Logic, Base, ContinuousClock>
-
-    init(consumer: TimedConsumer<Logic, Base, ContinuousClock>) {
-      self.consumer = consumer
-    }
-
-    /// The oldest buffered element, `nil` at the finish or once the consumer's task is cancelled.
-    ///
-    /// ```swift
-    /// let reading = try await iterator.next(isolation: #isolation)
-    /// ```
-    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-      try await consumer.next(isolation: actor)
-    }
-
-    /// The oldest buffered element; see ``next(isolation:)``.
-    ///
-    /// ```swift
-    /// let reading = try await iterator.next()
-    /// ```
-    public mutating func next() async throws(Failure) -> Element? {
-      try await consumer.next(isolation: nil)
-    }
-  }
+  public typealias Iterator = AsyncOperatorIterator<Element, Failure>
 }
 
-@available(*, unavailable)
-extension AsyncBufferFlowSequence.Iterator: Sendable {}
+/// `bufferFlow` and `Flow.callbacks`: every input element goes into the buffer as the policy says;
+/// the end waits behind what the buffer holds. Measures no time.
+struct BufferLogic<Element: Sendable, Failure: Error>: OperatorLogic {
+  typealias InputFailure = Failure
+  typealias Instant = TimelessClock.Instant
 
-/// `bufferFlow`: every upstream element goes into the buffer as the policy says; the end waits
-/// behind what the buffer holds.
-struct BufferStateMachine<Element: Sendable, Failure: Error, Instant: InstantProtocol>: TimedStateMachine, Sendable {
-  typealias UpstreamFailure = Failure
+  static var usesTimer: Bool { false }
 
   private let policy: FlowBufferingPolicy
-  private var buffer = RingBuffer<Element>()
-  private var ending = Ending.upstreamRunning
+  /// Whether the input is pulled (`bufferFlow`); `Flow.callbacks`' input pushes, and its task
+  /// waits for the end.
+  private let isPulled: Bool
+  private(set) var buffer = RingBuffer<Element>()
+  private var ending = Ending.inputRunning
 
-  /// The upstream's end is delivered once the buffer is empty, and only once.
+  /// The input's end is delivered once the buffer is empty, and only once.
   private enum Ending {
-    case upstreamRunning
-    /// The upstream ended (`nil`: it finished); not delivered yet.
+    case inputRunning
+    /// The input ended (`nil`: it finished); not delivered yet.
     case ended(Failure?)
     case delivered
   }
 
-  init(policy: FlowBufferingPolicy) {
+  init(policy: FlowBufferingPolicy, isPulled: Bool) {
     self.policy = policy
+    self.isPulled = isPulled
   }
 
-  mutating func start(at now: Instant) {}
-
-  /// Never holds the upstream back: a full bounded buffer drops an element (the oldest, or this
-  /// one) and keeps pulling. Returns the dropped one, to be released after the lock.
-  mutating func upstreamElement(_ element: Element, at now: Instant) -> Element? {
+  /// Never holds the input back: a full bounded buffer drops an element (the oldest, or this
+  /// one) and keeps pulling. `bufferingNewest(0)` (allowed for `Flow.callbacks`) keeps nothing.
+  mutating func input(_ element: Element, at now: Instant) -> InputVerdict<Element> {
     switch policy.storage {
     case .unbounded:
       buffer.append(element)
-      return nil
+      return .kept
     case .newest(let limit):
-      // `bufferFlow(policy:)` checked `limit >= 1`: the buffer holds at most `limit`.
+      guard limit > 0 else { return .refused(element) }
+      // The buffer never holds more than `limit`, so one element at most gives way.
       let dropped = buffer.count >= limit ? buffer.popFirst() : nil
       buffer.append(element)
-      return dropped
+      return dropped.map { .keptDisplacing($0) } ?? .kept
     case .oldest(let limit):
-      guard buffer.count < limit else { return element }
+      guard buffer.count < limit else { return .refused(element) }
       buffer.append(element)
-      return nil
+      return .kept
     }
   }
 
-  mutating func upstreamEnded(_ failure: Failure?, at now: Instant) -> Element? {
+  mutating func inputEnded(_ failure: Failure?, at now: Instant) -> Element? {
     ending = .ended(failure)
     return nil
   }
@@ -145,18 +122,18 @@ struct BufferStateMachine<Element: Sendable, Failure: Error, Instant: InstantPro
   mutating func timerFired(at now: Instant) -> Element? { nil }
 
   var deadline: Instant? { nil }
-  var wantsUpstream: Bool { !isEnding }
+  var wantsInput: Bool { isPulled && !isEnding }
   var hasOutput: Bool {
     if case .ended = ending { return true }
     return !buffer.isEmpty
   }
-  // The upstream is over once its end arrived: what the buffer holds still comes first.
+  // The input is over once its end arrived: what the buffer holds still comes first.
   var isEnding: Bool {
-    if case .upstreamRunning = ending { return false }
+    if case .inputRunning = ending { return false }
     return true
   }
 
-  mutating func nextOutput(at now: Instant) -> TimedOutput<Element, Failure>? {
+  mutating func nextOutput(at now: Instant) -> OperatorOutput<Element, Failure>? {
     if let element = buffer.popFirst() { return .element(element) }
     guard case .ended(let failure) = ending else { return nil }
     ending = .delivered

@@ -85,7 +85,7 @@ where Base.Element: Sendable {
   /// for try await batch in batches { try await api.upload(batch) }
   /// ```
   public typealias Failure = Base.Failure
-  typealias Logic = CollectByTimeStateMachine<Base.Element, Failure, C.Instant>
+  typealias Logic = CollectByTimeLogic<Base.Element, Failure, C.Instant>
 
   let base: Base
   let count: Int?
@@ -98,60 +98,30 @@ where Base.Element: Sendable {
   /// var iterator = batches.makeAsyncIterator()
   /// ```
   public func makeAsyncIterator() -> Iterator {
-    Iterator(
-      consumer: TimedConsumer(
-        TimedStorage(machine: Logic(count: count, interval: interval), base: base, clock: clock)))
+    Iterator(Logic(count: count, interval: interval), pulling: base, clock: clock)
   }
 
-  /// The iterator of an ``AsyncCollectByTimeFlowSequence``. Releasing it ends its iteration's task.
+  /// The iterator of an ``AsyncCollectByTimeFlowSequence``: releasing it ends its iteration's task.
   ///
   /// ```swift
   /// var iterator = batches.makeAsyncIterator()
   /// while let batch = try await iterator.next() { print(batch) }
   /// ```
-  public struct Iterator: AsyncIteratorProtocol {
-    private let consumer: TimedConsumer<Logic, Base, C>
-
-    init(consumer: TimedConsumer<Logic, Base, C>) {
-      self.consumer = consumer
-    }
-
-    /// The next array, `nil` at the finish or once the consumer's task is cancelled.
-    ///
-    /// ```swift
-    /// let batch = try await iterator.next(isolation: #isolation)
-    /// ```
-    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-      try await consumer.next(isolation: actor)
-    }
-
-    /// The next array; see ``next(isolation:)``.
-    ///
-    /// ```swift
-    /// let batch = try await iterator.next()
-    /// ```
-    public mutating func next() async throws(Failure) -> Element? {
-      try await consumer.next(isolation: nil)
-    }
-  }
+  public typealias Iterator = AsyncOperatorIterator<Element, Failure>
 }
-
-@available(*, unavailable)
-extension AsyncCollectByTimeFlowSequence.Iterator: Sendable {}
 
 /// `collectFlow(every:)` and `collectFlow(count:orEvery:)`: arrays at each interval's end (or when
 /// `count` is reached), the remainder at the upstream's end.
-struct CollectByTimeStateMachine<Upstream: Sendable, Failure: Error, Instant: InstantProtocol>: TimedStateMachine,
-  Sendable
+struct CollectByTimeLogic<Upstream: Sendable, Failure: Error, Instant: InstantProtocol>: OperatorLogic
 {
   typealias Element = Upstream
   typealias Output = [Upstream]
-  typealias UpstreamFailure = Failure
+  typealias InputFailure = Failure
 
   private let count: Int?
   private var intervals: TimedIntervals<Instant>
   private var collecting: [Upstream] = []
-  private var outputs = TimedOutputQueue<[Upstream], Failure>()
+  private var outputs = OutputQueue<[Upstream], Failure>()
 
   init(count: Int?, interval: Instant.Duration) {
     self.count = count
@@ -162,17 +132,17 @@ struct CollectByTimeStateMachine<Upstream: Sendable, Failure: Error, Instant: In
     intervals.start(at: now)
   }
 
-  mutating func upstreamElement(_ element: Upstream, at now: Instant) -> Upstream? {
+  mutating func input(_ element: Upstream, at now: Instant) -> InputVerdict<Upstream> {
     collecting.append(element)
     if let count, collecting.count >= count {
       deliverCollected()
     } else if collecting.count == 1 {
       intervals.arm(at: now)
     }
-    return nil
+    return .kept
   }
 
-  mutating func upstreamEnded(_ failure: Failure?, at now: Instant) -> Element? {
+  mutating func inputEnded(_ failure: Failure?, at now: Instant) -> Element? {
     deliverCollected()
     outputs.end(failure)
     return nil
@@ -193,50 +163,11 @@ struct CollectByTimeStateMachine<Upstream: Sendable, Failure: Error, Instant: In
 
   var deadline: Instant? { intervals.armedEnd }
   // One array waiting for the consumer holds up the upstream: what is held stays bounded.
-  var wantsUpstream: Bool { !outputs.hasEnded && outputs.isEmpty }
+  var wantsInput: Bool { !outputs.hasEnded && outputs.isEmpty }
   var hasOutput: Bool { !outputs.isEmpty }
   var isEnding: Bool { outputs.hasEnded }
 
-  mutating func nextOutput(at now: Instant) -> TimedOutput<[Upstream], Failure>? {
+  mutating func nextOutput(at now: Instant) -> OperatorOutput<[Upstream], Failure>? {
     outputs.popFirst()
-  }
-}
-
-/// Intervals counted from an iteration's start, whose end the timer waits for only while
-/// something waits for it: an idle operator sets no timer.
-struct TimedIntervals<Instant: InstantProtocol>: Sendable {
-  private let interval: Instant.Duration
-  /// An interval end at or before the next one that matters; moved forward as time passes.
-  private var anchor: Instant?
-  /// The end of the interval something is waiting for.
-  private(set) var armedEnd: Instant?
-
-  init(interval: Instant.Duration) {
-    self.interval = interval.cappedInterval
-  }
-
-  mutating func start(at now: Instant) {
-    anchor = now.advanced(by: interval)
-  }
-
-  /// Something arrived at `now`: the timer waits for the end of the interval it arrived in. An
-  /// arrival exactly at an interval's end belongs to the next interval.
-  mutating func arm(at now: Instant) {
-    guard armedEnd == nil, var end = anchor else { return }
-    // Steps over the intervals that passed while nothing waited: their number is the idle time
-    // over the interval, a few thousand at most for any interval a person would choose.
-    while end <= now { end = end.advanced(by: interval) }
-    anchor = end
-    armedEnd = end
-  }
-
-  mutating func disarm() {
-    armedEnd = nil
-  }
-
-  /// Whether the armed interval has ended by `now`.
-  func hasEnded(at now: Instant) -> Bool {
-    guard let armedEnd else { return false }
-    return now >= armedEnd
   }
 }

@@ -55,7 +55,7 @@ where Base.Element: Sendable {
   /// for try await point in position { cursor.move(to: point) }
   /// ```
   public typealias Failure = Base.Failure
-  typealias Logic = SampleStateMachine<Element, Failure, C.Instant>
+  typealias Logic = SampleLogic<Element, Failure, C.Instant>
 
   let base: Base
   let interval: C.Duration
@@ -67,55 +67,28 @@ where Base.Element: Sendable {
   /// var iterator = position.makeAsyncIterator()
   /// ```
   public func makeAsyncIterator() -> Iterator {
-    Iterator(consumer: TimedConsumer(TimedStorage(machine: Logic(interval: interval), base: base, clock: clock)))
+    Iterator(Logic(interval: interval), pulling: base, clock: clock)
   }
 
-  /// The iterator of an ``AsyncSampleFlowSequence``. Releasing it ends its iteration's task.
+  /// The iterator of an ``AsyncSampleFlowSequence``: releasing it ends its iteration's task.
   ///
   /// ```swift
   /// var iterator = position.makeAsyncIterator()
   /// while let point = try await iterator.next() { cursor.move(to: point) }
   /// ```
-  public struct Iterator: AsyncIteratorProtocol {
-    private let consumer: TimedConsumer<Logic, Base, C>
-
-    init(consumer: TimedConsumer<Logic, Base, C>) {
-      self.consumer = consumer
-    }
-
-    /// The next sampled element, `nil` at the finish or once the consumer's task is cancelled.
-    ///
-    /// ```swift
-    /// let point = try await iterator.next(isolation: #isolation)
-    /// ```
-    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-      try await consumer.next(isolation: actor)
-    }
-
-    /// The next sampled element; see ``next(isolation:)``.
-    ///
-    /// ```swift
-    /// let point = try await iterator.next()
-    /// ```
-    public mutating func next() async throws(Failure) -> Element? {
-      try await consumer.next(isolation: nil)
-    }
-  }
+  public typealias Iterator = AsyncOperatorIterator<Element, Failure>
 }
-
-@available(*, unavailable)
-extension AsyncSampleFlowSequence.Iterator: Sendable {}
 
 /// `sampleFlow`: the newest element of each interval at its end; at the upstream's end a waiting
 /// element keeps its turn, and the end follows it.
-struct SampleStateMachine<Element: Sendable, Failure: Error, Instant: InstantProtocol>: TimedStateMachine, Sendable {
-  typealias UpstreamFailure = Failure
+struct SampleLogic<Element: Sendable, Failure: Error, Instant: InstantProtocol>: OperatorLogic {
+  typealias InputFailure = Failure
 
   private var intervals: TimedIntervals<Instant>
   private var pending: Element?
   /// The upstream's end (`.some(nil)`: a finish), held while a pending element waits for its turn.
   private var heldEnd: Failure??
-  private var outputs = TimedOutputQueue<Element, Failure>()
+  private var outputs = OutputQueue<Element, Failure>()
 
   init(interval: Instant.Duration) {
     self.intervals = TimedIntervals(interval: interval)
@@ -129,14 +102,14 @@ struct SampleStateMachine<Element: Sendable, Failure: Error, Instant: InstantPro
   // after it while the timer has not reported yet, first lets that interval be sampled, then
   // counts in the next one. So the outcome does not depend on which of the upstream and the timer
   // reaches the lock first (kotlinx `SampleTest.testPace`: -1, -3, 0, 1, 2, 3).
-  mutating func upstreamElement(_ element: Element, at now: Instant) -> Element? {
+  mutating func input(_ element: Element, at now: Instant) -> InputVerdict<Element> {
     let displaced = intervals.hasEnded(at: now) ? samplePending() : pending.take()
     pending = element
     intervals.arm(at: now)
-    return displaced
+    return displaced.map { .keptDisplacing($0) } ?? .kept
   }
 
-  mutating func upstreamEnded(_ failure: Failure?, at now: Instant) -> Element? {
+  mutating func inputEnded(_ failure: Failure?, at now: Instant) -> Element? {
     let displaced = intervals.hasEnded(at: now) ? samplePending() : nil
     guard pending == nil else {
       heldEnd = .some(failure)
@@ -162,11 +135,11 @@ struct SampleStateMachine<Element: Sendable, Failure: Error, Instant: InstantPro
   }
 
   var deadline: Instant? { intervals.armedEnd }
-  var wantsUpstream: Bool { !outputs.hasEnded && heldEnd == nil }
+  var wantsInput: Bool { !outputs.hasEnded && heldEnd == nil }
   var hasOutput: Bool { !outputs.isEmpty }
   var isEnding: Bool { outputs.hasEnded }
 
-  mutating func nextOutput(at now: Instant) -> TimedOutput<Element, Failure>? {
+  mutating func nextOutput(at now: Instant) -> OperatorOutput<Element, Failure>? {
     outputs.popFirst()
   }
 }

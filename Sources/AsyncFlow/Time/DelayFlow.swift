@@ -44,7 +44,7 @@ where Base.Element: Sendable {
   /// for await element in toasts { print(element) }  // Failure == Never
   /// ```
   public typealias Failure = Base.Failure
-  typealias Logic = DelayStateMachine<Element, Failure, C.Instant>
+  typealias Logic = DelayLogic<Element, Failure, C.Instant>
 
   let base: Base
   let interval: C.Duration
@@ -56,69 +56,40 @@ where Base.Element: Sendable {
   /// var iterator = messages.delayFlow(for: .seconds(1)).makeAsyncIterator()
   /// ```
   public func makeAsyncIterator() -> Iterator {
-    Iterator(consumer: TimedConsumer(TimedStorage(machine: Logic(interval: interval), base: base, clock: clock)))
+    Iterator(Logic(interval: interval), pulling: base, clock: clock)
   }
 
-  /// The iterator of an ``AsyncDelayFlowSequence``. Releasing it ends its iteration's task.
+  /// The iterator of an ``AsyncDelayFlowSequence``: releasing it ends its iteration's task.
   ///
   /// ```swift
   /// var iterator = toasts.makeAsyncIterator()
   /// while let toast = try await iterator.next() { show(toast) }
   /// ```
-  public struct Iterator: AsyncIteratorProtocol {
-    private let consumer: TimedConsumer<Logic, Base, C>
-
-    init(consumer: TimedConsumer<Logic, Base, C>) {
-      self.consumer = consumer
-    }
-
-    /// The next delayed element, `nil` at the finish or once the consumer's task is cancelled.
-    ///
-    /// ```swift
-    /// let toast = try await iterator.next(isolation: #isolation)
-    /// ```
-    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-      try await consumer.next(isolation: actor)
-    }
-
-    /// The next delayed element; see ``next(isolation:)``.
-    ///
-    /// ```swift
-    /// let toast = try await iterator.next()
-    /// ```
-    public mutating func next() async throws(Failure) -> Element? {
-      try await consumer.next(isolation: nil)
-    }
-  }
+  public typealias Iterator = AsyncOperatorIterator<Element, Failure>
 }
-
-@available(*, unavailable)
-extension AsyncDelayFlowSequence.Iterator: Sendable {}
 
 /// `delayFlow`: every element, and the end, is delivered `interval` after it arrived.
 /// Elements in flight are buffered: as many as arrive within one interval; behind a stalled
 /// consumer, the upstream is no longer pulled (see `wantsUpstream`).
-struct DelayStateMachine<Element: Sendable, Failure: Error, Instant: InstantProtocol>: TimedStateMachine, Sendable {
-  typealias UpstreamFailure = Failure
+struct DelayLogic<Element: Sendable, Failure: Error, Instant: InstantProtocol>: OperatorLogic {
+  typealias InputFailure = Failure
 
   private let interval: Instant.Duration
   /// Elements, and at most one end, each with the instant it is due; ordered by that instant.
-  private var inFlight = RingBuffer<(output: TimedOutput<Element, Failure>, due: Instant)>()
-  private var outputs = TimedOutputQueue<Element, Failure>()
+  private var inFlight = RingBuffer<(output: OperatorOutput<Element, Failure>, due: Instant)>()
+  private var outputs = OutputQueue<Element, Failure>()
   private var upstreamHasEnded = false
 
   init(interval: Instant.Duration) {
     self.interval = interval.cappedInterval
   }
 
-  mutating func start(at now: Instant) {}
-
-  mutating func upstreamElement(_ element: Element, at now: Instant) -> Element? {
+  mutating func input(_ element: Element, at now: Instant) -> InputVerdict<Element> {
     inFlight.append((.element(element), now.advanced(by: interval)))
-    return nil
+    return .kept
   }
 
-  mutating func upstreamEnded(_ failure: Failure?, at now: Instant) -> Element? {
+  mutating func inputEnded(_ failure: Failure?, at now: Instant) -> Element? {
     upstreamHasEnded = true
     inFlight.append((.end(failure), now.advanced(by: interval)))
     return nil
@@ -139,13 +110,13 @@ struct DelayStateMachine<Element: Sendable, Failure: Error, Instant: InstantProt
   /// consumer stops the pulling once more are due than arrive within about one interval, so at
   /// most about twice what arrives within one interval is held (plus one), instead of everything
   /// the upstream produces meanwhile.
-  var wantsUpstream: Bool {
+  var wantsInput: Bool {
     !upstreamHasEnded && !outputs.hasEnded && outputs.count <= inFlight.count
   }
   var hasOutput: Bool { !outputs.isEmpty }
   var isEnding: Bool { outputs.hasEnded }
 
-  mutating func nextOutput(at now: Instant) -> TimedOutput<Element, Failure>? {
+  mutating func nextOutput(at now: Instant) -> OperatorOutput<Element, Failure>? {
     outputs.popFirst()
   }
 }

@@ -51,7 +51,7 @@ where Base.Element: Sendable {
   /// for await element in positions { print(element) }  // Failure == Never
   /// ```
   public typealias Failure = Base.Failure
-  typealias Logic = ThrottleStateMachine<Element, Failure, C.Instant>
+  typealias Logic = ThrottleLogic<Element, Failure, C.Instant>
 
   let base: Base
   let interval: C.Duration
@@ -64,53 +64,25 @@ where Base.Element: Sendable {
   /// var iterator = scrollOffsets.throttleFlow(for: .milliseconds(100)).makeAsyncIterator()
   /// ```
   public func makeAsyncIterator() -> Iterator {
-    let logic = Logic(interval: interval, latest: latest)
-    return Iterator(consumer: TimedConsumer(TimedStorage(machine: logic, base: base, clock: clock)))
+    Iterator(Logic(interval: interval, latest: latest), pulling: base, clock: clock)
   }
 
-  /// The iterator of an ``AsyncThrottleFlowSequence``. Releasing it ends its iteration's task.
+  /// The iterator of an ``AsyncThrottleFlowSequence``: releasing it ends its iteration's task.
   ///
   /// ```swift
   /// var iterator = positions.makeAsyncIterator()
   /// while let position = try await iterator.next() { print(position) }
   /// ```
-  public struct Iterator: AsyncIteratorProtocol {
-    private let consumer: TimedConsumer<Logic, Base, C>
-
-    init(consumer: TimedConsumer<Logic, Base, C>) {
-      self.consumer = consumer
-    }
-
-    /// The next throttled element, `nil` at the finish or once the consumer's task is cancelled.
-    ///
-    /// ```swift
-    /// let position = try await iterator.next(isolation: #isolation)
-    /// ```
-    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-      try await consumer.next(isolation: actor)
-    }
-
-    /// The next throttled element; see ``next(isolation:)``.
-    ///
-    /// ```swift
-    /// let position = try await iterator.next()
-    /// ```
-    public mutating func next() async throws(Failure) -> Element? {
-      try await consumer.next(isolation: nil)
-    }
-  }
+  public typealias Iterator = AsyncOperatorIterator<Element, Failure>
 }
-
-@available(*, unavailable)
-extension AsyncThrottleFlowSequence.Iterator: Sendable {}
 
 /// `throttleFlow`, timer-driven as in Combine: the first element passes at once and opens a
 /// window of `interval`; at the end of a window that saw elements, the newest (or the first) of
 /// them is delivered and opens the next window, even if the upstream has gone quiet. At the
 /// upstream's end (finish or failure) a pending element still waits for its window's end, then the
 /// end follows it: two elements never come closer than the interval.
-struct ThrottleStateMachine<Element: Sendable, Failure: Error, Instant: InstantProtocol>: TimedStateMachine, Sendable {
-  typealias UpstreamFailure = Failure
+struct ThrottleLogic<Element: Sendable, Failure: Error, Instant: InstantProtocol>: OperatorLogic {
+  typealias InputFailure = Failure
 
   private let interval: Instant.Duration
   private let latest: Bool
@@ -118,27 +90,25 @@ struct ThrottleStateMachine<Element: Sendable, Failure: Error, Instant: InstantP
   private var pending: Element?
   /// The upstream's end (`.some(nil)`: a finish), held while a pending element waits for its window.
   private var heldEnd: Failure??
-  private var outputs = TimedOutputQueue<Element, Failure>()
+  private var outputs = OutputQueue<Element, Failure>()
 
   init(interval: Instant.Duration, latest: Bool) {
     self.interval = interval.cappedInterval
     self.latest = latest
   }
 
-  mutating func start(at now: Instant) {}
-
-  mutating func upstreamElement(_ element: Element, at now: Instant) -> Element? {
+  mutating func input(_ element: Element, at now: Instant) -> InputVerdict<Element> {
     if windowEnd == nil {
       windowEnd = now.advanced(by: interval)
-      return outputs.append(element, conflating: true)
+      return outputs.append(element, conflating: true).map { .keptDisplacing($0) } ?? .kept
     } else if latest || pending == nil {
       defer { pending = element }
-      return pending
+      return pending.map { .keptDisplacing($0) } ?? .kept
     }
-    return element
+    return .refused(element)
   }
 
-  mutating func upstreamEnded(_ failure: Failure?, at now: Instant) -> Element? {
+  mutating func inputEnded(_ failure: Failure?, at now: Instant) -> Element? {
     // A pending element implies an open window: it keeps its turn, and the end follows it.
     guard pending == nil else {
       heldEnd = .some(failure)
@@ -166,11 +136,11 @@ struct ThrottleStateMachine<Element: Sendable, Failure: Error, Instant: InstantP
   }
 
   var deadline: Instant? { windowEnd }
-  var wantsUpstream: Bool { !outputs.hasEnded && heldEnd == nil }
+  var wantsInput: Bool { !outputs.hasEnded && heldEnd == nil }
   var hasOutput: Bool { !outputs.isEmpty }
   var isEnding: Bool { outputs.hasEnded }
 
-  mutating func nextOutput(at now: Instant) -> TimedOutput<Element, Failure>? {
+  mutating func nextOutput(at now: Instant) -> OperatorOutput<Element, Failure>? {
     outputs.popFirst()
   }
 }

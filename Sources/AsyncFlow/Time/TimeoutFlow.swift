@@ -124,7 +124,7 @@ where Base.Element: Sendable {
   /// for try await element in beats { print(element) }
   /// ```
   public typealias Element = Base.Element
-  typealias Logic = TimeoutStateMachine<Element, Base.Failure, Failure, C.Instant>
+  typealias Logic = TimeoutLogic<Element, Base.Failure, Failure, C.Instant>
 
   let base: Base
   let interval: C.Duration
@@ -139,63 +139,32 @@ where Base.Element: Sendable {
   /// var iterator = pages.timeoutFlow(after: .seconds(5)).makeAsyncIterator()
   /// ```
   public func makeAsyncIterator() -> Iterator {
-    let logic = Logic(interval: interval, timeoutEnd: timeoutEnd, mapFailure: mapFailure)
-    return Iterator(consumer: TimedConsumer(TimedStorage(machine: logic, base: base, clock: clock)))
+    Iterator(Logic(interval: interval, timeoutEnd: timeoutEnd, mapFailure: mapFailure), pulling: base, clock: clock)
   }
 
-  /// The iterator of an ``AsyncTimeoutFlowSequence``. Releasing it ends its iteration's task.
+  /// The iterator of an ``AsyncTimeoutFlowSequence``: releasing it ends its iteration's task.
   ///
   /// ```swift
   /// var iterator = beats.makeAsyncIterator()
   /// while let beat = try await iterator.next() { print(beat) }
   /// ```
-  public struct Iterator: AsyncIteratorProtocol {
-    private let consumer: TimedConsumer<Logic, Base, C>
-
-    init(consumer: TimedConsumer<Logic, Base, C>) {
-      self.consumer = consumer
-    }
-
-    /// The next element; throws on a timeout (or finishes, for `finishingAfter:`), returns `nil`
-    /// at the finish or once the consumer's task is cancelled.
-    ///
-    /// ```swift
-    /// let beat = try await iterator.next(isolation: #isolation)
-    /// ```
-    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-      try await consumer.next(isolation: actor)
-    }
-
-    /// The next element; see ``next(isolation:)``.
-    ///
-    /// ```swift
-    /// let beat = try await iterator.next()
-    /// ```
-    public mutating func next() async throws(Failure) -> Element? {
-      try await consumer.next(isolation: nil)
-    }
-  }
+  public typealias Iterator = AsyncOperatorIterator<Element, Failure>
 }
-
-@available(*, unavailable)
-extension AsyncTimeoutFlowSequence.Iterator: Sendable {}
 
 /// `timeoutFlow`: ends the sequence (with a failure, or a finish) when the upstream takes longer
 /// than `interval` to deliver an element or its end. The first end wins: an upstream failing
 /// after the timeout fired (it ignored the cancellation) does not replace the timeout. The clock runs from the start of the
 /// iteration and from each element's hand-over to the consumer; it pauses while an element waits
 /// for a slow consumer, since the upstream is not being asked for anything then.
-struct TimeoutStateMachine<Element: Sendable, UpstreamFailure: Error, Failure: Error, Instant: InstantProtocol>:
-  TimedStateMachine, Sendable
-{
+struct TimeoutLogic<Element: Sendable, InputFailure: Error, Failure: Error, Instant: InstantProtocol>: OperatorLogic {
   private let interval: Instant.Duration
   /// What the sequence ends with on a timeout: a failure, or `nil` to finish.
   private let timeoutEnd: Failure?
-  private let mapFailure: @Sendable (UpstreamFailure) -> Failure
+  private let mapFailure: @Sendable (InputFailure) -> Failure
   private var timeoutAt: Instant?
-  private var outputs = TimedOutputQueue<Element, Failure>()
+  private var outputs = OutputQueue<Element, Failure>()
 
-  init(interval: Instant.Duration, timeoutEnd: Failure?, mapFailure: @escaping @Sendable (UpstreamFailure) -> Failure) {
+  init(interval: Instant.Duration, timeoutEnd: Failure?, mapFailure: @escaping @Sendable (InputFailure) -> Failure) {
     self.interval = interval.cappedInterval
     self.timeoutEnd = timeoutEnd
     self.mapFailure = mapFailure
@@ -205,12 +174,13 @@ struct TimeoutStateMachine<Element: Sendable, UpstreamFailure: Error, Failure: E
     timeoutAt = now.advanced(by: interval)
   }
 
-  mutating func upstreamElement(_ element: Element, at now: Instant) -> Element? {
+  mutating func input(_ element: Element, at now: Instant) -> InputVerdict<Element> {
     timeoutAt = nil
-    return outputs.append(element, conflating: false)
+    outputs.append(element, conflating: false)
+    return .kept
   }
 
-  mutating func upstreamEnded(_ failure: UpstreamFailure?, at now: Instant) -> Element? {
+  mutating func inputEnded(_ failure: InputFailure?, at now: Instant) -> Element? {
     timeoutAt = nil
     outputs.end(failure.map(mapFailure))
     return nil
@@ -224,11 +194,11 @@ struct TimeoutStateMachine<Element: Sendable, UpstreamFailure: Error, Failure: E
   }
 
   var deadline: Instant? { timeoutAt }
-  var wantsUpstream: Bool { outputs.isEmpty && !outputs.hasEnded }
+  var wantsInput: Bool { outputs.isEmpty && !outputs.hasEnded }
   var hasOutput: Bool { !outputs.isEmpty }
   var isEnding: Bool { outputs.hasEnded }
 
-  mutating func nextOutput(at now: Instant) -> TimedOutput<Element, Failure>? {
+  mutating func nextOutput(at now: Instant) -> OperatorOutput<Element, Failure>? {
     let output = outputs.popFirst()
     if case .element = output, !outputs.hasEnded {
       timeoutAt = now.advanced(by: interval)

@@ -1,0 +1,119 @@
+/// What comes out of an operator, in order.
+enum OperatorOutput<Element, Failure: Error> {
+  case element(Element)
+  case end(Failure?)
+}
+
+/// What a logic did with an input's element.
+enum InputVerdict<Element> {
+  case kept
+  /// Kept; an element the logic held gives way (a newer one replaced it, a buffer dropped its
+  /// oldest), to be released after the lock.
+  case keptDisplacing(Element)
+  /// Not kept (a full `bufferingOldest` buffer, a throttle window that has its element): handed
+  /// back, to be released after the lock.
+  case refused(Element)
+}
+
+/// The per-operator part of an ``OperatorLifecycle``: what to do with the input's elements, its
+/// end and the timer's firings, and what the consumer gets next. A plain value, tested as a table
+/// of inputs and outputs; the life cycle asks it, under the storage's lock, whether the consumer,
+/// the input and the timer may go on.
+///
+/// An event that lets go of an element the logic held returns it rather than releasing it: the
+/// storage calls the logic under its lock, and the element's `deinit` may call back into the
+/// operator (cancel the consumer, send to the subject feeding it), so it is released after the lock.
+///
+/// Deadlines never move earlier while the timer sleeps (a debounce moves its deadline later, a
+/// delay queue's head is always the earliest), so the timer only sleeps until `deadline`, then
+/// reports; the logic decides whether that instant is still the one that matters.
+protocol OperatorLogic: Sendable {
+  /// What the input delivers.
+  associatedtype Element: Sendable
+  /// What the consumer receives: the input's elements, or what the logic makes of them
+  /// (`collectFlow`'s arrays).
+  associatedtype Output: Sendable = Element
+  associatedtype InputFailure: Error
+  associatedtype Failure: Error
+  associatedtype Instant: InstantProtocol
+
+  /// Whether the operator's task runs a timer beside its input (`false`: `deadline` is never set).
+  static var usesTimer: Bool { get }
+
+  mutating func start(at now: Instant)
+  mutating func input(_ element: Element, at now: Instant) -> InputVerdict<Element>
+  /// The input ended (`nil`: it finished). Returns the element a conflation displaced, if any.
+  mutating func inputEnded(_ failure: InputFailure?, at now: Instant) -> Element?
+  /// Returns the element a conflation displaced, if any.
+  mutating func timerFired(at now: Instant) -> Element?
+
+  /// When the timer should next fire, if it should.
+  var deadline: Instant? { get }
+  /// Whether the input may be pulled now (a logic that buffers nothing says no while it holds an
+  /// element the consumer has not taken; one whose input pushes says no: its task waits for the end).
+  var wantsInput: Bool { get }
+  /// Whether the consumer has something to take.
+  var hasOutput: Bool { get }
+  /// Takes the next output for the consumer at `now`. Once it has returned `.end`, the operator is over.
+  mutating func nextOutput(at now: Instant) -> OperatorOutput<Output, Failure>?
+  /// Whether an `.end` is waiting or delivered: the input and the timer are no longer needed.
+  var isEnding: Bool { get }
+}
+
+extension OperatorLogic {
+  static var usesTimer: Bool { true }
+  mutating func start(at now: Instant) {}
+}
+
+/// What a logic holds for its consumer. Elements are conflated when asked (a newer one replaces
+/// one the consumer has not taken yet), so a slow consumer sees the latest, in bounded memory; the
+/// end is never conflated away.
+struct OutputQueue<Element, Failure: Error> {
+  private var outputs = RingBuffer<OperatorOutput<Element, Failure>>()
+  private(set) var hasEnded = false
+
+  var isEmpty: Bool { outputs.isEmpty }
+  /// The outputs the consumer has not taken, the end included.
+  var count: Int { outputs.count }
+
+  /// Returns the element a conflation replaced, to be released after the lock.
+  @discardableResult
+  mutating func append(_ element: Element, conflating: Bool) -> Element? {
+    if conflating, case .element(let replaced) = outputs.last {
+      outputs.last = .element(element)
+      return replaced
+    }
+    outputs.append(.element(element))
+    return nil
+  }
+
+  mutating func end(_ failure: Failure?) {
+    guard !hasEnded else { return }
+    hasEnded = true
+    outputs.append(.end(failure))
+  }
+
+  mutating func popFirst() -> OperatorOutput<Element, Failure>? {
+    outputs.popFirst()
+  }
+}
+
+/// The clock of an operator that measures no time (`bufferFlow`, `Flow.callbacks`): every instant
+/// is the same one, reading it costs nothing, and nothing sleeps on it (their logics set no timer).
+struct TimelessClock: Clock {
+  struct Instant: InstantProtocol {
+    func advanced(by duration: Duration) -> Instant { self }
+    func duration(to other: Instant) -> Duration { .zero }
+    static func < (lhs: Instant, rhs: Instant) -> Bool { false }
+  }
+
+  var now: Instant { Instant() }
+  var minimumResolution: Duration { .zero }
+
+  func sleep(until deadline: Instant, tolerance: Duration?) async throws {
+    preconditionFailure("Internal inconsistency: a TimelessClock was asked to sleep")
+  }
+}
+
+extension OperatorOutput: Sendable where Element: Sendable {}
+extension OutputQueue: Sendable where Element: Sendable {}

@@ -1,0 +1,227 @@
+/// Runs an ``OperatorLifecycle``: the consumer's `next()`, one task per iteration whose input is
+/// given by the operator (``pull(_:)`` for an upstream, a callbacks setup for `Flow.callbacks`)
+/// with a timer beside it when the logic uses one. The lock is held only around machine events;
+/// continuations are resumed, the task cancelled and released values let go after it is released.
+final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.Instant == Logic.Instant {
+  typealias Lifecycle = OperatorLifecycle<
+    Logic, UnsafeContinuation<Void, Never>, UnsafeContinuation<Bool, Never>, UnsafeContinuation<C.Instant?, Never>,
+    Task<Void, Never>
+  >
+  /// What the task runs as the input: it reports through ``input(_:)`` and ``inputEnded(_:)``
+  /// and waits in ``inputWanted()``.
+  typealias Input = @Sendable (OperatorStorage) async -> Void
+
+  private let state: LockedState<Lifecycle>
+  private let clock: C
+
+  init(logic: Logic, clock: C) {
+    self.state = LockedState(Lifecycle(logic: logic))
+    self.clock = clock
+  }
+
+  /// Called after the lock; what the wakeups release (`released`) goes with them, here.
+  private static func perform(_ wakeups: consuming Lifecycle.Wakeups) {
+    wakeups.cancel?.cancel()
+    wakeups.consumer?.resume()
+    if let (input, proceed) = wakeups.input { input.resume(returning: proceed) }
+    if let (timer, deadline) = wakeups.timer { timer.resume(returning: deadline) }
+  }
+
+  // MARK: Consumer
+
+  func next(isolation actor: isolated (any Actor)?, input: @escaping Input) async throws(Logic.Failure) -> Logic.Output?
+  {
+    while true {
+      let now = clock.now
+      switch state.withLock({ $0.next(at: now) }) {
+      case .startTask:
+        startTask(input)
+      case .deliver(let output, let wakeups):
+        Self.perform(wakeups)
+        return output
+      case .end(let failure, let wakeups, let task, _):
+        // The retired logic goes with the action, after the lock.
+        Self.perform(wakeups)
+        // No work outlives the iteration: the end comes once the task has ended.
+        await task?.value
+        if let failure { throw failure }
+        return nil
+      case .suspend:
+        await withTaskCancellationHandler {
+          await withUnsafeContinuation(isolation: actor) { (continuation: UnsafeContinuation<Void, Never>) in
+            state.withLock { $0.suspendConsumer(continuation) }?.resume()
+          }
+        } onCancel: {
+          self.cancel()
+        }
+      }
+    }
+  }
+
+  /// The consumer's task was cancelled or its iterator released.
+  func cancel() {
+    let (wakeups, retired) = state.withLock { $0.cancel() }
+    Self.perform(wakeups)
+    // Released here, after the lock: what it holds may call back from its `deinit`.
+    _ = consume retired
+  }
+
+  // MARK: The iteration's task
+
+  /// The task holds `input` (and what it captures), the storage does not: a callbacks setup that
+  /// captures a socket whose callbacks hold the storage makes no cycle.
+  private func startTask(_ input: @escaping Input) {
+    let task = FlowScheduling.startTask {
+      guard Logic.usesTimer else { return await input(self) }
+      await withTaskGroup(of: Void.self) { group in
+        group.addTask { await input(self) }
+        group.addTask { await self.runTimer() }
+      }
+    }
+    state.withLock { $0.taskStarted(task) }?.cancel()
+  }
+
+  /// Waits until the logic wants an input element; `false` once the operator is over.
+  func inputWanted() async -> Bool {
+    await withTaskCancellationHandler {
+      await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
+        if let (input, proceed) = state.withLock({ $0.inputWaits(continuation, isCancelled: Task.isCancelled) }) {
+          input.resume(returning: proceed)
+        }
+      }
+    } onCancel: {
+      state.withLock { $0.inputCancelled() }?.resume(returning: false)
+    }
+  }
+
+  /// Hands `element` to the logic; returns whether it will reach the consumer unless it leaves
+  /// first. The caller's reference outlives the lock: if the logic does not keep the element, its
+  /// last release (and `deinit`) comes after the lock, not inside it.
+  @discardableResult
+  func input(_ element: Logic.Element) -> Bool {
+    let now = clock.now
+    let (wakeups, accepted) = state.withLock { $0.input(element, at: now) }
+    Self.perform(wakeups)
+    return accepted
+  }
+
+  func inputEnded(_ failure: Logic.InputFailure?) {
+    let now = clock.now
+    Self.perform(state.withLock { $0.inputEnded(failure, at: now) })
+  }
+
+  /// The input of an operator over an upstream: pulls it while the logic wants elements.
+  func pull<Base: AsyncSequence>(_ base: Base) async
+  where Base.Element == Logic.Element, Base.Failure == Logic.InputFailure {
+    var iterator = base.makeAsyncIterator()
+    while await inputWanted() {
+      do throws(Base.Failure) {
+        guard let element = try await iterator.next(isolation: nil) else { return inputEnded(nil) }
+        input(element)
+      } catch {
+        return inputEnded(error)
+      }
+    }
+    // The operator is over but the upstream has not ended (timeoutFlow holds an element and does
+    // not pull meanwhile): no work may outlive the iteration.
+    await iterator.stopPulling()
+  }
+
+  private func runTimer() async {
+    while let deadline = await nextDeadline() {
+      do {
+        try await clock.sleep(until: deadline, tolerance: nil)
+      } catch {
+        return
+      }
+      let now = clock.now
+      Self.perform(state.withLock { $0.timerFired(at: now) })
+    }
+  }
+
+  /// Waits until the logic has a deadline; `nil` once the operator is over.
+  private func nextDeadline() async -> C.Instant? {
+    await withTaskCancellationHandler {
+      await withUnsafeContinuation { (continuation: UnsafeContinuation<C.Instant?, Never>) in
+        if let (timer, deadline) = state.withLock({ $0.timerWaits(continuation, isCancelled: Task.isCancelled) }) {
+          timer.resume(returning: deadline)
+        }
+      }
+    } onCancel: {
+      state.withLock { $0.timerCancelled() }?.resume(returning: nil)
+    }
+  }
+}
+
+/// The consumer's end of one iteration: releasing it (leaving the loop) ends the iteration as a
+/// cancellation does. Generic over what it delivers only, so that one public iterator serves
+/// every operator on the life cycle.
+final class OperatorConsumer<Output, Failure: Error> {
+  private let nextOutput: (isolated (any Actor)?) async throws(Failure) -> Output?
+  private let cancel: @Sendable () -> Void
+
+  init<Logic: OperatorLogic, C: Clock>(
+    _ storage: OperatorStorage<Logic, C>, input: @escaping OperatorStorage<Logic, C>.Input
+  ) where Logic.Output == Output, Logic.Failure == Failure {
+    nextOutput = { (actor: isolated (any Actor)?) async throws(Failure) -> Output? in
+      try await storage.next(isolation: actor, input: input)
+    }
+    cancel = { storage.cancel() }
+  }
+
+  deinit {
+    // Nobody waits for the task: it ends (and runs a cleanup) on its own, soon after.
+    cancel()
+  }
+
+  func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Output? {
+    // Nothing is delivered after cancellation, not even what is buffered.
+    if Task.isCancelled { cancel() }
+    return try await nextOutput(actor)
+  }
+}
+
+/// The iterator of the operators that run a task for their consumer: `debounceFlow`,
+/// `throttleFlow`, `delayFlow`, `timeoutFlow`, `sampleFlow`, `collectFlow(every:)` and
+/// `bufferFlow`, each of which names it `Iterator`. Releasing it ends its iteration's task.
+///
+/// ```swift
+/// var iterator = keystrokes.debounceFlow(for: .milliseconds(300)).makeAsyncIterator()
+/// while let query = await iterator.next() { print(query) }
+/// ```
+public struct AsyncOperatorIterator<Element, Failure: Error>: AsyncIteratorProtocol {
+  let consumer: OperatorConsumer<Element, Failure>
+
+  /// The next output, `nil` at the finish or once the consumer's task is cancelled; throws the
+  /// operator's failure.
+  ///
+  /// ```swift
+  /// let query = try await iterator.next(isolation: #isolation)
+  /// ```
+  public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+    try await consumer.next(isolation: actor)
+  }
+
+  /// The next output; see ``next(isolation:)``.
+  ///
+  /// ```swift
+  /// let query = try await iterator.next()
+  /// ```
+  public mutating func next() async throws(Failure) -> Element? {
+    try await consumer.next(isolation: nil)
+  }
+}
+
+@available(*, unavailable)
+extension AsyncOperatorIterator: Sendable {}
+
+extension AsyncOperatorIterator {
+  /// An iterator whose task pulls `base` into `logic`, measuring time on `clock`.
+  init<Logic: OperatorLogic, Base: AsyncSequence & Sendable, C: Clock>(_ logic: Logic, pulling base: Base, clock: C)
+  where
+    Logic.Output == Element, Logic.Failure == Failure, Logic.Element == Base.Element,
+    Logic.InputFailure == Base.Failure, C.Instant == Logic.Instant
+  {
+    consumer = OperatorConsumer(OperatorStorage(logic: logic, clock: clock)) { await $0.pull(base) }
+  }
+}

@@ -1,0 +1,569 @@
+import AsyncFlowTesting
+import Testing
+
+@testable import AsyncFlow
+
+/// A logic whose answers the test sets: `input` queues the element, `inputEnded` queues the end,
+/// `timerFired` queues 99.
+private struct FakeLogic: OperatorLogic {
+  typealias Element = Int
+  typealias InputFailure = TestError
+  typealias Failure = TestError
+  typealias Instant = TestClock.Instant
+
+  var log: [String] = []
+  var outputs: [OperatorOutput<Int, TestError>] = []
+  var deadline: Instant?
+  var wantsInput = true
+  /// What `input` and `timerFired` say they let go.
+  var displaced: Int?
+  var refuses = false
+  /// Whether `timerFired` ends the logic (as a timeout does) rather than queue 99.
+  var timerEnds = false
+  var isEnding: Bool { outputs.contains { if case .end = $0 { true } else { false } } || endDelivered }
+  var hasOutput: Bool { !outputs.isEmpty }
+  private var endDelivered = false
+
+  mutating func start(at now: Instant) { log.append("start") }
+  mutating func input(_ element: Int, at now: Instant) -> InputVerdict<Int> {
+    log.append("input \(element)")
+    if refuses { return .refused(element) }
+    outputs.append(.element(element))
+    return displaced.map { .keptDisplacing($0) } ?? .kept
+  }
+  mutating func inputEnded(_ failure: TestError?, at now: Instant) -> Int? {
+    log.append("ended")
+    outputs.append(.end(failure))
+    return nil
+  }
+  mutating func timerFired(at now: Instant) -> Int? {
+    log.append("timer")
+    outputs.append(timerEnds ? .end(nil) : .element(99))
+    return displaced
+  }
+  mutating func nextOutput(at now: Instant) -> OperatorOutput<Int, TestError>? {
+    guard !outputs.isEmpty else { return nil }
+    let output = outputs.removeFirst()
+    if case .end = output { endDelivered = true }
+    return output
+  }
+}
+
+/// The waiters and the task are plain numbers: consumer 1, input 2, timer 3, task 4.
+private typealias Lifecycle = OperatorLifecycle<FakeLogic, Int, Int, Int, Int>
+private let consumer = 1
+private let input = 2
+private let timer = 3
+private let task = 4
+private let now = TestClock.Instant(offset: .seconds(1))
+private let deadline = TestClock.Instant(offset: .seconds(5))
+
+private func logic(_ configure: (inout FakeLogic) -> Void = { _ in }) -> FakeLogic {
+  var logic = FakeLogic()
+  configure(&logic)
+  return logic
+}
+
+private func idle() -> Lifecycle { Lifecycle(logic: FakeLogic()) }
+
+private func running(
+  _ logic: FakeLogic = FakeLogic(), consumer: Int? = nil, input: Lifecycle.Child<Int> = .busy,
+  timer: Lifecycle.Child<Int> = .busy, task: Int? = 4, inputEnded: Bool = false
+) -> Lifecycle {
+  var running = Lifecycle.Running(consumer: consumer, input: input, timer: timer, task: task)
+  running.inputEnded = inputEnded
+  return Lifecycle(logic: logic, state: .running(running))
+}
+
+/// Running with every waiter parked and the task registered.
+private func parked(_ logic: FakeLogic = FakeLogic()) -> Lifecycle {
+  running(logic, consumer: consumer, input: .parked(input), timer: .parked(timer))
+}
+
+private func cancelled(task: Int? = 4, inputBusy: Bool = false, timerBusy: Bool = false) -> Lifecycle {
+  Lifecycle(logic: nil, state: .cancelled(.init(task: task, inputBusy: inputBusy, timerBusy: timerBusy)))
+}
+
+private func finished() -> Lifecycle { Lifecycle(logic: nil, state: .finished) }
+private func modifying() -> Lifecycle { Lifecycle(logic: FakeLogic(), state: .modifying) }
+
+extension OperatorLifecycle.Child {
+  fileprivate var label: String {
+    switch self {
+    case .busy: "busy"
+    case .parked(let waiter): "parked \(waiter)"
+    case .left: "left"
+    }
+  }
+}
+
+extension OperatorLifecycle {
+  fileprivate var label: String {
+    switch state {
+    case .idle: "idle"
+    case .running(let running):
+      "running(consumer: \(running.consumer.map { "\($0)" } ?? "-"), input: \(running.input.label), "
+        + "timer: \(running.timer.label), task: \(running.task.map { "\($0)" } ?? "-")"
+        + "\(running.inputEnded ? ", input ended" : ""))"
+    case .cancelled(let cancelled):
+      "cancelled(task: \(cancelled.task.map { "\($0)" } ?? "-")\(cancelled.inputBusy ? ", input busy" : "")"
+        + "\(cancelled.timerBusy ? ", timer busy" : ""))"
+    case .finished: "finished"
+    case .modifying: "modifying"
+    }
+  }
+
+  fileprivate var log: [String] { (logic as? FakeLogic)?.log ?? [] }
+}
+
+/// The wakeups as text, to compare in one expectation.
+private func describe(_ wakeups: Lifecycle.Wakeups) -> String {
+  var parts: [String] = []
+  if let consumer = wakeups.consumer { parts.append("consumer \(consumer)") }
+  if let (input, proceed) = wakeups.input { parts.append("input \(input) \(proceed ? "pull" : "leave")") }
+  if let (timer, deadline) = wakeups.timer { parts.append("timer \(timer) \(deadline.map { "\($0)" } ?? "leave")") }
+  if let task = wakeups.cancel { parts.append("cancel \(task)") }
+  if let released = wakeups.released { parts.append("release \(released)") }
+  return parts.joined(separator: ", ")
+}
+
+private func describe(_ cancel: (wakeups: Lifecycle.Wakeups, retired: FakeLogic?)) -> String {
+  [describe(cancel.wakeups), cancel.retired == nil ? "" : "retire"].filter { !$0.isEmpty }.joined(separator: ", ")
+}
+
+private func describe(_ action: Lifecycle.NextAction) -> String {
+  switch action {
+  case .startTask: "startTask"
+  case .deliver(let element, let wakeups): "deliver \(element) [\(describe(wakeups))]"
+  case .end(let failure, let wakeups, let awaiting, let retired):
+    "end \(failure.map { "failure \($0.id)" } ?? "finish") [\(describe((wakeups, retired)))] "
+      + "awaiting \(awaiting.map { "\($0)" } ?? "-")"
+  case .suspend: "suspend"
+  }
+}
+
+private func describe(_ answer: (continuation: Int, proceed: Bool)?) -> String {
+  answer.map { "\($0.continuation) \($0.proceed ? "pull" : "leave")" } ?? "parked"
+}
+
+private func describe(_ answer: (continuation: Int, deadline: TestClock.Instant?)?) -> String {
+  answer.map { "\($0.continuation) \($0.deadline.map { "\($0)" } ?? "leave")" } ?? "parked"
+}
+
+private func describe(_ answer: (wakeups: Lifecycle.Wakeups, accepted: Bool)) -> String {
+  "\(answer.accepted ? "accepted" : "refused") [\(describe(answer.wakeups))]"
+}
+
+/// The whole grid: 5 states (idle, running, cancelled, finished, modifying) x 11 events = 55
+/// cells, one test each (a few cells have a second test for another answer of the logic). 34 cells
+/// are possible; the 21 impossible ones (and 2 impossible variants of `taskStarted`) stop the
+/// process, checked by exit tests.
+@Suite("OperatorLifecycle", .timeLimit(.minutes(1)))
+struct OperatorLifecycleTests {
+  // MARK: next
+
+  @Test func testNext_whenIdle() {
+    var machine = idle()
+    #expect(describe(machine.next(at: now)) == "startTask")
+    #expect(machine.log == ["start"])
+    #expect(machine.label == "running(consumer: -, input: busy, timer: busy, task: -)")
+  }
+
+  @Test func testNext_whenRunning() {
+    var machine = running(logic { $0.outputs = [.element(7)] }, input: .parked(input))
+    #expect(describe(machine.next(at: now)) == "deliver 7 [input 2 pull]")
+    #expect(machine.label == "running(consumer: -, input: busy, timer: busy, task: 4)")
+  }
+
+  @Test func testNext_whenRunningWithNothing() {
+    var machine = running(logic { $0.wantsInput = false }, input: .parked(input), timer: .parked(timer))
+    #expect(describe(machine.next(at: now)) == "suspend")
+    #expect(machine.label == "running(consumer: -, input: parked 2, timer: parked 3, task: 4)")
+  }
+
+  @Test func testNext_whenRunningWithTheEnd() {
+    // The parked children leave; the task is not cancelled: nobody in it is busy.
+    var machine = running(logic { $0.outputs = [.end(TestError(id: 3))] }, input: .parked(input), timer: .parked(timer))
+    #expect(describe(machine.next(at: now)) == "end failure 3 [input 2 leave, timer 3 leave, retire] awaiting 4")
+    #expect(machine.label == "finished")
+  }
+
+  @Test func testNext_whenCancelled() {
+    var machine = cancelled()
+    #expect(describe(machine.next(at: now)) == "end finish [] awaiting 4")
+    #expect(machine.label == "finished")
+  }
+
+  @Test func testNext_whenFinished() {
+    var machine = finished()
+    #expect(describe(machine.next(at: now)) == "end finish [] awaiting -")
+    #expect(machine.label == "finished")
+  }
+
+  // MARK: suspendConsumer
+
+  @Test func testSuspendConsumer_whenRunning() {
+    var machine = running()
+    #expect(machine.suspendConsumer(consumer) == nil)
+    #expect(machine.label == "running(consumer: 1, input: busy, timer: busy, task: 4)")
+  }
+
+  @Test func testSuspendConsumer_whenRunningWithAnOutput() {
+    // The output arrived between `next` and the registration.
+    var machine = running(logic { $0.outputs = [.element(7)] })
+    #expect(machine.suspendConsumer(consumer) == consumer)
+    #expect(machine.label == "running(consumer: -, input: busy, timer: busy, task: 4)")
+  }
+
+  @Test func testSuspendConsumer_whenCancelled() {
+    var machine = cancelled()
+    #expect(machine.suspendConsumer(consumer) == consumer)
+    #expect(machine.label == "cancelled(task: 4)")
+  }
+
+  @Test func testSuspendConsumer_whenFinished() {
+    var machine = finished()
+    #expect(machine.suspendConsumer(consumer) == consumer)
+    #expect(machine.label == "finished")
+  }
+
+  // MARK: cancel
+
+  @Test func testCancel_whenIdle() {
+    var machine = idle()
+    #expect(describe(machine.cancel()) == "retire")
+    #expect(machine.label == "finished")
+  }
+
+  @Test func testCancel_whenRunning() {
+    // Every child parked: they are told to leave, and the task is left alone (a cleanup in it
+    // must not be cancelled).
+    var machine = parked()
+    #expect(describe(machine.cancel()) == "consumer 1, input 2 leave, timer 3 leave, retire")
+    #expect(machine.label == "cancelled(task: 4)")
+  }
+
+  @Test func testCancel_whenRunningWithABusyChild() {
+    // Inside its upstream's `next()` or a setup, only a cancellation reaches the input.
+    var machine = running(consumer: consumer, input: .busy, timer: .left)
+    #expect(describe(machine.cancel()) == "consumer 1, cancel 4, retire")
+    #expect(machine.label == "cancelled(task: 4, input busy)")
+  }
+
+  @Test func testCancel_whenRunningBeforeTheTaskIsRegistered() {
+    var machine = running(task: nil)
+    #expect(describe(machine.cancel()) == "retire")
+    #expect(machine.label == "cancelled(task: -, input busy, timer busy)")
+  }
+
+  @Test func testCancel_whenCancelled() {
+    var machine = cancelled()
+    #expect(describe(machine.cancel()) == "")
+    #expect(machine.label == "cancelled(task: 4)")
+  }
+
+  @Test func testCancel_whenFinished() {
+    var machine = finished()
+    #expect(describe(machine.cancel()) == "")
+    #expect(machine.label == "finished")
+  }
+
+  // MARK: taskStarted
+
+  @Test func testTaskStarted_whenRunning() {
+    var machine = running(task: nil)
+    #expect(machine.taskStarted(task) == nil)
+    #expect(machine.label == "running(consumer: -, input: busy, timer: busy, task: 4)")
+  }
+
+  @Test func testTaskStarted_whenRunningAndTheLogicEndedWhileTheTimerIsBusy() {
+    var machine = running(logic { $0.outputs = [.end(nil)] }, input: .left, timer: .busy, task: nil)
+    #expect(machine.taskStarted(task) == task)
+  }
+
+  @Test func testTaskStarted_whenRunningAndTheInputEndedItDuringItsSetup() {
+    // `Flow.callbacks`: `finish()` from inside the setup; the setup goes on, then its cleanup.
+    var machine = running(logic { $0.outputs = [.end(nil)] }, input: .busy, timer: .left, task: nil, inputEnded: true)
+    #expect(machine.taskStarted(task) == nil)
+  }
+
+  @Test func testTaskStarted_whenCancelled() {
+    var machine = cancelled(task: nil, inputBusy: true)
+    #expect(machine.taskStarted(task) == task)
+    #expect(machine.label == "cancelled(task: 4, input busy)")
+  }
+
+  @Test func testTaskStarted_whenCancelledAndEveryChildLeft() {
+    // The setup returned and its cleanup runs: it is not cancelled.
+    var machine = cancelled(task: nil)
+    #expect(machine.taskStarted(task) == nil)
+    #expect(machine.label == "cancelled(task: 4)")
+  }
+
+  // MARK: inputWaits
+
+  @Test func testInputWaits_whenRunning() {
+    var machine = running()
+    #expect(describe(machine.inputWaits(input, isCancelled: false)) == "2 pull")
+    #expect(machine.label == "running(consumer: -, input: busy, timer: busy, task: 4)")
+  }
+
+  @Test func testInputWaits_whenRunningAndTheLogicWantsNothing() {
+    var machine = running(logic { $0.wantsInput = false })
+    #expect(describe(machine.inputWaits(input, isCancelled: false)) == "parked")
+    #expect(machine.label == "running(consumer: -, input: parked 2, timer: busy, task: 4)")
+  }
+
+  @Test func testInputWaits_whenRunningAndEnding() {
+    var machine = running(logic { $0.outputs = [.end(nil)] })
+    #expect(describe(machine.inputWaits(input, isCancelled: false)) == "2 leave")
+    #expect(machine.label == "running(consumer: -, input: left, timer: busy, task: 4)")
+  }
+
+  @Test func testInputWaits_whenRunningAndItsTaskIsCancelled() {
+    var machine = running()
+    #expect(describe(machine.inputWaits(input, isCancelled: true)) == "2 leave")
+    #expect(machine.label == "running(consumer: -, input: left, timer: busy, task: 4)")
+  }
+
+  @Test func testInputWaits_whenCancelled() {
+    var machine = cancelled(task: nil, inputBusy: true)
+    #expect(describe(machine.inputWaits(input, isCancelled: false)) == "2 leave")
+    #expect(machine.label == "cancelled(task: -)")
+  }
+
+  @Test func testInputWaits_whenFinished() {
+    var machine = finished()
+    #expect(describe(machine.inputWaits(input, isCancelled: false)) == "2 leave")
+  }
+
+  // MARK: inputCancelled
+
+  @Test func testInputCancelled_whenRunning() {
+    var machine = running(input: .parked(input))
+    #expect(machine.inputCancelled() == input)
+    #expect(machine.label == "running(consumer: -, input: left, timer: busy, task: 4)")
+    #expect(machine.inputCancelled() == nil)
+  }
+
+  @Test func testInputCancelled_whenCancelled() {
+    var machine = cancelled()
+    #expect(machine.inputCancelled() == nil)
+  }
+
+  @Test func testInputCancelled_whenFinished() {
+    var machine = finished()
+    #expect(machine.inputCancelled() == nil)
+  }
+
+  // MARK: timerWaits
+
+  @Test func testTimerWaits_whenRunning() {
+    var machine = running(logic { $0.deadline = deadline })
+    #expect(describe(machine.timerWaits(timer, isCancelled: false)) == "3 5.0 seconds")
+    #expect(machine.label == "running(consumer: -, input: busy, timer: busy, task: 4)")
+  }
+
+  @Test func testTimerWaits_whenRunningWithoutADeadline() {
+    var machine = running()
+    #expect(describe(machine.timerWaits(timer, isCancelled: false)) == "parked")
+    #expect(machine.label == "running(consumer: -, input: busy, timer: parked 3, task: 4)")
+  }
+
+  @Test func testTimerWaits_whenRunningAndEnding() {
+    var machine = running(logic { $0.outputs = [.end(nil)] })
+    #expect(describe(machine.timerWaits(timer, isCancelled: false)) == "3 leave")
+    #expect(machine.label == "running(consumer: -, input: busy, timer: left, task: 4)")
+  }
+
+  @Test func testTimerWaits_whenCancelled() {
+    var machine = cancelled(task: nil, timerBusy: true)
+    #expect(describe(machine.timerWaits(timer, isCancelled: false)) == "3 leave")
+    #expect(machine.label == "cancelled(task: -)")
+  }
+
+  @Test func testTimerWaits_whenFinished() {
+    var machine = finished()
+    #expect(describe(machine.timerWaits(timer, isCancelled: false)) == "3 leave")
+  }
+
+  // MARK: timerCancelled
+
+  @Test func testTimerCancelled_whenRunning() {
+    var machine = running(timer: .parked(timer))
+    #expect(machine.timerCancelled() == timer)
+    #expect(machine.label == "running(consumer: -, input: busy, timer: left, task: 4)")
+    #expect(machine.timerCancelled() == nil)
+  }
+
+  @Test func testTimerCancelled_whenCancelled() {
+    var machine = cancelled()
+    #expect(machine.timerCancelled() == nil)
+  }
+
+  @Test func testTimerCancelled_whenFinished() {
+    var machine = finished()
+    #expect(machine.timerCancelled() == nil)
+  }
+
+  // MARK: input
+
+  @Test func testInput_whenRunning() {
+    var machine = parked()
+    #expect(describe(machine.input(7, at: now)) == "accepted [consumer 1, input 2 pull]")
+    #expect(machine.log == ["input 7"])
+    #expect(machine.label == "running(consumer: -, input: busy, timer: parked 3, task: 4)")
+  }
+
+  @Test func testInput_whenRunningAndTheLogicHoldsItWithADeadline() {
+    var machine = parked(
+      logic {
+        $0.wantsInput = false
+        $0.deadline = deadline
+      })
+    #expect(describe(machine.input(7, at: now)) == "accepted [consumer 1, timer 3 5.0 seconds]")
+    #expect(machine.label == "running(consumer: -, input: parked 2, timer: busy, task: 4)")
+  }
+
+  @Test func testInput_whenRunningAndTheLogicDisplacesOne() {
+    var machine = running(logic { $0.displaced = 5 })
+    #expect(describe(machine.input(7, at: now)) == "accepted [release 5]")
+  }
+
+  @Test func testInput_whenRunningAndTheLogicRefusesIt() {
+    var machine = running(logic { $0.refuses = true })
+    #expect(describe(machine.input(7, at: now)) == "refused [release 7]")
+  }
+
+  @Test func testInput_whenRunningAfterTheInputEnded() {
+    // What a callback sends after `finish()` is ignored, and the logic not asked.
+    var machine = running(inputEnded: true)
+    #expect(describe(machine.input(7, at: now)) == "refused [release 7]")
+    #expect(machine.log.isEmpty)
+  }
+
+  @Test func testInput_whenCancelled() {
+    var machine = cancelled()
+    #expect(describe(machine.input(7, at: now)) == "refused [release 7]")
+    #expect(machine.label == "cancelled(task: 4)")
+  }
+
+  @Test func testInput_whenFinished() {
+    var machine = finished()
+    #expect(describe(machine.input(7, at: now)) == "refused [release 7]")
+  }
+
+  // MARK: inputEnded
+
+  @Test func testInputEnded_whenRunning() {
+    // The input reported its end: it is not interrupted; the sleeping timer is.
+    var machine = running(consumer: consumer, input: .busy, timer: .busy)
+    #expect(describe(machine.inputEnded(TestError(id: 1), at: now)) == "consumer 1, cancel 4")
+    #expect(machine.log == ["ended"])
+    #expect(machine.label == "running(consumer: -, input: busy, timer: busy, task: 4, input ended)")
+    #expect(describe(machine.next(at: now)) == "end failure 1 [cancel 4, retire] awaiting 4")
+  }
+
+  @Test func testInputEnded_whenRunningWithTheChildrenParkedOrAbsent() {
+    // `Flow.callbacks` ended: the parked task runs its cleanup, uncancelled.
+    var machine = running(consumer: consumer, input: .parked(input), timer: .left)
+    #expect(describe(machine.inputEnded(nil, at: now)) == "consumer 1, input 2 leave")
+    #expect(machine.label == "running(consumer: -, input: left, timer: left, task: 4, input ended)")
+  }
+
+  @Test func testInputEnded_whenRunningAndAlreadyEnded() {
+    // The first end wins.
+    var machine = running(inputEnded: true)
+    #expect(describe(machine.inputEnded(nil, at: now)) == "")
+    #expect(machine.log.isEmpty)
+  }
+
+  @Test func testInputEnded_whenCancelled() {
+    var machine = cancelled()
+    #expect(describe(machine.inputEnded(nil, at: now)) == "")
+    #expect(machine.label == "cancelled(task: 4)")
+  }
+
+  @Test func testInputEnded_whenFinished() {
+    var machine = finished()
+    #expect(describe(machine.inputEnded(nil, at: now)) == "")
+  }
+
+  // MARK: timerFired
+
+  @Test func testTimerFired_whenRunning() {
+    var machine = running(logic { $0.wantsInput = false }, consumer: consumer, input: .parked(input))
+    #expect(describe(machine.timerFired(at: deadline)) == "consumer 1")
+    #expect(machine.log == ["timer"])
+    #expect(machine.label == "running(consumer: -, input: parked 2, timer: busy, task: 4)")
+  }
+
+  @Test func testTimerFired_whenRunningAndAConflationDisplacesOne() {
+    var machine = running(logic { $0.displaced = 5 })
+    #expect(describe(machine.timerFired(at: deadline)) == "release 5")
+  }
+
+  @Test func testTimerFired_whenCancelled() {
+    var machine = cancelled()
+    #expect(describe(machine.timerFired(at: deadline)) == "")
+  }
+
+  @Test func testTimerFired_whenFinished() {
+    var machine = finished()
+    #expect(describe(machine.timerFired(at: deadline)) == "")
+  }
+
+  @Test func testTimerFired_whenRunningAndItEndsTheLogicWhileTheInputIsBusy() {
+    // `timeoutFlow`: the input is inside its upstream's `next()`; only a cancellation reaches it.
+    var machine = running(logic { $0.timerEnds = true }, consumer: consumer, input: .busy, timer: .busy)
+    #expect(describe(machine.timerFired(at: deadline)) == "consumer 1, cancel 4")
+    #expect(describe(machine.timerFired(at: deadline)) == "")  // once ending, the logic is not asked
+    #expect(machine.log == ["timer"])
+  }
+
+  // MARK: Impossible cells
+
+  /// A cell that cannot happen: the machine stops the process, naming the state and the event.
+  enum ImpossibleCell: String, Codable, Sendable, CaseIterable {
+    case suspendConsumerWhenIdle, taskStartedWhenIdle, inputWaitsWhenIdle, inputCancelledWhenIdle, timerWaitsWhenIdle
+    case timerCancelledWhenIdle, inputWhenIdle, inputEndedWhenIdle, timerFiredWhenIdle
+    case taskStartedWhenFinished
+    case taskStartedWhenRunningWithATask, taskStartedWhenCancelledWithATask
+    case nextWhenModifying, suspendConsumerWhenModifying, cancelWhenModifying, taskStartedWhenModifying
+    case inputWaitsWhenModifying, inputCancelledWhenModifying, timerWaitsWhenModifying, timerCancelledWhenModifying
+    case inputWhenModifying, inputEndedWhenModifying, timerFiredWhenModifying
+
+    func run() {
+      var machine: Lifecycle
+      switch self {
+      case .suspendConsumerWhenIdle, .taskStartedWhenIdle, .inputWaitsWhenIdle, .inputCancelledWhenIdle,
+        .timerWaitsWhenIdle, .timerCancelledWhenIdle, .inputWhenIdle, .inputEndedWhenIdle, .timerFiredWhenIdle:
+        machine = idle()
+      case .taskStartedWhenFinished: machine = finished()
+      case .taskStartedWhenRunningWithATask: machine = running(task: task)
+      case .taskStartedWhenCancelledWithATask: machine = cancelled(task: task)
+      default: machine = modifying()
+      }
+      switch self {
+      case .nextWhenModifying: _ = machine.next(at: now)
+      case .suspendConsumerWhenIdle, .suspendConsumerWhenModifying: _ = machine.suspendConsumer(consumer)
+      case .cancelWhenModifying: _ = machine.cancel()
+      case .taskStartedWhenIdle, .taskStartedWhenFinished, .taskStartedWhenRunningWithATask,
+        .taskStartedWhenCancelledWithATask, .taskStartedWhenModifying:
+        _ = machine.taskStarted(task)
+      case .inputWaitsWhenIdle, .inputWaitsWhenModifying: _ = machine.inputWaits(input, isCancelled: false)
+      case .inputCancelledWhenIdle, .inputCancelledWhenModifying: _ = machine.inputCancelled()
+      case .timerWaitsWhenIdle, .timerWaitsWhenModifying: _ = machine.timerWaits(timer, isCancelled: false)
+      case .timerCancelledWhenIdle, .timerCancelledWhenModifying: _ = machine.timerCancelled()
+      case .inputWhenIdle, .inputWhenModifying: _ = machine.input(7, at: now)
+      case .inputEndedWhenIdle, .inputEndedWhenModifying: _ = machine.inputEnded(nil, at: now)
+      case .timerFiredWhenIdle, .timerFiredWhenModifying: _ = machine.timerFired(at: now)
+      }
+    }
+  }
+
+  @Test(arguments: ImpossibleCell.allCases)
+  func testImpossibleCell_stopsTheProcess(cell: ImpossibleCell) async {
+    await #expect(processExitsWith: .failure) { [cell] in cell.run() }
+  }
+}
