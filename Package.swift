@@ -12,7 +12,7 @@ let package = Package(
     .executable(name: "flow-benchmarks", targets: ["flow-benchmarks"]),
   ],
   targets: [
-    .target(name: "AsyncFlow"),
+    .target(name: "AsyncFlow", exclude: ["Internal/README.md"]),
     .target(name: "AsyncFlowTesting", dependencies: ["AsyncFlow"]),
     .executableTarget(name: "search-demo", dependencies: ["AsyncFlow", "AsyncFlowTesting", "GuideExamples"]),
     .executableTarget(name: "race-demo", dependencies: ["AsyncFlowTesting", "GuideExamples"]),
