@@ -178,9 +178,17 @@ struct CallbacksTests {
     }
     await clock.runCurrent()
     let callbacks = source.callbacks
-    #expect(callbacks?.send(1) == true)  // wakes the waiting consumer, which has not received it yet
-    #expect(callbacks?.send(2) == true)
-    #expect(callbacks?.send(3) == false)  // so 1 counts: the buffer is full
+    // The three sends are one job on the clock's serial executor, so the consumer they wake runs
+    // only after the third: sent from the test's own thread, the woken consumer could take 1
+    // between two sends (it runs on the executor at once), and 3 then fitted.
+    let accepted = await clock.task {
+      [
+        callbacks?.send(1),  // wakes the waiting consumer, which has not received it yet
+        callbacks?.send(2),
+        callbacks?.send(3),  // so 1 counts: the buffer is full
+      ]
+    }.value
+    #expect(accepted == [true, true, false])
     await clock.runCurrent()
     #expect(callbacks?.send(4) == true)  // the consumer took 1 and 2, and waits again
     callbacks?.finish()
