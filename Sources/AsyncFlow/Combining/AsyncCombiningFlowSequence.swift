@@ -1,5 +1,5 @@
 /// The one sequence type behind `Flow.merge`, `Flow.combineLatest`, `Flow.zip` and
-/// `withLatestFromFlow`, told apart by `Kind` (``_CombiningFlowKind``): each operator's public name
+/// `withLatestFromFlow`, told apart by `Kind` (`_CombiningFlowKind`): each operator's public name
 /// is a typealias of it (``AsyncMergedFlowsSequence``, ``AsyncCombineLatestFlowSequence``,
 /// ``AsyncZipFlowSequence``, ``AsyncWithLatestFromFlowSequence``), whose documentation gives the
 /// rules. The types of the inputs stay inside the iteration it makes, so one type serves every arity.
