@@ -27,3 +27,8 @@ struct API: Sendable {
 }
 
 let api = API()
+
+/// A live stock price, as a hot feed several screens share (`shareFlow`); it fails with the API's error.
+extension API {
+  func priceUpdates() -> Flow<Double, APIError> { Flow.just(101.5).setFailureType(to: APIError.self) }
+}

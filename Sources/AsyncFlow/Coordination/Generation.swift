@@ -7,10 +7,11 @@
 /// ```swift
 /// @MainActor final class History {
 ///   var generation = Generation()
+///   var items: [Item] = []
 ///   func refresh() async {
 ///     let token = generation.advance()          // every load-more in flight is now stale
-///     let page = await api.page(offset: 0)
-///     guard generation.isCurrent(token) else { return }
+///     let page = try? await api.articles(page: 1)
+///     guard generation.isCurrent(token), let page else { return }
 ///     items = page
 ///   }
 /// }

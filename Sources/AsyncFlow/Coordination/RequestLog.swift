@@ -8,10 +8,11 @@
 /// acquisitions per run (the `W6.taskSlotsLatestLogged` benchmark row).
 ///
 /// ```swift
-/// let log = RequestLog<Work>()
-/// let slots = TaskSlots<Work>(log: log)
-/// slots.run(.articles, trigger: "appear") { await model.load() }     // #1
-/// slots.run(.articles, trigger: "refresh") { await model.load() }    // #2
+/// @Sendable func loadArticles() async {}   // the app's load
+/// let log = RequestLog<String>()
+/// let slots = TaskSlots<String>(log: log)
+/// slots.run("articles", trigger: "appear") { await loadArticles() }     // #1
+/// slots.run("articles", trigger: "refresh") { await loadArticles() }    // #2
 /// print(log)
 /// // #1 articles [appear] started
 /// // #1 articles [appear] superseded by #2
@@ -123,7 +124,7 @@ extension RequestLog {
     /// The identity the run was started under.
     ///
     /// ```swift
-    /// #expect(entry.id == .articles)
+    /// #expect(entry.id == "articles")
     /// ```
     public var id: ID
 

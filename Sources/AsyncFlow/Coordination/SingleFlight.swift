@@ -4,19 +4,24 @@
 /// the same time: one refresh runs, all five get its token.
 ///
 /// ```swift
-/// actor APIClient {
-///   enum Shared: Hashable, Sendable { case token }
-///   private let refreshes = SingleFlight<Shared, Token, APIError>()
+/// struct Token: Sendable { var value: String }
+/// @Sendable func refreshToken() async throws(APIError) -> Token { Token(value: "fresh") }   // the auth call
+/// @Sendable func send(_ path: String, token: Token) async throws(APIError) -> Int { 200 }  // the HTTP status
+/// enum Shared: Hashable, Sendable { case token }
 ///
-///   func send(_ request: Request) async throws(APIError) -> Response? {
-///     var response = try await transport.send(request, token: token)
-///     if response.status == 401 {
-///       guard let fresh = try await refreshes.run(.token, operation: { try await auth.refreshToken() })
+/// actor APIClient {
+///   private let refreshes = SingleFlight<Shared, Token, APIError>()
+///   private var token = Token(value: "")
+///
+///   func get(_ path: String) async throws(APIError) -> Int? {
+///     var status = try await send(path, token: token)
+///     if status == 401 {
+///       guard let fresh = try await refreshes.run(.token, operation: refreshToken)
 ///       else { return nil }   // this caller was cancelled
 ///       token = fresh
-///       response = try await transport.send(request, token: fresh)
+///       status = try await send(path, token: fresh)
 ///     }
-///     return response
+///     return status
 ///   }
 /// }
 /// ```
@@ -47,8 +52,8 @@ public final class SingleFlight<ID: Hashable & Sendable, Success: Sendable, Fail
   /// ``RequestLog``).
   ///
   /// ```swift
-  /// private let refreshes = SingleFlight<String, Token, APIError>()
-  /// private let logged = SingleFlight<String, Token, APIError>(log: RequestLog())
+  /// let refreshes = SingleFlight<Shared, Token, APIError>()
+  /// let logged = SingleFlight<Shared, Token, APIError>(log: RequestLog())
   /// ```
   public init(log: RequestLog<ID>? = nil) {
     storage = SingleFlightStorage(log: log)
@@ -62,7 +67,7 @@ public final class SingleFlight<ID: Hashable & Sendable, Success: Sendable, Fail
   /// is ignored.
   ///
   /// ```swift
-  /// guard let token = try await refreshes.run(.token, operation: { try await api.refreshToken() }) else { return }
+  /// guard let token = try await refreshes.run(.token, operation: refreshToken) else { return }
   /// ```
   @inlinable
   public func run(

@@ -5,15 +5,16 @@
 /// Tasks end with their owner: releasing the `TaskSlots` cancels every task it started.
 ///
 /// ```swift
+/// enum Work: Hashable { case search, refresh, articles, details(Int), submit }
+///
 /// @MainActor final class SearchModel {
-///   enum Work: Hashable { case search, details(Int), submit }
 ///   private let slots = TaskSlots<Work>()
 ///   var results: [Item] = []
 ///
 ///   func queryChanged(_ query: String) {
 ///     slots.run(.search) { @MainActor in              // latest wins
-///       let found = await api.search(query)
-///       guard !Task.isCancelled else { return }       // a cancelled search writes nothing
+///       let found = try? await api.articles(page: 1)
+///       guard let found, !Task.isCancelled else { return }   // a cancelled search writes nothing
 ///       self.results = found
 ///     }
 ///   }
@@ -30,13 +31,20 @@
 /// nothing, not even its `defer`, so a spinner turned on before `run` would stay on:
 ///
 /// ```swift
-/// func refresh() {
-///   slots.run(.refresh) { @MainActor [weak self] run in
-///     self?.isRefreshing = true
-///     defer { if run.isLatest { self?.isRefreshing = false } }   // a successor owns the spinner
-///     let page = await api.firstPage()
-///     guard let self, !Task.isCancelled else { return }
-///     self.items = page
+/// @Observable @MainActor private final class FeedModel {
+///   private(set) var items: [Item] = []
+///   private(set) var isRefreshing = false
+///   @ObservationIgnored private let slots = TaskSlots<String>()
+///   @ObservationIgnored private var subscriptions = Set<FlowSubscription>()
+///
+///   func refresh() {
+///     slots.run("refresh") { @MainActor [weak self] run in
+///       self?.isRefreshing = true
+///       defer { if run.isLatest { self?.isRefreshing = false } }   // a successor owns the spinner
+///       let page = try? await api.articles(page: 1)
+///       guard let self, let page, !Task.isCancelled else { return }
+///       self.items = page
+///     }
 ///   }
 /// }
 /// ```
@@ -45,7 +53,11 @@
 /// run to the end of the last one (see ``isRunningFlow(_:)``):
 ///
 /// ```swift
-/// slots.isRunningFlow(.refresh).assignFlow(to: \.isRefreshing, on: self).store(in: &subscriptions)
+/// extension FeedModel {
+///   func bindSpinner() {
+///     slots.isRunningFlow("refresh").assignFlow(to: \.isRefreshing, on: self).store(in: &subscriptions)
+///   }
+/// }
 /// ```
 ///
 /// ## Mixed policies on one identity
@@ -75,8 +87,9 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   /// `log`, every run is numbered and what happens to it is recorded there (see ``RequestLog``).
   ///
   /// ```swift
-  /// private let slots = TaskSlots<String>()
-  /// private let logged = TaskSlots<String>(log: RequestLog())
+  /// let slots = TaskSlots<Work>()
+  /// let logged = TaskSlots<Work>(log: RequestLog())
+  /// @Sendable func reloadFeed() async {}   // the app's reload, for the examples below
   /// ```
   public init(log: RequestLog<ID>? = nil) {
     registry = TaskSlotsRegistry(log: log)
@@ -97,13 +110,11 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   ///   await the task that `run` returned for it at the start of the new operation:
   ///
   ///   ```swift
-  ///   private var reload: Task<Void, Never>?
-  ///   func refresh() {
-  ///     let previous = reload
-  ///     reload = slots.run(.reload) { @MainActor in
-  ///       await previous?.value   // the cancelled reload has ended, its cleanup done
-  ///       await self.reloadFeed()
-  ///     }
+  ///   var reload: Task<Void, Never>?   // the last reload's task
+  ///   let previous = reload
+  ///   reload = slots.run(.refresh) {
+  ///     await previous?.value   // the cancelled reload has ended, its cleanup done
+  ///     await reloadFeed()
   ///   }
   ///   ```
   /// - `firstWins`: while a task runs, nothing starts and `run` returns `nil`.
@@ -117,8 +128,8 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   /// log that the `TaskSlots` was created with; without a log it is ignored.
   ///
   /// ```swift
-  /// slots.run(.refresh) { @MainActor in await self.reload() }
-  /// slots.run(.articles, trigger: "pull to refresh") { @MainActor in await self.reload() }
+  /// slots.run(.refresh) { await reloadFeed() }
+  /// slots.run(.articles, trigger: "pull to refresh") { await reloadFeed() }
   /// ```
   @inlinable @discardableResult
   public func run(
@@ -133,10 +144,13 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   /// taken the identity over.
   ///
   /// ```swift
-  /// slots.run(.refresh) { @MainActor [weak self] run in
-  ///   self?.isRefreshing = true   // here, not before `run`: a run cancelled before it starts runs nothing
-  ///   defer { if run.isLatest { self?.isRefreshing = false } }
-  ///   await self?.reload()
+  /// @MainActor final class Spinner { var isOn = false }
+  /// let spinner = await Spinner()
+  ///
+  /// slots.run(.refresh) { @MainActor run in
+  ///   spinner.isOn = true   // here, not before `run`: a run cancelled before it starts runs nothing
+  ///   defer { if run.isLatest { spinner.isOn = false } }
+  ///   await reloadFeed()
   /// }
   /// ```
   @inlinable @discardableResult
@@ -150,6 +164,7 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   /// Cancels every task under `id`: the running one, and the queued ones, which then never run.
   ///
   /// ```swift
+  /// let row = Item(id: 7, title: "Swift 6")
   /// slots.cancel(.details(row.id))   // the row scrolled away
   /// ```
   @inlinable public func cancel(_ id: ID) {
@@ -168,7 +183,7 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   /// Whether a task is registered under `id`.
   ///
   /// ```swift
-  /// submitButton.isEnabled = !slots.isRunning(.submit)
+  /// let canSubmit = !slots.isRunning(.submit)   // the submit button's state
   /// ```
   @inlinable public func isRunning(_ id: ID) -> Bool {
     registry.state.withLock { $0.isRunning(id) }
@@ -184,7 +199,7 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   /// when the `TaskSlots` is released (after `false`, if it last delivered `true`).
   ///
   /// ```swift
-  /// @MainActor @Observable final class FeedModel {
+  /// @Observable @MainActor private final class ArticlesModel {
   ///   private(set) var isRefreshing = false
   ///   @ObservationIgnored private let slots = TaskSlots<String>()
   ///   @ObservationIgnored private var subscriptions = Set<FlowSubscription>()
@@ -217,10 +232,10 @@ extension TaskSlots {
   /// included, does not run. So the operation turns the spinner on as well as off.
   ///
   /// ```swift
-  /// slots.run(.refresh) { @MainActor [weak self] run in
-  ///   self?.isRefreshing = true
-  ///   defer { if run.isLatest { self?.isRefreshing = false } }
-  ///   await self?.reload()
+  /// slots.run(.refresh) { @MainActor run in
+  ///   spinner.isOn = true
+  ///   defer { if run.isLatest { spinner.isOn = false } }
+  ///   await reloadFeed()
   /// }
   /// ```
   public struct Run: Sendable {
@@ -230,7 +245,7 @@ extension TaskSlots {
     /// The identity the run was started under.
     ///
     /// ```swift
-    /// slots.run(.details(row)) { run in log("loading \(run.id)") }
+    /// slots.run(.details(row.id)) { run in print("loading \(run.id)") }
     /// ```
     public let id: ID
 
@@ -238,7 +253,7 @@ extension TaskSlots {
     /// it under (unique among everything that writes to that log), for the caller's own logs.
     ///
     /// ```swift
-    /// slots.run(.articles) { run in logger.debug("request #\(run.number)") }
+    /// slots.run(.articles) { run in print("request #\(run.number)") }
     /// ```
     public var number: Int { token }
 
@@ -259,7 +274,10 @@ extension TaskSlots {
     /// `true`: for a spinner over concurrent runs, bind ``TaskSlots/isRunningFlow(_:)`` instead.
     ///
     /// ```swift
-    /// defer { if run.isLatest { isLoading = false } }
+    /// slots.run(.refresh) { @MainActor run in
+    ///   defer { if run.isLatest { spinner.isOn = false } }
+    ///   await reloadFeed()
+    /// }
     /// ```
     @inlinable public var isLatest: Bool {
       registry.state.withLock { $0.isLatest(id, token: token) }

@@ -14,9 +14,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   /// through a generic parameter (`some AsyncSequence`, as in the example below) this one runs.
   ///
   /// ```swift
-  /// @MainActor @Observable final class SearchModel {
+  /// @Observable @MainActor private final class SearchModel {
   ///   var results: [Item] = []
-  ///   private var subscriptions = Set<FlowSubscription>()
+  ///   @ObservationIgnored private var subscriptions = Set<FlowSubscription>()
   ///   func bind(_ found: some AsyncSequence<[Item], Never> & Sendable) {
   ///     found.assignFlow(to: \.results, on: self).store(in: &subscriptions)
   ///   }

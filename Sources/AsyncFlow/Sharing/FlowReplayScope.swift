@@ -2,7 +2,7 @@
 /// started again (a new subscriber came).
 ///
 /// ```swift
-/// let location = gps.updates().shareFlow(replay: 1, replayScope: .acrossRestarts)
+/// let lastPrice = api.priceUpdates().shareFlow(replay: 1, replayScope: .acrossRestarts)
 /// ```
 public struct FlowReplayScope: Sendable, Equatable, CustomStringConvertible {
   @usableFromInline enum Storage: Sendable, Equatable {
@@ -27,7 +27,7 @@ public struct FlowReplayScope: Sendable, Equatable, CustomStringConvertible {
   /// profile).
   ///
   /// ```swift
-  /// let profile = api.profileUpdates().shareFlow(replay: 1, replayScope: .acrossRestarts)
+  /// let rows = api.rows().shareFlow(replay: 1, replayScope: .acrossRestarts)   // the last rows while reloading
   /// ```
   public static var acrossRestarts: Self { Self(storage: .acrossRestarts) }
 

@@ -3,9 +3,10 @@ import Synchronization
 /// How a sequence ended, as a sink reports it.
 ///
 /// ```swift
-/// flow.sink { completion in
-///   if case .failure(let error) = completion { log(error) }
-/// } receiveValue: { value in print(value) }
+/// let flow = api.rows()
+/// let subscription = flow.sink { completion in
+///   if case .failure(let error) = completion { print(error) }
+/// } receiveValue: { rows in print(rows.count) }
 /// ```
 public enum FlowCompletion<Failure: Error>: Sendable {
   /// The sequence finished.
@@ -34,9 +35,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   ///
   /// ```swift
   /// @MainActor final class SearchModel {
-  ///   var results: [Result] = []
+  ///   var results: [Item] = []
   ///   var subscriptions = Set<FlowSubscription>()
-  ///   func bind(_ results: some AsyncSequence<[Result], Never> & Sendable) {
+  ///   func bind(_ results: some AsyncSequence<[Item], Never> & Sendable) {
   ///     results.sink { @MainActor [weak self] in self?.results = $0 }.store(in: &subscriptions)
   ///   }
   /// }
@@ -51,10 +52,11 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// `receiveCompletion`, unless the subscription was cancelled first.
   ///
   /// ```swift
-  /// let subscription = uploads.sink { completion in
-  ///   status = completion  // .finished or .failure(error)
-  /// } receiveValue: { progress in
-  ///   bar.progress = progress
+  /// let uploads = PassthroughFlow<Double, APIError>()   // an upload's progress, from 0 to 1
+  /// let progress = uploads.sink { completion in
+  ///   print(completion)  // .finished or .failure(error)
+  /// } receiveValue: { fraction in
+  ///   print(fraction)
   /// }
   /// ```
   public func sink(
@@ -89,6 +91,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 /// task that iterates its sequence.
 ///
 /// ```swift
+/// let subject = PassthroughFlow<Int, Never>()
 /// var subscriptions = Set<FlowSubscription>()
 /// subject.sink { print($0) }.store(in: &subscriptions)   // no task until subject.send(_:)
 /// subscriptions.removeAll()   // cancels the sink

@@ -12,8 +12,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   ///
   /// ```swift
   /// let prices = api.priceUpdates().shareFlow(replay: 1)
-  /// for await price in prices { chart.append(price) }     // in one place
-  /// for await price in prices { label.text = "\(price)" } // and in another, one connection
+  /// Task { for try await price in prices { print("chart", price) } }   // in one place
+  /// Task { for try await price in prices { print("label", price) } }   // and in another, one connection
   /// ```
   ///
   /// With a `gracePeriod`, the last subscriber (an iterator, a `sink` or an `assignFlow`) leaving
@@ -26,10 +26,10 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// RxJava's `refCount(timeout)`):
   ///
   /// ```swift
-  /// let quotes = socket.quotes().shareFlow(replay: 1, gracePeriod: .seconds(5))
-  /// listScreen.watch(quotes)     // connects
-  /// listScreen.stopWatching()    // the connection stays open for 5 seconds
-  /// detailScreen.watch(quotes)   // within them: the same connection, the last quote first
+  /// let quotes = api.priceUpdates().shareFlow(replay: 1, gracePeriod: .seconds(5))
+  /// let list = quotes.sink { print("list", $0) }       // connects
+  /// list.cancel()                                       // the connection stays open for 5 seconds
+  /// let detail = quotes.sink { print("detail", $0) }   // within them: the same connection, the last quote first
   /// ```
   ///
   /// - Parameters:
@@ -61,8 +61,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 /// subscriber). Copies share the same upstream.
 ///
 /// ```swift
-/// let prices: AsyncShareFlowSequence<Price, APIError> = api.priceUpdates().shareFlow(replay: 1)
-/// for try await price in prices { chart.append(price) }
+/// let prices: AsyncShareFlowSequence<Double, APIError> = api.priceUpdates().shareFlow(replay: 1)
+/// for try await price in prices { print(price) }
 /// ```
 ///
 /// ## Topics

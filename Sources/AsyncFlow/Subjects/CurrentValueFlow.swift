@@ -3,8 +3,9 @@
 /// one. `value` can be read and written from any thread; writing it sends.
 ///
 /// ```swift
+/// enum Filter: Sendable { case all, unread }
 /// let filter = CurrentValueFlow(Filter.all)
-/// for await current in filter { render(current) }   // .all, then each change
+/// Task { for await current in filter { print(current) } }   // .all, then each change
 /// filter.value = .unread
 /// ```
 ///
@@ -36,7 +37,7 @@ public final class CurrentValueFlow<Element: Sendable>: HotFlowSource {
   /// The current value; setting it sends the new value to every subscriber.
   ///
   /// ```swift
-  /// counter.value += 1
+  /// isOnline.value.toggle()   // sends the new value
   /// ```
   public var value: Element {
     get { storage.state.withLock { $0.replay[0] } }

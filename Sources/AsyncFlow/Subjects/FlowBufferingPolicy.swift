@@ -1,7 +1,7 @@
 /// How many elements a subscriber of a hot source keeps while it is slower than the sender.
 ///
 /// ```swift
-/// let positions = PassthroughFlow<CGPoint, Never>(bufferingPolicy: .bufferingNewest(1))
+/// let positions = PassthroughFlow<SIMD2<Double>, Never>(bufferingPolicy: .bufferingNewest(1))   // a drag
 /// ```
 public struct FlowBufferingPolicy: Sendable, Equatable, CustomStringConvertible {
   @usableFromInline
@@ -16,7 +16,7 @@ public struct FlowBufferingPolicy: Sendable, Equatable, CustomStringConvertible 
   /// Keeps every element: nothing is lost, and memory grows with the subscriber's backlog.
   ///
   /// ```swift
-  /// let events = PassthroughFlow<Event, Never>(bufferingPolicy: .unbounded)
+  /// let events = PassthroughFlow<String, Never>(bufferingPolicy: .unbounded)   // analytics: none lost
   /// ```
   public static var unbounded: Self { Self(storage: .unbounded) }
 
@@ -36,6 +36,7 @@ public struct FlowBufferingPolicy: Sendable, Equatable, CustomStringConvertible 
   /// bound counts every element the subscriber has not received yet.
   ///
   /// ```swift
+  /// enum Command: Sendable { case play, pause, seek(Double) }
   /// let commands = PassthroughFlow<Command, Never>(bufferingPolicy: .bufferingOldest(100))
   /// ```
   public static func bufferingOldest(_ limit: Int) -> Self {

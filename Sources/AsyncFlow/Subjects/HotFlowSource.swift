@@ -11,9 +11,15 @@
 /// generic `some HotFlowSource`.
 ///
 /// ```swift
-/// func show(_ prices: some HotFlowSource<Price, Never>) -> FlowSubscription {
+/// @MainActor final class Label {
+///   var text = ""
+///   func animate(_ text: String) async { self.text = text }
+/// }
+/// func show(_ prices: some HotFlowSource<Double, Never>, on label: Label) -> FlowSubscription {
 ///   prices.sink { @MainActor price in label.text = "\(price)" }
 /// }
+/// let label = await Label()
+/// let subject = PassthroughFlow<Int, Never>()   // the source of the examples below
 /// ```
 public protocol HotFlowSource<Element, Failure>: AsyncSequence, Sendable where Element: Sendable {
   associatedtype Element
@@ -101,8 +107,9 @@ extension HotFlowSource {
   /// let taps = PassthroughFlow<Int, Never>()
   /// let subscription = taps.sink { @MainActor count in await label.animate("\(count)") }
   /// taps.send(1)   // delivered on the main actor
+  /// enum Filter: Sendable { case all, unread }
   /// let filter = CurrentValueFlow(Filter.all)
-  /// let listing = filter.sink { current in await list.apply(current) }   // .all first
+  /// let listing = filter.sink { current in await label.animate("\(current)") }   // .all first
   /// ```
   @inlinable
   public func sink(receiveValue: @escaping @Sendable @isolated(any) (Element) async -> Void) -> FlowSubscription {
@@ -115,7 +122,7 @@ extension HotFlowSource {
   ///
   /// ```swift
   /// let prices = api.priceUpdates().shareFlow(replay: 1)
-  /// let subscription = prices.sink { @MainActor price in label.text = "\(price)" }
+  /// let priceLabel = prices.sink { @MainActor price in label.text = "\(price)" }
   /// ```
   @inlinable
   public func sink(receiveValue: @escaping @Sendable @isolated(any) (Element) -> Void) -> FlowSubscription {
@@ -128,10 +135,11 @@ extension HotFlowSource {
   /// await; when neither closure awaits, the synchronous overload is picked.
   ///
   /// ```swift
-  /// let subscription = uploads.sink { completion in
-  ///   if case .failure(let error) = completion { log(error) }
-  /// } receiveValue: { progress in
-  ///   await bar.show(progress)
+  /// let uploads = PassthroughFlow<Double, APIError>()   // an upload's progress, from 0 to 1
+  /// let progress = uploads.sink { completion in
+  ///   if case .failure(let error) = completion { print(error) }
+  /// } receiveValue: { fraction in
+  ///   await label.animate("\(Int(fraction * 100)) %")
   /// }
   /// ```
   @inlinable
@@ -171,7 +179,7 @@ extension HotFlowSource {
   /// cancelled: a barrier for tests, in place of polling ``subscriberCount``.
   ///
   /// ```swift
-  /// let consumer = Task { await Array(subject.prefix(2)) }
+  /// let consumer = Task { await subject.prefix(2).reduce(into: []) { $0.append($1) } }
   /// await subject.subscribers(count: 1)   // the consumer listens: nothing sent now is lost
   /// subject.send(1)
   /// subject.send(2)

@@ -29,6 +29,7 @@ public final class PassthroughFlow<Element: Sendable, Failure: Error>: HotFlowSo
   ///
   /// ```swift
   /// let taps = PassthroughFlow<Void, Never>(bufferingPolicy: .bufferingNewest(1))
+  /// let subject = PassthroughFlow<Int, AppError>()   // unread counts from a socket, until it fails
   /// ```
   public init(bufferingPolicy: FlowBufferingPolicy = .unbounded) {
     storage = SubjectStorage(SubjectStateMachine(policy: bufferingPolicy, replayLimit: 0))
@@ -58,7 +59,7 @@ public final class PassthroughFlow<Element: Sendable, Failure: Error>: HotFlowSo
   /// at once.
   ///
   /// ```swift
-  /// subject.fail(.disconnected)
+  /// subject.fail(.offline)
   /// ```
   public func fail(_ error: Failure) {
     storage.end(failure: error)
@@ -76,7 +77,7 @@ public final class PassthroughFlow<Element: Sendable, Failure: Error>: HotFlowSo
   /// ```swift
   /// var iterator = subject.makeAsyncIterator()
   /// subject.send(1)
-  /// let one = await iterator.next()  // 1
+  /// let one = try await iterator.next()  // 1
   /// ```
   public func makeAsyncIterator() -> Iterator {
     Iterator(subscriber: SubjectSubscriber(storage))
@@ -85,7 +86,7 @@ public final class PassthroughFlow<Element: Sendable, Failure: Error>: HotFlowSo
   /// One subscription to a ``PassthroughFlow``: a ``HotFlowIterator``.
   ///
   /// ```swift
-  /// for await value in subject { print(value) }
+  /// for try await value in subject { print(value) }
   /// ```
   public typealias Iterator = HotFlowIterator<Element, Failure>
 }
