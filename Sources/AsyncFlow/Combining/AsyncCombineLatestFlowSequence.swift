@@ -4,9 +4,9 @@ extension Flow where Element == Never, Failure == Never {
   /// other's with `setFailureType(to:)`). See ``AsyncCombineLatestFlowSequence`` for the rules.
   ///
   /// ```swift
-  /// // email: CurrentValueFlow<String>, password: CurrentValueFlow<String>
+  /// let email = CurrentValueFlow(""), password = CurrentValueFlow("")  // a sign-up form's fields
   /// for await (email, password) in Flow.combineLatest(email, password) {
-  ///   canSubmit = email.contains("@") && password.count >= 8
+  ///   print("can submit:", email.contains("@") && password.count >= 8)
   /// }
   /// ```
   ///
@@ -21,7 +21,8 @@ extension Flow where Element == Never, Failure == Never {
   /// The latest of three inputs, as a tuple; one `Failure`. See ``AsyncCombineLatestFlowSequence``.
   ///
   /// ```swift
-  /// let summary = Flow.combineLatest(cart, address, payment).map { Checkout($0, $1, $2) }
+  /// let cart = CurrentValueFlow([Item]()), address = CurrentValueFlow(""), isExpress = CurrentValueFlow(false)
+  /// let checkout = Flow.combineLatest(cart, address, isExpress)  // ([Item], String, Bool), on each change
   /// ```
   @inlinable
   public static func combineLatest<
@@ -36,6 +37,8 @@ extension Flow where Element == Never, Failure == Never {
   /// The latest of four inputs, as a tuple; one `Failure`. See ``AsyncCombineLatestFlowSequence``.
   ///
   /// ```swift
+  /// let query = CurrentValueFlow(""), sort = CurrentValueFlow("title")
+  /// let category = CurrentValueFlow<String?>(nil), onlyInStock = CurrentValueFlow(false)
   /// let filters = Flow.combineLatest(query, sort, category, onlyInStock)
   /// ```
   @inlinable
@@ -55,7 +58,8 @@ extension Flow where Element == Never, Failure == Never {
   /// An empty array finishes at once. See ``AsyncCombineLatestFlowSequence``.
   ///
   /// ```swift
-  /// let totals = Flow.combineLatest(accounts.map { $0.balance })  // [Flow<Int, Never>] -> [Int]
+  /// let balances = [CurrentValueFlow(120), CurrentValueFlow(80)]  // one per account
+  /// let latest = Flow.combineLatest(balances)  // [120, 80], then one array per change
   /// ```
   @inlinable
   public static func combineLatest<Input: AsyncSequence & Sendable>(_ inputs: [Input])
@@ -82,8 +86,9 @@ extension Flow where Element == Never, Failure == Never {
 ///   (`nil`), it does not throw.
 ///
 /// ```swift
+/// let email = CurrentValueFlow(""), password = CurrentValueFlow("")
 /// let form: AsyncCombineLatestFlowSequence<(String, String), Never> = Flow.combineLatest(email, password)
-/// for await (email, password) in form { canSubmit = email.contains("@") && password.count >= 8 }
+/// for await (email, password) in form { print("can submit:", email.contains("@") && password.count >= 8) }
 /// ```
 public typealias AsyncCombineLatestFlowSequence<Element: Sendable, Failure: Error> = AsyncCombiningFlowSequence<
   _CombiningFlowKind.CombineLatest, Element, Failure

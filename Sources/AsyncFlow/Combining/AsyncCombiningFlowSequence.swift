@@ -5,6 +5,7 @@
 /// rules. The types of the inputs stay inside the iteration it makes, so one type serves every arity.
 ///
 /// ```swift
+/// let email = CurrentValueFlow(""), password = CurrentValueFlow("")  // a sign-up form's fields
 /// let form: AsyncCombiningFlowSequence<_CombiningFlowKind.CombineLatest, (String, String), Never> =
 ///   Flow.combineLatest(email, password)
 /// ```
@@ -18,7 +19,7 @@ public struct AsyncCombiningFlowSequence<Kind, Element: Sendable, Failure: Error
   /// Starts an iteration: the inputs start when the iterator is first asked for an element.
   ///
   /// ```swift
-  /// var iterator = Flow.zip(requests, tokens).makeAsyncIterator()
+  /// var iterator = form.makeAsyncIterator()  // email and password start at its first next()
   /// ```
   @inlinable public func makeAsyncIterator() -> Iterator {
     Iterator(makePull())
@@ -75,6 +76,7 @@ extension AsyncCombiningFlowSequence.Iterator: Sendable {}
 /// (a public typealias names them), not API. Write the operator's own type instead.
 ///
 /// ```swift
+/// let a = Flow.sequence([1, 2]), b = Flow.sequence([10, 20])
 /// let zipped: AsyncZipFlowSequence<(Int, Int), Never> = Flow.zip(a, b)  // not _CombiningFlowKind.Zip
 /// ```
 public enum _CombiningFlowKind {

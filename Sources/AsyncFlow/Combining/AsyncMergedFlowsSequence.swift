@@ -4,8 +4,8 @@ extension Flow where Element == Never, Failure == Never {
   /// fails the result and cancels the other input. See ``AsyncMergedFlowsSequence`` for the rules.
   ///
   /// ```swift
-  /// // pushed: Flow<Message, SyncError>, polled: Flow<Message, SyncError>
-  /// for try await message in Flow.merge(pushed, polled) { inbox.insert(message) }
+  /// let pushed = PassthroughFlow<Item, APIError>(), polled = PassthroughFlow<Item, APIError>()  // one inbox's feeds
+  /// for try await item in Flow.merge(pushed, polled) { print("new:", item.title) }
   /// ```
   ///
   /// Called as `Flow.merge(a, b)`: the `Flow` it is declared on is only a namespace.
@@ -20,7 +20,8 @@ extension Flow where Element == Never, Failure == Never {
   /// ``AsyncMergedFlowsSequence`` for the rules.
   ///
   /// ```swift
-  /// let events = Flow.merge(taps, swipes, keys)  // each Flow<UIEvent, Never>
+  /// let taps = Flow.sequence(["tap"]), swipes = Flow.sequence(["swipe"]), keys = Flow.sequence(["key"])
+  /// let events = Flow.merge(taps, swipes, keys)  // each event, as it happens
   /// ```
   @inlinable
   public static func merge<A: AsyncSequence & Sendable, B: AsyncSequence & Sendable, C: AsyncSequence & Sendable>(
@@ -38,7 +39,9 @@ extension Flow where Element == Never, Failure == Never {
   /// ``AsyncMergedFlowsSequence`` for the rules.
   ///
   /// ```swift
-  /// let logs = Flow.merge(app, network, database, cache)  // each Flow<LogLine, Never>
+  /// let app = Flow.sequence(["launched"]), network = Flow.sequence(["GET /items"])
+  /// let database = Flow.sequence(["migrated"]), cache = Flow.sequence(["warmed up"])
+  /// let logs = Flow.merge(app, network, database, cache)  // each log line, as it is written
   /// ```
   @inlinable
   public static func merge<
@@ -60,7 +63,8 @@ extension Flow where Element == Never, Failure == Never {
   /// ``AsyncMergedFlowsSequence`` for the rules.
   ///
   /// ```swift
-  /// let statuses = Flow.merge(servers.map { $0.status() })  // [Flow<Status, Never>]
+  /// let servers = ["eu", "us"].map { name in Flow.just("\(name): up") }  // [Flow<String, Never>]
+  /// let statuses = Flow.merge(servers)
   /// ```
   @inlinable
   public static func merge<Input: AsyncSequence & Sendable>(_ inputs: [Input])
@@ -73,7 +77,8 @@ extension Flow where Element == Never, Failure == Never {
   /// for five inputs or more of one type.
   ///
   /// ```swift
-  /// let all = Flow.merge(a, b, c, d, e)  // each Flow<Int, Never>
+  /// let a = Flow.just(1), b = Flow.just(2), c = Flow.just(3), d = Flow.just(4), e = Flow.just(5)
+  /// let all = Flow.merge(a, b, c, d, e)  // 1 to 5, in the order they arrive
   /// ```
   @inlinable
   public static func merge<Input: AsyncSequence & Sendable>(
@@ -97,8 +102,9 @@ extension Flow where Element == Never, Failure == Never {
 ///   (`nil`), it does not throw.
 ///
 /// ```swift
-/// let merged: AsyncMergedFlowsSequence<Message, SyncError> = Flow.merge(pushed, polled)
-/// for try await message in merged { inbox.insert(message) }
+/// let pushed = PassthroughFlow<Item, APIError>(), polled = PassthroughFlow<Item, APIError>()  // one inbox's feeds
+/// let merged: AsyncMergedFlowsSequence<Item, APIError> = Flow.merge(pushed, polled)
+/// for try await item in merged { print("new:", item.title) }
 /// ```
 public typealias AsyncMergedFlowsSequence<Element: Sendable, Failure: Error> = AsyncCombiningFlowSequence<
   _CombiningFlowKind.Merge, Element, Failure

@@ -5,8 +5,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// `setFailureType(to:)`). See ``AsyncWithLatestFromFlowSequence`` for the rules.
   ///
   /// ```swift
-  /// // saveTaps: Flow<Void, Never>, draft: CurrentValueFlow<Draft>
-  /// for await (_, draft) in saveTaps.withLatestFromFlow(draft) { await store.save(draft) }
+  /// let saveTaps = PassthroughFlow<Void, Never>(), draft = CurrentValueFlow("")  // the editor's text
+  /// for await (_, text) in saveTaps.withLatestFromFlow(draft) { print("saving", text) }
   /// ```
   ///
   /// - Parameter other: The sequence whose latest element each element is paired with.
@@ -40,8 +40,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 ///   (`nil`), it does not throw.
 ///
 /// ```swift
-/// let saves: AsyncWithLatestFromFlowSequence<(Void, Draft), Never> = saveTaps.withLatestFromFlow(draft)
-/// for await (_, draft) in saves { await store.save(draft) }
+/// let saveTaps = PassthroughFlow<Void, Never>(), draft = CurrentValueFlow("")  // the editor's text
+/// let saves: AsyncWithLatestFromFlowSequence<(Void, String), Never> = saveTaps.withLatestFromFlow(draft)
+/// for await (_, text) in saves { print("saving", text) }
 /// ```
 public typealias AsyncWithLatestFromFlowSequence<Element: Sendable, Failure: Error> = AsyncCombiningFlowSequence<
   _CombiningFlowKind.WithLatestFrom, Element, Failure

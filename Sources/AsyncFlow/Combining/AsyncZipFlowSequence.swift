@@ -4,8 +4,8 @@ extension Flow where Element == Never, Failure == Never {
   /// `setFailureType(to:)`). See ``AsyncZipFlowSequence`` for the rules.
   ///
   /// ```swift
-  /// // requests: Flow<Request, Never>, tokens: Flow<Token, Never>
-  /// for await (request, token) in Flow.zip(requests, tokens) { send(request, with: token) }
+  /// let requests = PassthroughFlow<String, Never>(), tokens = PassthroughFlow<String, Never>()  // a token each
+  /// for await (request, token) in Flow.zip(requests, tokens) { print("send", request, "with", token) }
   /// ```
   ///
   /// Called as `Flow.zip(a, b)`: the `Flow` it is declared on is only a namespace.
@@ -19,7 +19,8 @@ extension Flow where Element == Never, Failure == Never {
   /// Triples of the n-th elements of three inputs; one `Failure`. See ``AsyncZipFlowSequence``.
   ///
   /// ```swift
-  /// let rows = Flow.zip(ids, names, scores)
+  /// let ids = Flow.sequence([1, 2]), names = Flow.sequence(["Ann", "Bo"]), scores = Flow.sequence([90, 75])
+  /// let rows = Flow.zip(ids, names, scores)  // (1, "Ann", 90), then (2, "Bo", 75)
   /// ```
   @inlinable
   public static func zip<A: AsyncSequence & Sendable, B: AsyncSequence & Sendable, C: AsyncSequence & Sendable>(
@@ -32,7 +33,9 @@ extension Flow where Element == Never, Failure == Never {
   /// Quadruples of the n-th elements of four inputs; one `Failure`. See ``AsyncZipFlowSequence``.
   ///
   /// ```swift
-  /// let samples = Flow.zip(x, y, z, time)
+  /// let x = Flow.sequence([0.1, 0.2]), y = Flow.sequence([0.5, 0.4]), z = Flow.sequence([9.8, 9.7])
+  /// let time = Flow.sequence([0, 10])  // ms
+  /// let samples = Flow.zip(x, y, z, time)  // one accelerometer reading each
   /// ```
   @inlinable
   public static func zip<
@@ -51,7 +54,8 @@ extension Flow where Element == Never, Failure == Never {
   /// input. An empty array finishes at once. See ``AsyncZipFlowSequence``.
   ///
   /// ```swift
-  /// let rounds = Flow.zip(players.map { $0.moves })  // [Flow<Move, Never>] -> [Move]
+  /// let moves = [Flow.sequence(["e4", "d4"]), Flow.sequence(["e5", "d5"])]  // one per player
+  /// let rounds = Flow.zip(moves)  // ["e4", "e5"], then ["d4", "d5"]
   /// ```
   @inlinable
   public static func zip<Input: AsyncSequence & Sendable>(_ inputs: [Input])
@@ -75,8 +79,9 @@ extension Flow where Element == Never, Failure == Never {
 ///   (`nil`), it does not throw.
 ///
 /// ```swift
-/// let pairs: AsyncZipFlowSequence<(Request, Token), Never> = Flow.zip(requests, tokens)
-/// for await (request, token) in pairs { send(request, with: token) }
+/// let requests = PassthroughFlow<String, Never>(), tokens = PassthroughFlow<String, Never>()  // a token each
+/// let pairs: AsyncZipFlowSequence<(String, String), Never> = Flow.zip(requests, tokens)
+/// for await (request, token) in pairs { print("send", request, "with", token) }
 /// ```
 public typealias AsyncZipFlowSequence<Element: Sendable, Failure: Error> = AsyncCombiningFlowSequence<
   _CombiningFlowKind.Zip, Element, Failure

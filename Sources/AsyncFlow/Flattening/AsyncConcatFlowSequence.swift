@@ -5,8 +5,8 @@ where Self: Sendable, Element: Sendable {
   /// first failure of either ends the result with it. See ``AsyncConcatFlowSequence`` for the full rules.
   ///
   /// ```swift
-  /// // files: Flow<File, UploadError>, api.upload(_:) -> Flow<Progress, UploadError>
-  /// let progress = files.concatFlow { file in api.upload(file) }  // Failure == UploadError
+  /// // each batch of rows uploaded after the previous one, in order; api.rows() fails with APIError too
+  /// let uploads = api.rows().concatFlow { rows in Flow.single { () throws(APIError) in try await api.upload(rows) } }
   /// ```
   ///
   /// - Parameters:
@@ -23,8 +23,7 @@ where Self: Sendable, Element: Sendable {
   /// outer's failure, which cancels the running inner. See ``AsyncConcatFlowSequence`` for the full rules.
   ///
   /// ```swift
-  /// // files: Flow<File, any Error>, cache.store(_:) -> Flow<Progress, Never>
-  /// let progress = files.concatFlow { file in cache.store(file) }  // Failure == any Error
+  /// let items = api.rows().concatFlow { rows in Flow.sequence(rows) }  // each item in order; Failure == APIError
   /// ```
   ///
   /// - Parameters:
@@ -44,8 +43,8 @@ where Self: Sendable, Element: Sendable, Failure == Never {
   /// an inner's failure. See ``AsyncConcatFlowSequence`` for the full rules.
   ///
   /// ```swift
-  /// // queued: Flow<File, Never>, api.upload(_:) -> Flow<Progress, UploadError>
-  /// let progress = queued.concatFlow { file in api.upload(file) }  // Failure == UploadError
+  /// let queued = PassthroughFlow<[Item], Never>()  // batches of edited items, to save in order
+  /// let uploads = queued.concatFlow { batch in Flow.single { () throws(APIError) in try await api.upload(batch) } }
   /// ```
   ///
   /// - Parameters:
@@ -62,8 +61,8 @@ where Self: Sendable, Element: Sendable, Failure == Never {
   /// result. See ``AsyncConcatFlowSequence`` for the full rules.
   ///
   /// ```swift
-  /// // queued: Flow<File, Never>, cache.store(_:) -> Flow<Progress, Never>
-  /// for await step in queued.concatFlow({ file in cache.store(file) }) { bar.progress = step }
+  /// let queued = PassthroughFlow<[Item], Never>()  // batches of items to show, in order
+  /// for await item in queued.concatFlow({ batch in Flow.sequence(batch) }) { print(item.title) }
   /// ```
   ///
   /// - Parameters:
@@ -87,9 +86,10 @@ where Self: Sendable, Element: Sendable, Failure == Never {
 ///   started has ended.
 ///
 /// ```swift
-/// let uploads: AsyncConcatFlowSequence<Flow<File, Never>, Flow<Progress, Never>, Never> =
-///   queued.concatFlow { file in cache.store(file) }
-/// for await progress in uploads { bar.progress = progress }
+/// let queued = PassthroughFlow<[Item], Never>()  // batches of items to show, in order
+/// let items: AsyncConcatFlowSequence<PassthroughFlow<[Item], Never>, Flow<Item, Never>, Never> =
+///   queued.concatFlow { batch in Flow.sequence(batch) }
+/// for await item in items { print(item.title) }
 /// ```
 public typealias AsyncConcatFlowSequence<
   Base: AsyncSequence & Sendable, Inner: AsyncSequence & Sendable, Failure: Error

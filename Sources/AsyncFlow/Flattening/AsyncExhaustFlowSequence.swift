@@ -6,8 +6,8 @@ where Self: Sendable, Element: Sendable {
   /// of either ends the result with it. See ``AsyncExhaustFlowSequence`` for the full rules.
   ///
   /// ```swift
-  /// // taps: Flow<Void, PaymentError>, api.pay(_:) -> Flow<Receipt, PaymentError>
-  /// let receipts = taps.exhaustFlow { _ in api.pay(order) }  // Failure == PaymentError
+  /// let refreshes = PassthroughFlow<Void, APIError>()  // pull-to-refresh, ignored while a load runs
+  /// let pages = refreshes.exhaustFlow { _ in api.rows() }  // Failure == APIError
   /// ```
   ///
   /// - Parameters:
@@ -25,8 +25,8 @@ where Self: Sendable, Element: Sendable {
   /// failure, which cancels the running inner. See ``AsyncExhaustFlowSequence`` for the full rules.
   ///
   /// ```swift
-  /// // taps: Flow<Void, any Error>, api.pay(_:) -> Flow<LoadState<Receipt, PaymentError>, Never>
-  /// let states = taps.exhaustFlow { _ in api.pay(order).asLoadState() }  // Failure == any Error
+  /// let refreshes = PassthroughFlow<Void, any Error>()  // pull-to-refresh, ignored while a load runs
+  /// let states = refreshes.exhaustFlow { _ in api.rows().asLoadState() }  // Failure == any Error
   /// ```
   ///
   /// - Parameters:
@@ -47,8 +47,8 @@ where Self: Sendable, Element: Sendable, Failure == Never {
   /// failure. See ``AsyncExhaustFlowSequence`` for the full rules.
   ///
   /// ```swift
-  /// // taps: Flow<Void, Never>, api.pay(_:) -> Flow<Receipt, PaymentError>
-  /// let receipts = taps.exhaustFlow { _ in api.pay(order) }  // Failure == PaymentError
+  /// let refreshes = PassthroughFlow<Void, Never>()  // pull-to-refresh, ignored while a load runs
+  /// let pages = refreshes.exhaustFlow { _ in api.rows() }  // Failure == APIError
   /// ```
   ///
   /// - Parameters:
@@ -66,8 +66,8 @@ where Self: Sendable, Element: Sendable, Failure == Never {
   /// ``AsyncExhaustFlowSequence`` for the full rules.
   ///
   /// ```swift
-  /// // taps: Flow<Void, Never>, api.pay(_:).asLoadState() -> never fails
-  /// for await state in taps.exhaustFlow({ _ in api.pay(order).asLoadState() }) { render(state) }
+  /// let refreshes = PassthroughFlow<Void, Never>()  // pull-to-refresh, ignored while a load runs
+  /// for await state in refreshes.exhaustFlow({ _ in api.rows().asLoadState() }) { print(state) }
   /// ```
   ///
   /// - Parameters:
@@ -90,8 +90,9 @@ where Self: Sendable, Element: Sendable, Failure == Never {
 ///   started has ended.
 ///
 /// ```swift
-/// let receipts: AsyncExhaustFlowSequence<Flow<Void, Never>, Flow<Receipt, PaymentError>, PaymentError> =
-///   taps.exhaustFlow { _ in api.pay(order) }
+/// let refreshes = PassthroughFlow<Void, Never>()  // pull-to-refresh, ignored while a load runs
+/// let pages: AsyncExhaustFlowSequence<PassthroughFlow<Void, Never>, Flow<[Item], APIError>, APIError> =
+///   refreshes.exhaustFlow { _ in api.rows() }
 /// ```
 public typealias AsyncExhaustFlowSequence<
   Base: AsyncSequence & Sendable, Inner: AsyncSequence & Sendable, Failure: Error

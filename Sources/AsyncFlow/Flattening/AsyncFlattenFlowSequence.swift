@@ -9,9 +9,10 @@
 /// - `Kind`: one of the marker types of `_FlattenFlowKind`; it only tells the operators apart.
 ///
 /// ```swift
+/// let selection = Flow.sequence([1, 2])  // the selected row's id
 /// let results: AsyncFlattenFlowSequence<
-///   Flow<String, Never>, _FlattenFlowKind.SingleKey, Flow<[Item], Never>, Never, _FlattenFlowKind.SwitchToLatest
-/// > = queries.switchToLatestFlow { query in cache.search(query) }  // the same as AsyncSwitchToLatestFlowSequence
+///   Flow<Int, Never>, _FlattenFlowKind.SingleKey, Flow<Item?, Never>, Never, _FlattenFlowKind.SwitchToLatest> =
+///   selection.switchToLatestFlow { id in Flow.single { await api.item(id) } }  // an AsyncSwitchToLatestFlowSequence
 /// ```
 public struct AsyncFlattenFlowSequence<
   Base: AsyncSequence & Sendable, Key: Hashable & Sendable, Inner: AsyncSequence & Sendable, Failure: Error, Kind
@@ -40,7 +41,7 @@ where Base.Element: Sendable, Inner.Element: Sendable {
   ///
   /// ```swift
   /// var iterator = results.makeAsyncIterator()
-  /// while let element = await iterator.next() { show(element) }
+  /// while let element = await iterator.next() { print(element?.title ?? "deleted") }
   /// ```
   public struct Iterator: AsyncIteratorProtocol {
     @usableFromInline let consumer: FlattenConsumer<Base, Inner, Key, Failure>

@@ -5,8 +5,10 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// the result with it and cancels the rest. See ``AsyncMergeFlowSequence`` for the full rules.
   ///
   /// ```swift
-  /// // ids: Flow<Int, APIError>, api.thumbnail(_:) -> Flow<Thumbnail, APIError>
-  /// let thumbnails = ids.mergeFlow(maxConcurrent: 4) { id in api.thumbnail(id) }  // Failure == APIError
+  /// // up to 4 batches of rows uploading at once; api.rows() fails with APIError too
+  /// let uploads = api.rows().mergeFlow(maxConcurrent: 4) { rows in
+  ///   Flow.single { () throws(APIError) in try await api.upload(rows) }
+  /// }
   /// ```
   ///
   /// - Parameters:
@@ -28,8 +30,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ``AsyncMergeFlowSequence`` for the full rules.
   ///
   /// ```swift
-  /// // ids: Flow<Int, APIError>, cache.thumbnail(_:) -> Flow<Thumbnail, Never>
-  /// let thumbnails = ids.mergeFlow(maxConcurrent: 4) { id in cache.thumbnail(id) }  // Failure == APIError
+  /// let changed = PassthroughFlow<Int, APIError>()  // ids of the rows the server changed
+  /// let items = changed.mergeFlow(maxConcurrent: 4) { id in Flow.single { await api.item(id) } }  // APIError
   /// ```
   ///
   /// - Parameters:
@@ -52,8 +54,10 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   /// See ``AsyncMergeFlowSequence`` for the full rules.
   ///
   /// ```swift
-  /// // taps: Flow<Int, Never>, api.upload(_:) -> Flow<Progress, UploadError>
-  /// let progress = taps.mergeFlow(maxConcurrent: 2) { id in api.upload(id) }  // Failure == UploadError
+  /// let edits = PassthroughFlow<[Item], Never>()  // batches of edited items, up to 2 uploading at once
+  /// let uploads = edits.mergeFlow(maxConcurrent: 2) { batch in
+  ///   Flow.single { () throws(APIError) in try await api.upload(batch) }  // Failure == APIError
+  /// }
   /// ```
   ///
   /// - Parameters:
@@ -74,8 +78,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   /// full rules.
   ///
   /// ```swift
-  /// // rows: Flow<Row, Never>, row.details() -> Flow<Details, Never>
-  /// for await details in rows.mergeFlow(maxConcurrent: 3) { row in row.details() } { show(details) }
+  /// let ids = Flow.sequence([1, 2, 3])  // the visible rows' ids
+  /// let items = ids.mergeFlow(maxConcurrent: 3) { id in Flow.single { await api.item(id) } }  // as each arrives
+  /// for await item in items { print(item?.title ?? "deleted") }
   /// ```
   ///
   /// - Parameters:
@@ -111,9 +116,10 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
 ///   started has ended.
 ///
 /// ```swift
-/// let thumbnails: AsyncMergeFlowSequence<Flow<Int, Never>, Flow<Thumbnail, Never>, Never> =
-///   ids.mergeFlow(maxConcurrent: 4) { id in cache.thumbnail(id) }
-/// for await thumbnail in thumbnails { grid.append(thumbnail) }
+/// let ids = Flow.sequence([1, 2, 3])  // the visible rows' ids
+/// let items: AsyncMergeFlowSequence<Flow<Int, Never>, Flow<Item?, Never>, Never> =
+///   ids.mergeFlow(maxConcurrent: 4) { id in Flow.single { await api.item(id) } }
+/// for await item in items { print(item?.title ?? "deleted") }
 /// ```
 public typealias AsyncMergeFlowSequence<
   Base: AsyncSequence & Sendable, Inner: AsyncSequence & Sendable, Failure: Error

@@ -15,10 +15,13 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// running, and is thrown once it has ended.
   ///
   /// ```swift
-  /// await model.queries.collectLatest { @MainActor query in
-  ///   let found = await api.search(query)
-  ///   guard !Task.isCancelled else { return }  // superseded: a newer query is running
-  ///   model.results = found
+  /// @MainActor final class DetailModel { var item: Item? }
+  /// let model = await DetailModel()
+  /// let selection = Flow.sequence([1, 2])  // the selected row's id
+  /// await selection.collectLatest { @MainActor id in
+  ///   let item = await api.item(id)
+  ///   guard !Task.isCancelled else { return }  // superseded: a newer row is selected
+  ///   model.item = item
   /// }
   /// ```
   public func collectLatest(_ body: @escaping @Sendable @isolated(any) (Element) async -> Void) async throws(Failure) {

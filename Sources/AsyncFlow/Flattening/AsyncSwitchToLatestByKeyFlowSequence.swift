@@ -6,8 +6,10 @@ where Self: Sendable, Element: Sendable {
   /// the full rules.
   ///
   /// ```swift
-  /// // requests: Flow<RowRequest, APIError>, api.details(_:) -> Flow<Details, APIError>
-  /// let details = requests.switchToLatestFlow(by: \.rowID) { api.details($0.rowID) }  // Failure == APIError
+  /// let edits = PassthroughFlow<Item, APIError>()  // a newer edit of an item cancels that item's older save
+  /// let saves = edits.switchToLatestFlow(by: \.id) { item in
+  ///   Flow.single { () throws(APIError) in try await api.upload(item) }  // Failure == APIError
+  /// }
   /// ```
   ///
   /// - Parameters:
@@ -27,8 +29,10 @@ where Self: Sendable, Element: Sendable {
   /// the full rules.
   ///
   /// ```swift
-  /// // requests: Flow<RowRequest, any Error>, cache.details(_:) -> Flow<Details, Never>
-  /// let details = requests.switchToLatestFlow(by: \.rowID) { cache.details($0.rowID) }  // any Error
+  /// let reloads = PassthroughFlow<Item, any Error>()  // rows to reload; a newer reload of a row replaces its own
+  /// let rows = reloads.switchToLatestFlow(by: \.id) { row in  // Failure == any Error
+  ///   Flow<Item?, Never>.single { await api.item(row.id) }  // cannot fail
+  /// }
   /// ```
   ///
   /// - Parameters:
@@ -50,8 +54,10 @@ where Self: Sendable, Element: Sendable, Failure == Never {
   /// with an inner's failure. See ``AsyncSwitchToLatestByKeyFlowSequence`` for the full rules.
   ///
   /// ```swift
-  /// // requests: Flow<RowRequest, Never>, api.details(_:) -> Flow<Details, APIError>
-  /// let details = requests.switchToLatestFlow(by: \.rowID) { api.details($0.rowID) }  // Failure == APIError
+  /// let edits = PassthroughFlow<Item, Never>()  // a newer edit of an item cancels that item's older save
+  /// let saves = edits.switchToLatestFlow(by: \.id) { item in
+  ///   Flow.single { () throws(APIError) in try await api.upload(item) }  // Failure == APIError
+  /// }
   /// ```
   ///
   /// - Parameters:
@@ -69,8 +75,10 @@ where Self: Sendable, Element: Sendable, Failure == Never {
   /// can the result. See ``AsyncSwitchToLatestByKeyFlowSequence`` for the full rules.
   ///
   /// ```swift
-  /// // requests: Flow<RowRequest, Never>, each load caught inside as a LoadState
-  /// let rows = requests.switchToLatestFlow(by: \.rowID) { api.details($0.rowID).asLoadState() }
+  /// let edits = PassthroughFlow<Item, Never>()  // each save caught inside as a LoadState: Failure == Never
+  /// let states = edits.switchToLatestFlow(by: \.id) { item in
+  ///   Flow.single { () throws(APIError) in try await api.upload(item) }.asLoadState()
+  /// }
   /// ```
   ///
   /// - Parameters:
@@ -97,8 +105,9 @@ where Self: Sendable, Element: Sendable, Failure == Never {
 ///   started has ended.
 ///
 /// ```swift
-/// let details: AsyncSwitchToLatestByKeyFlowSequence<Flow<RowRequest, Never>, Int, Flow<Details, Never>, Never> =
-///   requests.switchToLatestFlow(by: \.rowID) { cache.details($0.rowID) }
+/// let reloads = PassthroughFlow<Item, Never>()  // rows to reload; a newer reload of a row replaces its own
+/// let rows: AsyncSwitchToLatestByKeyFlowSequence<PassthroughFlow<Item, Never>, Int, Flow<Item?, Never>, Never> =
+///   reloads.switchToLatestFlow(by: \.id) { row in Flow.single { await api.item(row.id) } }
 /// ```
 public typealias AsyncSwitchToLatestByKeyFlowSequence<
   Base: AsyncSequence & Sendable, Key: Hashable & Sendable, Inner: AsyncSequence & Sendable, Failure: Error

@@ -6,7 +6,7 @@ where Self: Sendable, Element: Sendable {
   /// the result with it. See ``AsyncSwitchToLatestFlowSequence`` for the full rules.
   ///
   /// ```swift
-  /// // queries: Flow<String, SearchError>, api.search(_:) -> Flow<[Item], SearchError>
+  /// let queries = PassthroughFlow<String, SearchError>()  // the search field's text; fails like the searches
   /// let results = queries.switchToLatestFlow { query in api.search(query) }  // Failure == SearchError
   /// ```
   ///
@@ -26,7 +26,7 @@ where Self: Sendable, Element: Sendable {
   /// cancels the running inner. See ``AsyncSwitchToLatestFlowSequence`` for the full rules.
   ///
   /// ```swift
-  /// // queries: Flow<String, any Error>, api.search(_:).asLoadState() never fails
+  /// let queries = PassthroughFlow<String, any Error>()  // the search field's text
   /// let states = queries.switchToLatestFlow { query in api.search(query).asLoadState() }  // Failure == any Error
   /// ```
   ///
@@ -49,7 +49,7 @@ where Self: Sendable, Element: Sendable, Failure == Never {
   /// ``AsyncSwitchToLatestFlowSequence`` for the full rules.
   ///
   /// ```swift
-  /// // queries: Flow<String, Never>, api.search(_:) -> Flow<[Item], SearchError>
+  /// let queries = PassthroughFlow<String, Never>()  // the search field's text
   /// let results = queries.switchToLatestFlow { query in api.search(query) }  // Failure == SearchError
   /// ```
   ///
@@ -69,7 +69,8 @@ where Self: Sendable, Element: Sendable, Failure == Never {
   /// ``AsyncSwitchToLatestFlowSequence`` for the full rules.
   ///
   /// ```swift
-  /// // queries: Flow<String, Never>; catch inside each search so the stream of searches never dies
+  /// let queries = PassthroughFlow<String, Never>()  // the search field's text
+  /// // caught inside each search, so that a failed search does not end the stream of searches
   /// let states = queries.switchToLatestFlow { query in api.search(query).asLoadState() }  // Failure == Never
   /// ```
   ///
@@ -92,7 +93,7 @@ where Self: Sendable, Element: AsyncSequence & Sendable, Element.Element: Sendab
   /// See ``AsyncSwitchToLatestFlowSequence`` for the full rules.
   ///
   /// ```swift
-  /// // requests: Flow<Flow<[Item], SearchError>, SearchError>
+  /// let requests = PassthroughFlow<Flow<[Item], SearchError>, SearchError>()  // one search per keystroke
   /// let results = requests.switchToLatestFlow()  // Failure == SearchError
   /// ```
   @inlinable
@@ -107,7 +108,7 @@ where Self: Sendable, Element: AsyncSequence & Sendable, Element.Element: Sendab
   /// inner. See ``AsyncSwitchToLatestFlowSequence`` for the full rules.
   ///
   /// ```swift
-  /// // requests: Flow<Flow<[Item], Never>, any Error>
+  /// let requests = PassthroughFlow<Flow<[Item], Never>, any Error>()  // one lookup per keystroke
   /// let results = requests.switchToLatestFlow()  // Failure == any Error
   /// ```
   @inlinable
@@ -125,8 +126,8 @@ where Self: Sendable, Element: AsyncSequence & Sendable, Element.Element: Sendab
   /// ``AsyncSwitchToLatestFlowSequence`` for the full rules.
   ///
   /// ```swift
-  /// // queries: Flow<String, Never>, client.search(_:) -> Flow<[Item], SearchError>
-  /// let results = queries.map { client.search($0) }.switchToLatestFlow()  // Failure == SearchError
+  /// let queries = Flow.sequence(["sw", "swift"])  // the search field's text, as typed
+  /// let results = queries.map { api.search($0) }.switchToLatestFlow()  // Failure == SearchError
   /// ```
   @inlinable
   public func switchToLatestFlow() -> AsyncSwitchToLatestFlowSequence<Self, Element, Element.Failure> {
@@ -139,7 +140,8 @@ where Self: Sendable, Element: AsyncSequence & Sendable, Element.Element: Sendab
   /// for the full rules.
   ///
   /// ```swift
-  /// let results = queries.map { client.search($0) }
+  /// let queries = Flow.sequence(["sw", "swift"])  // the search field's text, as typed
+  /// let results = queries.map { api.search($0) }
   ///   .catchInner { _ in Flow.just([Item]()) }
   ///   .switchToLatestFlow()  // Failure == Never
   /// ```
@@ -163,9 +165,11 @@ where Self: Sendable, Element: AsyncSequence & Sendable, Element.Element: Sendab
 ///   started has ended.
 ///
 /// ```swift
-/// let results: AsyncSwitchToLatestFlowSequence<Flow<String, Never>, Flow<[Item], Never>, Never> =
-///   queries.switchToLatestFlow { query in cache.search(query) }
-/// for await items in results { show(items) }
+/// let queries = Flow.sequence(["sw", "swift"])  // the search field's text, as typed
+/// let states: AsyncSwitchToLatestFlowSequence<
+///   Flow<String, Never>, AsyncLoadStateSequence<Flow<[Item], SearchError>>, Never> =
+///   queries.switchToLatestFlow { query in api.search(query).asLoadState() }
+/// for await state in states { print(state) }  // the latest query's .loading, then .loaded(items) or .failed
 /// ```
 public typealias AsyncSwitchToLatestFlowSequence<
   Base: AsyncSequence & Sendable, Inner: AsyncSequence & Sendable, Failure: Error
