@@ -416,11 +416,8 @@ func runScaling(
     curves.append(shareReplay)
   }
 
-<<<<<<< HEAD
   curves += await coordinationCurves(options: options)
-=======
   curves += await combiningScalingCurves(options: options, repetitions: plan.repetitions)
->>>>>>> h/combining2
 
   for memoryKey in memoryKeys {
     var w5 = ScalingCurve(
@@ -533,7 +530,6 @@ func runScalingCommand(options: Options, memoryBenchmarks: [MemoryBenchmark]) as
   if let path = options.jsonPath { writeJSON([], extra: scalingJSON(curves), to: path) }
 }
 
-<<<<<<< HEAD
 // MARK: Coordination curves: TaskSlots and SingleFlight with many identities and callers
 
 /// The sizes of the coordination curves, kept apart from `ScalingPlan` so that each family of
@@ -706,7 +702,9 @@ func coordinationCurves(options: Options) async -> [ScalingCurve] {
     [("naive.flight.identities", "ns/run", "the reference: a caller task awaiting a plain task it started; \(each)")],
     sizeName: "identities", sizes: plan.identities
   ) { await singleFlightRound(callers: 1, identities: $0, total: plan.total, flight: nil) }
-=======
+  return curves
+}
+
 // MARK: Combining curves: `Flow.combineLatest` / `Flow.zip` with 2…64 inputs
 
 /// `Flow.combineLatest(inputs)` over `inputs` `Flow.sequence`s of `each` elements: per output
@@ -762,6 +760,5 @@ func combiningScalingCurves(options: Options, repetitions: Int) async -> [Scalin
     }
     curves.append(curve)
   }
->>>>>>> h/combining2
   return curves
 }
