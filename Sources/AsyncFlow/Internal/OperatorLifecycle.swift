@@ -11,7 +11,9 @@
 /// The task is cancelled only while a child is busy where only cancellation reaches it (an input
 /// inside its upstream's `next()` or a setup, a timer asleep): a parked child is told to leave
 /// instead, and a child that left (an input running its cleanup) is never cancelled.
+@usableFromInline
 struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
+  @usableFromInline
   enum State {
     /// Nobody has asked for an output yet: no task.
     case idle
@@ -26,6 +28,7 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   }
 
   /// Where a child of the task is.
+  @usableFromInline
   enum Child<Waiter> {
     /// Working (inside its upstream's `next()`, a setup, a sleep): only a cancellation reaches it.
     case busy
@@ -34,44 +37,84 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
     /// Told to leave, or absent (no timer): it needs nothing more.
     case left
 
+    @inlinable
     var isBusy: Bool {
       if case .busy = self { return true }
       return false
     }
   }
 
+  @usableFromInline
   struct Running {
+    @usableFromInline
     var consumer: Consumer?
+    @usableFromInline
     var input: Child<Input>
+    @usableFromInline
     var timer: Child<Timer>
     /// `nil` until the consumer's `next()` that started it registers it.
+    @usableFromInline
     var task: Work?
     /// The input reported its end: whatever it still does (a setup returning) is not interrupted.
+    @usableFromInline
     var inputEnded = false
+
+    @inlinable
+    init(consumer: Consumer? = nil, input: Child<Input>, timer: Child<Timer>, task: Work? = nil) {
+      self.consumer = consumer
+      self.input = input
+      self.timer = timer
+      self.task = task
+    }
   }
 
+  @usableFromInline
   struct Cancelled {
     /// `nil` until the consumer's `next()` that started it registers it.
+    @usableFromInline
     var task: Work?
     /// Whether the input or the timer was busy at the cancellation and has not asked since: a task
     /// registered now is cancelled, as it would have been had it been registered in time.
+    @usableFromInline
     var inputBusy: Bool
+    @usableFromInline
     var timerBusy: Bool
+
+    @inlinable
+    init(task: Work?, inputBusy: Bool, timerBusy: Bool) {
+      self.task = task
+      self.inputBusy = inputBusy
+      self.timerBusy = timerBusy
+    }
   }
 
   /// What an event lets go: each waiter with what to resume it with, the task to cancel, and what
   /// left the state (released by the storage after its lock: a `deinit` may call back).
+  @usableFromInline
   struct Wakeups {
+    @usableFromInline
     var consumer: Consumer?
     /// The input and whether it may go on (`false`: the operator is over, leave).
+    @usableFromInline
     var input: (continuation: Input, proceed: Bool)?
     /// The timer and the deadline to sleep until (`nil`: the operator is over, leave).
+    @usableFromInline
     var timer: (continuation: Timer, deadline: Logic.Instant?)?
+    @usableFromInline
     var cancel: Work?
     /// The element the logic let go of during the event.
+    @usableFromInline
     var released: Logic.Element?
+
+    @inlinable
+    init(consumer: Consumer? = nil, cancel: Work? = nil, released: Logic.Element? = nil) {
+      self.consumer = consumer
+      self.cancel = cancel
+      self.released = released
+    }
   }
 
+  @usableFromInline
   enum NextAction {
     /// Start the task, register it with ``taskStarted(_:)``, and ask again.
     case startTask
@@ -82,11 +125,14 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
     case suspend
   }
 
-  private(set) var state: State
+  @usableFromInline
+  var state: State
   /// The operator's logic, outside `state` so that events mutate it in place (unspecialized
   /// generic code would copy it in and out of the enum at every event); `nil` once retired.
-  private(set) var logic: Logic?
+  @usableFromInline
+  var logic: Logic?
 
+  @inlinable
   init(logic: Logic?, state: State = .idle) {
     self.logic = logic
     self.state = state
@@ -95,6 +141,7 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   // MARK: Consumer events
 
   /// The consumer asks for the next output.
+  @inlinable
   mutating func next(at now: Logic.Instant) -> NextAction {
     switch state {
     case .idle:
@@ -128,6 +175,7 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   }
 
   /// The consumer is about to suspend; returns the continuation if it must resume at once.
+  @inlinable
   mutating func suspendConsumer(_ consumer: Consumer) -> Consumer? {
     switch state {
     case .running(var running):
@@ -147,6 +195,7 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
 
   /// The consumer's task was cancelled or its iterator released. `retired` is the logic: what it
   /// still holds is never delivered, and is released after the lock.
+  @inlinable
   mutating func cancel() -> (wakeups: Wakeups, retired: Logic?) {
     switch state {
     case .idle:
@@ -171,6 +220,7 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
 
   /// The task exists; returns it if it must be cancelled at once (the consumer left, or the logic
   /// ended, while a child is busy).
+  @inlinable
   mutating func taskStarted(_ task: Work) -> Work? {
     switch state {
     case .running(var running) where running.task == nil:
@@ -190,6 +240,7 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
 
   /// The input asks whether to go on (pull its upstream); returns it with the answer if it must
   /// resume at once (`false`: the operator is over, leave).
+  @inlinable
   mutating func inputWaits(_ input: Input, isCancelled: Bool) -> (continuation: Input, proceed: Bool)? {
     // The path of every element pulled: no copy of the running payload.
     if case .running = state, !isCancelled, !logic!.isEnding, logic!.wantsInput { return (input, true) }
@@ -217,6 +268,7 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   }
 
   /// The input's task was cancelled while it waited; returns it, to be resumed with `false`.
+  @inlinable
   mutating func inputCancelled() -> Input? {
     switch state {
     case .running(var running):
@@ -234,6 +286,7 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
 
   /// The timer asks for a deadline; returns it with the answer if it must resume at once (`nil`:
   /// the operator is over, leave).
+  @inlinable
   mutating func timerWaits(_ timer: Timer, isCancelled: Bool) -> (continuation: Timer, deadline: Logic.Instant?)? {
     if case .running = state, !isCancelled, !logic!.isEnding, let deadline = logic!.deadline {
       return (timer, deadline)
@@ -262,6 +315,7 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   }
 
   /// The timer's task was cancelled while it waited; returns it, to be resumed with `nil`.
+  @inlinable
   mutating func timerCancelled() -> Timer? {
     switch state {
     case .running(var running):
@@ -281,6 +335,7 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
 
   /// An element from the input; `accepted` says whether it will reach the consumer unless it
   /// leaves first. Once the logic or the consumer is over, it is handed back in `released`.
+  @inlinable
   mutating func input(_ element: Logic.Element, at now: Logic.Instant) -> (wakeups: Wakeups, accepted: Bool) {
     switch state {
     case .running(var running):
@@ -307,6 +362,7 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   }
 
   /// The input ended (`nil`: it finished); the first end wins.
+  @inlinable
   mutating func inputEnded(_ failure: Logic.InputFailure?, at now: Logic.Instant) -> Wakeups {
     switch state {
     case .running(var running):
@@ -325,6 +381,7 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
     }
   }
 
+  @inlinable
   mutating func timerFired(at now: Logic.Instant) -> Wakeups {
     switch state {
     case .running(var running):
@@ -347,13 +404,15 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   /// Whether the logic's end must cancel the task: a child is busy where only a cancellation
   /// reaches it. An input that reported its end is left to finish what it does (a setup returns,
   /// then runs its cleanup uncancelled).
-  private static func interruptsAtEnd(_ running: Running) -> Bool {
+  @inlinable
+  static func interruptsAtEnd(_ running: Running) -> Bool {
     (running.input.isBusy && !running.inputEnded) || running.timer.isBusy
   }
 
   /// The waiters that the logic's new state lets go. Once the end waits, the input and the timer
   /// are of no use: they are told to leave, and the task is cancelled if one of them is busy.
-  private func wakeups(_ running: inout Running) -> Wakeups {
+  @inlinable
+  func wakeups(_ running: inout Running) -> Wakeups {
     var wakeups = Wakeups()
     let ending = logic!.isEnding
     if running.consumer != nil, ending || logic!.hasOutput {
@@ -373,6 +432,7 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
 }
 
 extension OperatorLifecycle.Child {
+  @inlinable
   var isParked: Bool {
     if case .parked = self { return true }
     return false

@@ -1,10 +1,12 @@
 /// What comes out of an operator, in order.
+@usableFromInline
 enum OperatorOutput<Element, Failure: Error> {
   case element(Element)
   case end(Failure?)
 }
 
 /// What a logic did with an input's element.
+@usableFromInline
 enum InputVerdict<Element> {
   case kept
   /// Kept; an element the logic held gives way (a newer one replaced it, a buffer dropped its
@@ -27,6 +29,7 @@ enum InputVerdict<Element> {
 /// Deadlines never move earlier while the timer sleeps (a debounce moves its deadline later, a
 /// delay queue's head is always the earliest), so the timer only sleeps until `deadline`, then
 /// reports; the logic decides whether that instant is still the one that matters.
+@usableFromInline
 protocol OperatorLogic: Sendable {
   /// What the input delivers.
   associatedtype Element: Sendable
@@ -61,22 +64,33 @@ protocol OperatorLogic: Sendable {
 }
 
 extension OperatorLogic {
+  @inlinable
   static var usesTimer: Bool { true }
+  @inlinable
   mutating func start(at now: Instant) {}
 }
 
 /// What a logic holds for its consumer. Elements are conflated when asked (a newer one replaces
 /// one the consumer has not taken yet), so a slow consumer sees the latest, in bounded memory; the
 /// end is never conflated away.
+@usableFromInline
 struct OutputQueue<Element, Failure: Error> {
-  private var outputs = RingBuffer<OperatorOutput<Element, Failure>>()
-  private(set) var hasEnded = false
+  @usableFromInline
+  var outputs = RingBuffer<OperatorOutput<Element, Failure>>()
+  @usableFromInline
+  var hasEnded = false
 
+  @inlinable
+  init() {}
+
+  @inlinable
   var isEmpty: Bool { outputs.isEmpty }
   /// The outputs the consumer has not taken, the end included.
+  @inlinable
   var count: Int { outputs.count }
 
   /// Returns the element a conflation replaced, to be released after the lock.
+  @inlinable
   @discardableResult
   mutating func append(_ element: Element, conflating: Bool) -> Element? {
     if conflating, case .element(let replaced) = outputs.last {
@@ -87,12 +101,14 @@ struct OutputQueue<Element, Failure: Error> {
     return nil
   }
 
+  @inlinable
   mutating func end(_ failure: Failure?) {
     guard !hasEnded else { return }
     hasEnded = true
     outputs.append(.end(failure))
   }
 
+  @inlinable
   mutating func popFirst() -> OperatorOutput<Element, Failure>? {
     outputs.popFirst()
   }
@@ -100,16 +116,30 @@ struct OutputQueue<Element, Failure: Error> {
 
 /// The clock of an operator that measures no time (`bufferFlow`, `Flow.callbacks`): every instant
 /// is the same one, reading it costs nothing, and nothing sleeps on it (their logics set no timer).
+@usableFromInline
 struct TimelessClock: Clock {
+  @usableFromInline
   struct Instant: InstantProtocol {
+    @inlinable
+    init() {}
+
+    @inlinable
     func advanced(by duration: Duration) -> Instant { self }
+    @inlinable
     func duration(to other: Instant) -> Duration { .zero }
+    @inlinable
     static func < (lhs: Instant, rhs: Instant) -> Bool { false }
   }
 
+  @inlinable
+  init() {}
+
+  @inlinable
   var now: Instant { Instant() }
+  @inlinable
   var minimumResolution: Duration { .zero }
 
+  @inlinable
   func sleep(until deadline: Instant, tolerance: Duration?) async throws {
     preconditionFailure("Internal inconsistency: a TimelessClock was asked to sleep")
   }

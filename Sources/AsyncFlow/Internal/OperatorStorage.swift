@@ -2,25 +2,32 @@
 /// given by the operator (``pull(_:)`` for an upstream, a callbacks setup for `Flow.callbacks`)
 /// with a timer beside it when the logic uses one. The lock is held only around machine events;
 /// continuations are resumed, the task cancelled and released values let go after it is released.
+@usableFromInline
 final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.Instant == Logic.Instant {
+  @usableFromInline
   typealias Lifecycle = OperatorLifecycle<
     Logic, UnsafeContinuation<Void, Never>, UnsafeContinuation<Bool, Never>, UnsafeContinuation<C.Instant?, Never>,
     Task<Void, Never>
   >
   /// What the task runs as the input: it reports through ``input(_:)`` and ``inputEnded(_:)``
   /// and waits in ``inputWanted()``.
+  @usableFromInline
   typealias Input = @Sendable (OperatorStorage) async -> Void
 
-  private let state: LockedState<Lifecycle>
-  private let clock: C
+  @usableFromInline
+  let state: LockedState<Lifecycle>
+  @usableFromInline
+  let clock: C
 
+  @inlinable
   init(logic: Logic, clock: C) {
     self.state = LockedState(Lifecycle(logic: logic))
     self.clock = clock
   }
 
   /// Called after the lock; what the wakeups release (`released`) goes with them, here.
-  private static func perform(_ wakeups: consuming Lifecycle.Wakeups) {
+  @inlinable
+  static func perform(_ wakeups: consuming Lifecycle.Wakeups) {
     wakeups.cancel?.cancel()
     wakeups.consumer?.resume()
     if let (input, proceed) = wakeups.input { input.resume(returning: proceed) }
@@ -29,6 +36,7 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
 
   // MARK: Consumer
 
+  @inlinable
   func next(isolation actor: isolated (any Actor)?, input: @escaping Input) async throws(Logic.Failure) -> Logic.Output?
   {
     while true {
@@ -59,6 +67,7 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
   }
 
   /// The consumer's task was cancelled or its iterator released.
+  @inlinable
   func cancel() {
     let (wakeups, retired) = state.withLock { $0.cancel() }
     Self.perform(wakeups)
@@ -70,7 +79,8 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
 
   /// The task holds `input` (and what it captures), the storage does not: a callbacks setup that
   /// captures a socket whose callbacks hold the storage makes no cycle.
-  private func startTask(_ input: @escaping Input) {
+  @inlinable
+  func startTask(_ input: @escaping Input) {
     let task = FlowScheduling.startTask {
       guard Logic.usesTimer else { return await input(self) }
       await withTaskGroup(of: Void.self) { group in
@@ -82,6 +92,7 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
   }
 
   /// Waits until the logic wants an input element; `false` once the operator is over.
+  @inlinable
   func inputWanted() async -> Bool {
     await withTaskCancellationHandler {
       await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
@@ -97,6 +108,7 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
   /// Hands `element` to the logic; returns whether it will reach the consumer unless it leaves
   /// first. The caller's reference outlives the lock: if the logic does not keep the element, its
   /// last release (and `deinit`) comes after the lock, not inside it.
+  @inlinable
   @discardableResult
   func input(_ element: Logic.Element) -> Bool {
     let now = clock.now
@@ -105,12 +117,14 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
     return accepted
   }
 
+  @inlinable
   func inputEnded(_ failure: Logic.InputFailure?) {
     let now = clock.now
     Self.perform(state.withLock { $0.inputEnded(failure, at: now) })
   }
 
   /// The input of an operator over an upstream: pulls it while the logic wants elements.
+  @inlinable
   func pull<Base: AsyncSequence>(_ base: Base) async
   where Base.Element == Logic.Element, Base.Failure == Logic.InputFailure {
     var iterator = base.makeAsyncIterator()
@@ -127,7 +141,8 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
     await iterator.stopPulling()
   }
 
-  private func runTimer() async {
+  @inlinable
+  func runTimer() async {
     while let deadline = await nextDeadline() {
       do {
         try await clock.sleep(until: deadline, tolerance: nil)
@@ -140,7 +155,8 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
   }
 
   /// Waits until the logic has a deadline; `nil` once the operator is over.
-  private func nextDeadline() async -> C.Instant? {
+  @inlinable
+  func nextDeadline() async -> C.Instant? {
     await withTaskCancellationHandler {
       await withUnsafeContinuation { (continuation: UnsafeContinuation<C.Instant?, Never>) in
         if let (timer, deadline) = state.withLock({ $0.timerWaits(continuation, isCancelled: Task.isCancelled) }) {
@@ -156,10 +172,14 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
 /// The consumer's end of one iteration: releasing it (leaving the loop) ends the iteration as a
 /// cancellation does. Generic over what it delivers only, so that one public iterator serves
 /// every operator on the life cycle.
+@usableFromInline
 final class OperatorConsumer<Output, Failure: Error> {
-  private let nextOutput: (isolated (any Actor)?) async throws(Failure) -> Output?
-  private let cancel: @Sendable () -> Void
+  @usableFromInline
+  let nextOutput: (isolated (any Actor)?) async throws(Failure) -> Output?
+  @usableFromInline
+  let cancel: @Sendable () -> Void
 
+  @inlinable
   init<Logic: OperatorLogic, C: Clock>(
     _ storage: OperatorStorage<Logic, C>, input: @escaping OperatorStorage<Logic, C>.Input
   ) where Logic.Output == Output, Logic.Failure == Failure {
@@ -174,6 +194,7 @@ final class OperatorConsumer<Output, Failure: Error> {
     cancel()
   }
 
+  @inlinable
   func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Output? {
     // Nothing is delivered after cancellation, not even what is buffered.
     if Task.isCancelled { cancel() }
@@ -190,6 +211,7 @@ final class OperatorConsumer<Output, Failure: Error> {
 /// while let query = await iterator.next() { print(query) }
 /// ```
 public struct AsyncOperatorIterator<Element, Failure: Error>: AsyncIteratorProtocol {
+  @usableFromInline
   let consumer: OperatorConsumer<Element, Failure>
 
   /// The next output, `nil` at the finish or once the consumer's task is cancelled; throws the
@@ -198,6 +220,7 @@ public struct AsyncOperatorIterator<Element, Failure: Error>: AsyncIteratorProto
   /// ```swift
   /// let query = try await iterator.next(isolation: #isolation)
   /// ```
+  @inlinable
   public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
     try await consumer.next(isolation: actor)
   }
@@ -207,6 +230,7 @@ public struct AsyncOperatorIterator<Element, Failure: Error>: AsyncIteratorProto
   /// ```swift
   /// let query = try await iterator.next()
   /// ```
+  @inlinable
   public mutating func next() async throws(Failure) -> Element? {
     try await consumer.next(isolation: nil)
   }
@@ -217,6 +241,7 @@ extension AsyncOperatorIterator: Sendable {}
 
 extension AsyncOperatorIterator {
   /// An iterator whose task pulls `base` into `logic`, measuring time on `clock`.
+  @inlinable
   init<Logic: OperatorLogic, Base: AsyncSequence & Sendable, C: Clock>(_ logic: Logic, pulling base: Base, clock: C)
   where
     Logic.Output == Element, Logic.Failure == Failure, Logic.Element == Base.Element,

@@ -43,9 +43,12 @@ where Base.Element: Sendable {
   /// ```
   public typealias Failure = Base.Failure
   // The upstream is pulled by the one operator life cycle, with a logic that measures no time.
+  @usableFromInline
   typealias Logic = BufferLogic<Element, Failure>
 
+  @usableFromInline
   let base: Base
+  @usableFromInline
   let policy: FlowBufferingPolicy
 
   /// Starts an iteration: its task starts at the first `next()`.
@@ -53,6 +56,7 @@ where Base.Element: Sendable {
   /// ```swift
   /// var iterator = readings.makeAsyncIterator()
   /// ```
+  @inlinable
   public func makeAsyncIterator() -> Iterator {
     Iterator(Logic(policy: policy, isPulled: true), pulling: base, clock: TimelessClock())
   }
@@ -68,27 +72,37 @@ where Base.Element: Sendable {
 
 /// `bufferFlow` and `Flow.callbacks`: every input element goes into the buffer as the policy says;
 /// the end waits behind what the buffer holds. Measures no time.
+@usableFromInline
 struct BufferLogic<Element: Sendable, Failure: Error>: OperatorLogic {
+  @usableFromInline
   typealias InputFailure = Failure
+  @usableFromInline
   typealias Instant = TimelessClock.Instant
 
+  @inlinable
   static var usesTimer: Bool { false }
 
-  private let policy: FlowBufferingPolicy
+  @usableFromInline
+  let policy: FlowBufferingPolicy
   /// Whether the input is pulled (`bufferFlow`); `Flow.callbacks`' input pushes, and its task
   /// waits for the end.
-  private let isPulled: Bool
-  private(set) var buffer = RingBuffer<Element>()
-  private var ending = Ending.inputRunning
+  @usableFromInline
+  let isPulled: Bool
+  @usableFromInline
+  var buffer = RingBuffer<Element>()
+  @usableFromInline
+  var ending = Ending.inputRunning
 
   /// The input's end is delivered once the buffer is empty, and only once.
-  private enum Ending {
+  @usableFromInline
+  enum Ending: Sendable {
     case inputRunning
     /// The input ended (`nil`: it finished); not delivered yet.
     case ended(Failure?)
     case delivered
   }
 
+  @inlinable
   init(policy: FlowBufferingPolicy, isPulled: Bool) {
     self.policy = policy
     self.isPulled = isPulled
@@ -96,6 +110,7 @@ struct BufferLogic<Element: Sendable, Failure: Error>: OperatorLogic {
 
   /// Never holds the input back: a full bounded buffer drops an element (the oldest, or this
   /// one) and keeps pulling. `bufferingNewest(0)` (allowed for `Flow.callbacks`) keeps nothing.
+  @inlinable
   mutating func input(_ element: Element, at now: Instant) -> InputVerdict<Element> {
     switch policy.storage {
     case .unbounded:
@@ -114,25 +129,32 @@ struct BufferLogic<Element: Sendable, Failure: Error>: OperatorLogic {
     }
   }
 
+  @inlinable
   mutating func inputEnded(_ failure: Failure?, at now: Instant) -> Element? {
     ending = .ended(failure)
     return nil
   }
 
+  @inlinable
   mutating func timerFired(at now: Instant) -> Element? { nil }
 
+  @inlinable
   var deadline: Instant? { nil }
+  @inlinable
   var wantsInput: Bool { isPulled && !isEnding }
+  @inlinable
   var hasOutput: Bool {
     if case .ended = ending { return true }
     return !buffer.isEmpty
   }
   // The input is over once its end arrived: what the buffer holds still comes first.
+  @inlinable
   var isEnding: Bool {
     if case .inputRunning = ending { return false }
     return true
   }
 
+  @inlinable
   mutating func nextOutput(at now: Instant) -> OperatorOutput<Element, Failure>? {
     if let element = buffer.popFirst() { return .element(element) }
     guard case .ended(let failure) = ending else { return nil }

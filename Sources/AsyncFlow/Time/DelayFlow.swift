@@ -44,10 +44,14 @@ where Base.Element: Sendable {
   /// for await element in toasts { print(element) }  // Failure == Never
   /// ```
   public typealias Failure = Base.Failure
+  @usableFromInline
   typealias Logic = DelayLogic<Element, Failure, C.Instant>
 
+  @usableFromInline
   let base: Base
+  @usableFromInline
   let interval: C.Duration
+  @usableFromInline
   let clock: C
 
   /// Starts an iteration: its task starts at the first `next()`.
@@ -55,6 +59,7 @@ where Base.Element: Sendable {
   /// ```swift
   /// var iterator = messages.delayFlow(for: .seconds(1)).makeAsyncIterator()
   /// ```
+  @inlinable
   public func makeAsyncIterator() -> Iterator {
     Iterator(Logic(interval: interval), pulling: base, clock: clock)
   }
@@ -71,30 +76,41 @@ where Base.Element: Sendable {
 /// `delayFlow`: every element, and the end, is delivered `interval` after it arrived.
 /// Elements in flight are buffered: as many as arrive within one interval; behind a stalled
 /// consumer, the upstream is no longer pulled (see `wantsUpstream`).
+@usableFromInline
 struct DelayLogic<Element: Sendable, Failure: Error, Instant: InstantProtocol>: OperatorLogic {
+  @usableFromInline
   typealias InputFailure = Failure
 
-  private let interval: Instant.Duration
+  @usableFromInline
+  let interval: Instant.Duration
   /// Elements, and at most one end, each with the instant it is due; ordered by that instant.
-  private var inFlight = RingBuffer<(output: OperatorOutput<Element, Failure>, due: Instant)>()
-  private var outputs = OutputQueue<Element, Failure>()
-  private var upstreamHasEnded = false
+  @usableFromInline
+  var inFlight = RingBuffer<(output: OperatorOutput<Element, Failure>, due: Instant)>()
+  @usableFromInline
+  var outputs = OutputQueue<Element, Failure>()
+  @usableFromInline
+  var upstreamHasEnded = false
 
+  // Not inlined: the interval is capped by the module's own rule, once per iteration.
+  @usableFromInline
   init(interval: Instant.Duration) {
     self.interval = interval.cappedInterval
   }
 
+  @inlinable
   mutating func input(_ element: Element, at now: Instant) -> InputVerdict<Element> {
     inFlight.append((.element(element), now.advanced(by: interval)))
     return .kept
   }
 
+  @inlinable
   mutating func inputEnded(_ failure: Failure?, at now: Instant) -> Element? {
     upstreamHasEnded = true
     inFlight.append((.end(failure), now.advanced(by: interval)))
     return nil
   }
 
+  @inlinable
   mutating func timerFired(at now: Instant) -> Element? {
     while let first = inFlight.first, first.due <= now {
       switch inFlight.popFirst()!.output {
@@ -105,17 +121,22 @@ struct DelayLogic<Element: Sendable, Failure: Error, Instant: InstantProtocol>: 
     return nil
   }
 
+  @inlinable
   var deadline: Instant? { inFlight.first?.due }
   /// Pulls while the elements due and not yet taken are no more than those in flight: a stalled
   /// consumer stops the pulling once more are due than arrive within about one interval, so at
   /// most about twice what arrives within one interval is held (plus one), instead of everything
   /// the upstream produces meanwhile.
+  @inlinable
   var wantsInput: Bool {
     !upstreamHasEnded && !outputs.hasEnded && outputs.count <= inFlight.count
   }
+  @inlinable
   var hasOutput: Bool { !outputs.isEmpty }
+  @inlinable
   var isEnding: Bool { outputs.hasEnded }
 
+  @inlinable
   mutating func nextOutput(at now: Instant) -> OperatorOutput<Element, Failure>? {
     outputs.popFirst()
   }
