@@ -27,3 +27,6 @@ struct API: Sendable {
 }
 
 let api = API()
+
+/// The clock that the app's timed operators are given (`clock: clock`); a test passes a `TestClock` instead.
+let clock = ContinuousClock()
