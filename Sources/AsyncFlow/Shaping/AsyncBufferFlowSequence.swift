@@ -29,7 +29,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 /// ahead of the consumer into a buffer.
 ///
 /// ```swift
-/// let readings: AsyncBufferFlowSequence<Flow<Double, Never>> = sensor.readings().bufferFlow(policy: .bufferingNewest(10))
+/// let readings: AsyncBufferFlowSequence<Flow<Double, Never>> =
+///   sensor.readings().bufferFlow(policy: .bufferingNewest(10))
 /// ```
 public struct AsyncBufferFlowSequence<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable
 where Base.Element: Sendable {
