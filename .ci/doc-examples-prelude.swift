@@ -32,3 +32,6 @@ let api = API()
 extension API {
   func priceUpdates() -> Flow<Double, APIError> { Flow.just(101.5).setFailureType(to: APIError.self) }
 }
+
+/// The clock that the app's timed operators are given (`clock: clock`); a test passes a `TestClock` instead.
+let clock = ContinuousClock()

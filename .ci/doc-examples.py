@@ -41,8 +41,8 @@ FENCE_OPEN = re.compile(r"^\s*/// ?```swift\s*$")
 FENCE_CLOSE = re.compile(r"^\s*/// ?```\s*$")
 DOC_LINE = re.compile(r"^\s*/// ?")
 FILE_SCOPE = re.compile(
-  r"^(?:@(?:Observable|Test|Suite)\b|(?:@\w+(?:\([^)]*\))?\s+)*"
-  r"(?:extension|protocol|import|precedencegroup|(?:public|package|internal|fileprivate|private)\b))"
+  r"^(?:@\w+(?:\([^)]*\))?\s+)*"
+  r"(?:@(?:Observable|Test|Suite)\b|extension|protocol|import|precedencegroup|(?:public|package|internal|fileprivate|private)\b)"
 )
 # What every example may use without importing it: the two libraries, Swift Testing (for the examples of
 # AsyncFlowTesting, which are test code) and Observation (for `@Observable` view models).
@@ -103,7 +103,9 @@ def split(block: Block):
     depth = max(depth, 0)
   file_scope, body = [], []
   for item in items:
-    head = next((line.strip() for line in item[1] if line.strip() and not line.strip().startswith("//")), "")
+    # The item's code on one line, so that attributes on lines of their own (`@MainActor` above `@Observable`)
+    # are read with the declaration they belong to.
+    head = " ".join(line.strip() for line in item[1] if line.strip() and not line.strip().startswith("//"))
     (file_scope if FILE_SCOPE.match(head) else body).append(item)
   return file_scope, body
 

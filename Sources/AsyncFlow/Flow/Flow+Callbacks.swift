@@ -11,6 +11,16 @@ extension Flow {
   /// after the end is ignored.
   ///
   /// ```swift
+  /// struct Quote: Sendable { var symbol: String; var price: Double }
+  /// struct SocketError: Error {}
+  /// final class QuoteSocket: @unchecked Sendable {  // a callback API, calling back on its own queue
+  ///   var onMessage: @Sendable (Quote) -> Void = { _ in }
+  ///   var onError: @Sendable (SocketError) -> Void = { _ in }
+  ///   var onClose: @Sendable () -> Void = {}
+  ///   func connect() {}
+  ///   func disconnect() {}
+  /// }
+  /// let socket = QuoteSocket()
   /// let quotes = Flow<Quote, SocketError>.callbacks { callbacks in
   ///   socket.onMessage = { callbacks.send($0) }
   ///   socket.onError = { callbacks.fail($0) }
@@ -34,6 +44,11 @@ extension Flow {
   /// `@isolated(any)`: mark it too, and it runs there as well.
   ///
   /// ```swift
+  /// @MainActor final class MainActorSocket {  // a callback API of the main actor
+  ///   var onMessage: (Quote) -> Void = { _ in }
+  ///   func connect() {}
+  ///   func disconnect() {}
+  /// }
   /// @MainActor func liveQuotes(from socket: MainActorSocket) -> Flow<Quote, SocketError> {
   ///   Flow.callbacks { callbacks in  // on the main actor
   ///     socket.onMessage = { callbacks.send($0) }
@@ -82,6 +97,11 @@ typealias CallbacksStorage<Element: Sendable, Failure: Error> =
 /// thread-safe, and never blocking, so a callback on any thread or queue can call them.
 ///
 /// ```swift
+/// final class ChatClient: Sendable {  // a callback API with listener tokens
+///   func addListener(_ listener: @escaping @Sendable (String) -> Void) -> Int { 0 }
+///   func removeListener(_ token: Int) {}
+/// }
+/// let chat = ChatClient()
 /// let messages = Flow<String, Never>.callbacks(bufferingPolicy: .unbounded) { callbacks in
 ///   let token = chat.addListener { callbacks.send($0) }
 ///   return { chat.removeListener(token) }
@@ -99,8 +119,11 @@ public struct FlowCallbacks<Element: Sendable, Failure: Error>: Sendable {
   /// result is discardable).
   ///
   /// ```swift
-  /// socket.onMessage = { message in
-  ///   if !callbacks.send(message) { droppedMessages.increment() }
+  /// let latest = Flow<Quote, SocketError>.callbacks(bufferingPolicy: .bufferingOldest(8)) { callbacks in
+  ///   socket.onMessage = { quote in
+  ///     if !callbacks.send(quote) { print("dropped \(quote.symbol)") }  // the buffer is full
+  ///   }
+  ///   return { socket.disconnect() }
   /// }
   /// ```
   @discardableResult
@@ -112,7 +135,10 @@ public struct FlowCallbacks<Element: Sendable, Failure: Error>: Sendable {
   /// once. Ignored after the end.
   ///
   /// ```swift
-  /// socket.onClose = { callbacks.finish() }
+  /// let untilClosed = Flow<Quote, SocketError>.callbacks { callbacks in
+  ///   socket.onClose = { callbacks.finish() }
+  ///   return { socket.disconnect() }
+  /// }
   /// ```
   public func finish() {
     storage.inputEnded(nil)
@@ -122,7 +148,10 @@ public struct FlowCallbacks<Element: Sendable, Failure: Error>: Sendable {
   /// cleanup starts at once. Ignored after the end.
   ///
   /// ```swift
-  /// socket.onError = { callbacks.fail($0) }
+  /// let failing = Flow<Quote, SocketError>.callbacks { callbacks in
+  ///   socket.onError = { callbacks.fail($0) }
+  ///   return { socket.disconnect() }
+  /// }
   /// ```
   public func fail(_ error: Failure) {
     storage.inputEnded(error)

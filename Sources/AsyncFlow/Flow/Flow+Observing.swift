@@ -11,7 +11,7 @@ extension Flow where Failure == Never {
   /// model: run it in a subscription or a `TaskSlots` slot that the model owns.
   ///
   /// ```swift
-  /// @MainActor @Observable final class SearchModel {
+  /// @MainActor @Observable private final class SearchModel {
   ///   var query = ""
   ///   var results: LoadState<[Item], SearchError> = .idle
   ///   @ObservationIgnored private var subscriptions = Set<FlowSubscription>()

@@ -33,12 +33,11 @@ public struct Flow<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
   /// every pending or later `emit` returns at once without delivering.
   ///
   /// ```swift
-  /// let pages = Flow<Page, any Error>(bufferSize: 0) { emitter in
-  ///   var cursor: Cursor? = .start
-  ///   while let current = cursor {
-  ///     let page = try await api.page(at: current)
+  /// let pages = Flow<[Item], any Error>(bufferSize: 0) { emitter in
+  ///   for number in 1... {
+  ///     let page = try await api.articles(page: number)
+  ///     if page.isEmpty { return }  // past the last page
   ///     await emitter.emit(page)
-  ///     cursor = page.next
   ///   }
   /// }
   /// ```
@@ -90,7 +89,7 @@ public struct Flow<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
   /// Makes an iterator that runs this flow's producer from the start.
   ///
   /// ```swift
-  /// var iterator = sequence.makeAsyncIterator()
+  /// var iterator = countdown.makeAsyncIterator()
   /// ```
   @inlinable
   public func makeAsyncIterator() -> Iterator {
@@ -100,7 +99,7 @@ public struct Flow<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
   /// The iterator of one run of a ``Flow``.
   ///
   /// ```swift
-  /// var iterator = sequence.makeAsyncIterator()
+  /// var iterator = countdown.makeAsyncIterator()
   /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
   /// ```
   public struct Iterator: AsyncIteratorProtocol {

@@ -27,9 +27,12 @@ public struct FlowEmitter<Element: Sendable>: Sendable {
   /// buffer may hold up to `n - 1` elements more than `bufferSize`.
   ///
   /// ```swift
-  /// for line in lines {
-  ///   await emitter.emit(line)
-  ///   if Task.isCancelled { return }
+  /// let lines = ["GET /", "GET /about"]  // a log, read line by line
+  /// let requests = Flow<String, Never> { emitter in
+  ///   for line in lines {
+  ///     await emitter.emit(line)
+  ///     if Task.isCancelled { return }
+  ///   }
   /// }
   /// ```
   @inlinable

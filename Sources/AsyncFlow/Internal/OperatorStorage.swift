@@ -207,6 +207,7 @@ final class OperatorConsumer<Output, Failure: Error> {
 /// `bufferFlow`, each of which names it `Iterator`. Releasing it ends its iteration's task.
 ///
 /// ```swift
+/// let keystrokes = PassthroughFlow<String, Never>()  // the search field's text, as typed
 /// var iterator = keystrokes.debounceFlow(for: .milliseconds(300)).makeAsyncIterator()
 /// while let query = await iterator.next() { print(query) }
 /// ```

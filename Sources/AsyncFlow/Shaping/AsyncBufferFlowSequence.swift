@@ -6,6 +6,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// or failure comes after the buffered elements: nothing the buffer holds is lost to it.
   ///
   /// ```swift
+  /// struct Sensor: Sendable { func readings() -> Flow<Double, Never> { .sequence([20.5, 20.7]) } }
+  /// let sensor = Sensor()  // a thermometer
+  /// var chart: [Double] = []
   /// // The sensor never waits for the screen; the screen shows the newest 10 readings it missed.
   /// for await reading in sensor.readings().bufferFlow(policy: .bufferingNewest(10)) { chart.append(reading) }
   /// ```
@@ -26,7 +29,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 /// ahead of the consumer into a buffer.
 ///
 /// ```swift
-/// let readings: AsyncBufferFlowSequence<Flow<Double, Never>> = sensor.bufferFlow(policy: .bufferingNewest(10))
+/// let readings: AsyncBufferFlowSequence<Flow<Double, Never>> =
+///   sensor.readings().bufferFlow(policy: .bufferingNewest(10))
 /// ```
 public struct AsyncBufferFlowSequence<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable
 where Base.Element: Sendable {

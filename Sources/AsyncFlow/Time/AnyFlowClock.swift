@@ -25,6 +25,7 @@ public struct AnyFlowClock: Clock, Sendable {
   /// A point on an ``AnyFlowClock``: the time since the clock was made.
   ///
   /// ```swift
+  /// let clock = AnyFlowClock(ContinuousClock())
   /// let deadline = clock.now.advanced(by: .seconds(1))
   /// ```
   public struct Instant: InstantProtocol, Hashable, Sendable {

@@ -8,6 +8,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// so what is held is at most one array and what arrives in one interval.
   ///
   /// ```swift
+  /// struct Event: Sendable { var name: String }  // an analytics event
+  /// let events = PassthroughFlow<Event, Never>()
   /// for try await batch in events.collectFlow(every: .seconds(5), clock: clock) { try await api.upload(batch) }
   /// ```
   ///
@@ -35,6 +37,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// was collected is delivered at once, before the finish or the failure.
   ///
   /// ```swift
+  /// let logLines = PassthroughFlow<String, Never>()
   /// let batches = logLines.collectFlow(count: 100, orEvery: .seconds(1), clock: clock)
   /// ```
   ///

@@ -19,10 +19,17 @@ extension AsyncSequence where Self: Sendable {
   /// number is drawn.
   ///
   /// ```swift
+  /// private extension SearchError { var isTransient: Bool { if case .network = self { true } else { false } } }
+  /// struct Seeded: RandomNumberGenerator, Sendable {  // a test's generator: the same waits on every run
+  ///   var state: UInt64
+  ///   mutating func next() -> UInt64 { state = state &* 6_364_136_223_846_793_005 &+ 1; return state }
+  /// }
+  /// let term = "swift"
+  /// let quotes = PassthroughFlow<Double, APIError>()  // a live price feed that can drop
   /// let results = api.search(term)
   ///   .retryWithBackoff(maxRetries: 3, initialDelay: .seconds(1), clock: clock) { $0.isTransient }
   /// let reproducible = api.search(term)
-  ///   .retryWithBackoff(maxRetries: 3, initialDelay: .seconds(1), jitter: 0.5, using: seededGenerator, clock: clock)
+  ///   .retryWithBackoff(maxRetries: 3, initialDelay: .seconds(1), jitter: 0.5, using: Seeded(state: 42), clock: clock)
   /// let reconnecting = quotes
   ///   .retryWithBackoff(maxRetries: 5, initialDelay: .seconds(1), resetAfterElement: true, clock: clock)
   /// ```
@@ -69,7 +76,8 @@ extension AsyncSequence where Self: Sendable {
 /// ``_Concurrency/AsyncSequence/retryWithBackoff(maxRetries:initialDelay:multiplier:maxDelay:jitter:using:resetAfterElement:clock:while:)``.
 ///
 /// ```swift
-/// let retrying: AsyncRetryWithBackoffSequence<Flow<Page, any Error>, ContinuousClock> =
+/// let pages = Flow<[Item], any Error> { emitter in await emitter.emit(try await api.articles(page: 1)) }
+/// let retrying: AsyncRetryWithBackoffSequence<Flow<[Item], any Error>, ContinuousClock> =
 ///   pages.retryWithBackoff(maxRetries: 2, initialDelay: .seconds(1))
 /// ```
 public struct AsyncRetryWithBackoffSequence<Base: AsyncSequence & Sendable, C: Clock>: AsyncSequence, Sendable
@@ -77,13 +85,13 @@ where C.Duration == Duration {
   /// The base's element.
   ///
   /// ```swift
-  /// for try await page in retrying { show(page) }
+  /// for try await page in retrying { print(page) }
   /// ```
   public typealias Element = Base.Element
   /// The base's failure: the last one is thrown once the retries are used up.
   ///
   /// ```swift
-  /// do { for try await page in retrying { show(page) } } catch { showError(error) }
+  /// do { for try await page in retrying { print(page) } } catch { print("Could not load: \(error)") }
   /// ```
   public typealias Failure = Base.Failure
 
@@ -139,7 +147,7 @@ where C.Duration == Duration {
   /// Makes an iterator for the first attempt.
   ///
   /// ```swift
-  /// var iterator = sequence.makeAsyncIterator()
+  /// var iterator = retrying.makeAsyncIterator()
   /// ```
   public func makeAsyncIterator() -> Iterator {
     Iterator(sequence: self)
@@ -148,7 +156,7 @@ where C.Duration == Duration {
   /// The iterator of an ``AsyncRetryWithBackoffSequence``.
   ///
   /// ```swift
-  /// var iterator = sequence.makeAsyncIterator()
+  /// var iterator = retrying.makeAsyncIterator()
   /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
   /// ```
   public struct Iterator: AsyncIteratorProtocol {

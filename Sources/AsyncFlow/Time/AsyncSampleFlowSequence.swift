@@ -13,6 +13,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// two the scheduler runs first.
   ///
   /// ```swift
+  /// struct Point: Sendable { var x, y: Double }
+  /// let dragLocations = PassthroughFlow<Point, Never>()  // where the finger is, as it moves
   /// let position = dragLocations.sampleFlow(every: .milliseconds(100), clock: clock)  // ten a second at most
   /// ```
   ///
@@ -39,20 +41,20 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 ///
 /// ```swift
 /// let position: AsyncSampleFlowSequence<PassthroughFlow<Point, Never>, ContinuousClock> =
-///   drags.sampleFlow(every: .milliseconds(100))
+///   dragLocations.sampleFlow(every: .milliseconds(100))
 /// ```
 public struct AsyncSampleFlowSequence<Base: AsyncSequence & Sendable, C: Clock>: AsyncSequence, Sendable
 where Base.Element: Sendable {
   /// The upstream's element.
   ///
   /// ```swift
-  /// for await point in position { cursor.move(to: point) }
+  /// for await point in position { print(point) }
   /// ```
   public typealias Element = Base.Element
   /// The upstream's failure.
   ///
   /// ```swift
-  /// for try await point in position { cursor.move(to: point) }
+  /// for try await point in position { print(point) }
   /// ```
   public typealias Failure = Base.Failure
   typealias Logic = SampleLogic<Element, Failure, C.Instant>
@@ -74,7 +76,7 @@ where Base.Element: Sendable {
   ///
   /// ```swift
   /// var iterator = position.makeAsyncIterator()
-  /// while let point = try await iterator.next() { cursor.move(to: point) }
+  /// while let point = try await iterator.next() { print(point) }
   /// ```
   public typealias Iterator = AsyncOperatorIterator<Element, Failure>
 }

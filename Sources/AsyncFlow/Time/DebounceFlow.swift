@@ -7,6 +7,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// never turns into a finish. A consumer slower than the debounced elements sees the newest one.
   ///
   /// ```swift
+  /// let keystrokes = PassthroughFlow<String, Never>()  // the search field's text, as typed
   /// let queries = keystrokes.debounceFlow(for: .milliseconds(300), clock: clock)
   /// ```
   public func debounceFlow<C: Clock>(for interval: C.Duration, clock: C) -> AsyncDebounceFlowSequence<Self, C> {

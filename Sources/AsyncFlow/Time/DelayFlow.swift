@@ -5,6 +5,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// within one interval (plus one) is held.
   ///
   /// ```swift
+  /// let messages = PassthroughFlow<String, Never>()
   /// let toasts = messages.delayFlow(for: .seconds(1), clock: clock)
   /// ```
   public func delayFlow<C: Clock>(for interval: C.Duration, clock: C) -> AsyncDelayFlowSequence<Self, C> {
@@ -68,7 +69,7 @@ where Base.Element: Sendable {
   ///
   /// ```swift
   /// var iterator = toasts.makeAsyncIterator()
-  /// while let toast = try await iterator.next() { show(toast) }
+  /// while let toast = try await iterator.next() { print(toast) }
   /// ```
   public typealias Iterator = AsyncOperatorIterator<Element, Failure>
 }

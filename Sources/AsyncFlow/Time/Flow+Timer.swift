@@ -16,6 +16,7 @@ extension Flow where Element: InstantProtocol, Failure == Never {
   /// ``timer(every:clock:)`` on the `ContinuousClock`.
   ///
   /// ```swift
+  /// func refresh() async {}  // reloads the feed
   /// for await _ in Flow.timer(every: .seconds(30)) { await refresh() }
   /// ```
   public static func timer(every interval: Duration) -> Flow where Element == ContinuousClock.Instant {

@@ -8,6 +8,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// passes at once.
   ///
   /// ```swift
+  /// let scrollOffsets = PassthroughFlow<Double, Never>()  // the list's offset as it scrolls
   /// let positions = scrollOffsets.throttleFlow(for: .milliseconds(100), clock: clock)
   /// ```
   public func throttleFlow<C: Clock>(

@@ -2,14 +2,17 @@
 /// the interval to deliver an element or its end.
 ///
 /// ```swift
-/// do { for try await page in pages.timeoutFlow(after: .seconds(5)) { show(page) } }
-/// catch is FlowTimeoutError { showTimeoutBanner() }
+/// let pages = Flow<[Item], any Error> { emitter in await emitter.emit(try await api.articles(page: 1)) }
+/// do {
+///   for try await page in pages.timeoutFlow(after: .seconds(5)) { print(page) }
+/// } catch is FlowTimeoutError { print("The server is taking too long") }
 /// ```
 public struct FlowTimeoutError: Error, Hashable, Sendable, CustomStringConvertible {
   /// Creates the error.
   ///
   /// ```swift
-  /// #expect(throws: FlowTimeoutError()) { try await iterator.next() }
+  /// var iterator = pages.timeoutFlow(after: .seconds(5)).makeAsyncIterator()
+  /// await #expect(throws: FlowTimeoutError()) { try await iterator.next() }
   /// ```
   public init() {}
 
@@ -30,7 +33,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// sequence still fails with ``FlowTimeoutError``.
   ///
   /// ```swift
-  /// let page = try await api.page(1).timeoutFlow(after: .seconds(5), clock: clock).first { _ in true }
+  /// let page = try await pages.timeoutFlow(after: .seconds(5), clock: clock).first { _ in true }
   /// ```
   public func timeoutFlow<C: Clock>(
     after interval: C.Duration, clock: C
@@ -43,7 +46,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)-wot3`` on the `ContinuousClock`.
   ///
   /// ```swift
-  /// let page = api.page(1).timeoutFlow(after: .seconds(5))
+  /// let timedPages = pages.timeoutFlow(after: .seconds(5))
   /// ```
   public func timeoutFlow(after interval: Duration) -> AsyncTimeoutFlowSequence<Self, ContinuousClock, any Error> {
     timeoutFlow(after: interval, clock: ContinuousClock())
@@ -53,6 +56,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// element or its end; see ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)-wot3``.
   ///
   /// ```swift
+  /// let responses = PassthroughFlow<String, Never>()  // the answers of the devices nearby
   /// // Collect the responses that arrive in time, then move on.
   /// let answers = responses.timeoutFlow(finishingAfter: .seconds(2), clock: clock)
   /// ```
@@ -81,6 +85,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   /// that cannot fail otherwise, the failure type says exactly that.
   ///
   /// ```swift
+  /// let heartbeats = PassthroughFlow<Int, Never>()  // the server's keep-alive counter
   /// let ticks = heartbeats.timeoutFlow(after: .seconds(30), clock: clock)  // Failure == FlowTimeoutError
   /// ```
   public func timeoutFlow<C: Clock>(
@@ -121,7 +126,7 @@ where Base.Element: Sendable {
   /// The upstream's element.
   ///
   /// ```swift
-  /// for try await element in beats { print(element) }
+  /// for try await element in ticks { print(element) }
   /// ```
   public typealias Element = Base.Element
   typealias Logic = TimeoutLogic<Element, Base.Failure, Failure, C.Instant>
@@ -145,7 +150,7 @@ where Base.Element: Sendable {
   /// The iterator of an ``AsyncTimeoutFlowSequence``: releasing it ends its iteration's task.
   ///
   /// ```swift
-  /// var iterator = beats.makeAsyncIterator()
+  /// var iterator = ticks.makeAsyncIterator()
   /// while let beat = try await iterator.next() { print(beat) }
   /// ```
   public typealias Iterator = AsyncOperatorIterator<Element, Failure>
