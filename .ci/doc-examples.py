@@ -37,8 +37,8 @@ import sys
 SCRIPT_DIR = pathlib.Path(__file__).resolve().parent
 PRELUDE = SCRIPT_DIR / "doc-examples-prelude.swift"
 SOURCE_DIRS = ("Sources/AsyncFlow", "Sources/AsyncFlowTesting")
-FENCE_OPEN = re.compile(r"^\s*/// ?```swift\s*$")
-FENCE_CLOSE = re.compile(r"^\s*/// ?```\s*$")
+FENCE_OPEN = re.compile(r"^\s*///\s*```swift\s*$")  # also a fence indented in a list item
+FENCE_CLOSE = re.compile(r"^\s*///\s*```\s*$")
 DOC_LINE = re.compile(r"^\s*/// ?")
 FILE_SCOPE = re.compile(
   r"^(?:@\w+(?:\([^)]*\))?\s+)*"
