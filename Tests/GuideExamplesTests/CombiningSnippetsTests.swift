@@ -21,8 +21,14 @@ struct CombiningSnippetsTests {
     #expect(enabled)
   }
 
-  @Test func typesCompile() {
+  /// The guide's type annotations compile (`combiningTypes`), and a value of such a stored type
+  /// delivers what its operator promises.
+  @Test func theStoredTypesDeliver() async {
     combiningTypes(a: Flow.sequence([1]), b: Flow.sequence([2]), c: Flow.sequence([3]), names: Flow.just("x"))
+    let rows: AsyncZipFlowSequence<[Int], Never> = Flow.zip([Flow.sequence([1]), Flow.sequence([2]), Flow.sequence([3])])
+    var delivered: [[Int]] = []
+    for await row in rows { delivered.append(row) }
+    #expect(delivered == [[1, 2, 3]])
   }
 
   @Test func inboxMergesAndFailsOnTheFirstFailure() async throws {

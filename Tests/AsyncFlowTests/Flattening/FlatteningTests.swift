@@ -383,7 +383,7 @@ struct FlatteningTests {
     #expect(await result.value.sorted() == Array(0..<100))
   }
 
-  @Test func failureTypesFollowTheRule() {
+  @Test func failureTypesFollowTheRule() async throws {
     let never = Flow.sequence([1])
     let typed = Flow<Int, TestError>.fail(TestError())
     let _: any AsyncSequence<Int, Never> = never.switchToLatestFlow { Flow.just($0) }
@@ -399,6 +399,14 @@ struct FlatteningTests {
     let _: any AsyncSequence<Int, Never> = never.exhaustFlow { Flow.just($0) }
     let _: any AsyncSequence<Int, Never> = never.switchToLatestFlow(by: { $0 }) { Flow.just($0) }
     let _: any AsyncSequence<Int, Never> = Flow.sequence([never]).switchToLatestFlow()
+    // The annotations above are the test's compile-time half; the run-time half: each rule's
+    // sequence fails, or not, as its type says.
+    var values: [Int] = []
+    for await value in never.switchToLatestFlow({ Flow.just($0) }) { values.append(value) }
+    #expect(values == [1])
+    await #expect(throws: TestError.self) {
+      for try await _ in never.switchToLatestFlow({ _ in typed }) {}
+    }
   }
 
   // Every operator has a concrete type: it can be stored, and its iterator's `next()` is typed.
