@@ -120,6 +120,27 @@ func explore<S: AsyncSequence & Sendable>(
   return run.withLock { $0 }
 }
 
+/// `shareFlow()` over the upstream, with a second subscriber that joins at a seeded instant and
+/// yields (logging what it receives in `late`); the explored consumer is the first subscriber.
+func sharedWithALateSubscriber(
+  _ seed: UInt64, _ late: LockedState<[Int]>
+) -> @Sendable (Flow<Int, Never>, _ inner: @escaping @Sendable (Int) -> Flow<Int, Never>, TestClock) ->
+  AsyncShareFlowSequence<Int, Never>
+{
+  var random = SplitMix64(state: seed ^ 0x5EED)
+  let joinAt = Duration.milliseconds(500 * Int.random(in: 0...8, using: &random))
+  let joinYields = Int.random(in: 0...4, using: &random)
+  return { up, _, clock in
+    let shared = up.shareFlow()
+    clock.task {
+      try? await clock.sleep(for: joinAt)
+      await yields(joinYields)
+      for await element in shared { late.withLock { $0.append(element) } }
+    }
+    return shared
+  }
+}
+
 /// The seeds of one operator's exploration: `ASYNCFLOW_SEED` replays one.
 let explorationSeeds: Range<UInt64> = 0..<400
 
@@ -176,20 +197,9 @@ struct InterleavingExplorationTests {
   /// the late subscriber from the caller's thread: seed 104 then lost the consumer's first element.
   @Test func aSeedReplaysHoweverLateTheCallerRuns() async {
     for seed in stressSeeds(0..<100) {
-      var random = SplitMix64(state: seed ^ 0x5EED)
-      let joinAt = Duration.milliseconds(500 * Int.random(in: 0...8, using: &random))
-      let joinYields = Int.random(in: 0...4, using: &random)
       func shared(_ pause: @escaping @Sendable (TestClock) async -> Void) async -> ([Int], [Int], Int?) {
         let late = LockedState<[Int]>([])
-        let run = await explore(ExplorationPlan(seed: seed), callerPause: pause) { up, _, clock in
-          let shared = up.shareFlow()
-          clock.task {
-            try? await clock.sleep(for: joinAt)
-            await yields(joinYields)
-            for await element in shared { late.withLock { $0.append(element) } }
-          }
-          return shared
-        }
+        let run = await explore(ExplorationPlan(seed: seed), callerPause: pause, sharedWithALateSubscriber(seed, late))
         return (run.values, late.withLock { $0 }, run.cancelledAfter)
       }
       let prompt = await shared { _ in }
@@ -366,21 +376,9 @@ struct InterleavingExplorationTests {
   /// gap-free run of the upstream; an uncancelled early subscriber receives everything.
   @Test func shareGivesEverySubscriberAGapFreeRun() async {
     for seed in stressSeeds(explorationSeeds) {
-      var random = SplitMix64(state: seed ^ 0x5EED)
-      let joinAt = Duration.milliseconds(500 * Int.random(in: 0...8, using: &random))
-      let joinYields = Int.random(in: 0...4, using: &random)
       let late = LockedState<[Int]>([])
       await checkExplored(
-        seed, "shareGivesEverySubscriberAGapFreeRun", awaitsUpstream: false,
-        { up, _, clock in
-          let shared = up.shareFlow()
-          clock.task {
-            try? await clock.sleep(for: joinAt)
-            await yields(joinYields)
-            for await element in shared { late.withLock { $0.append(element) } }
-          }
-          return shared
-        }
+        seed, "shareGivesEverySubscriberAGapFreeRun", awaitsUpstream: false, sharedWithALateSubscriber(seed, late)
       ) { run in
         if run.failed { return "failed" }
         let emitted = run.emittedValues
