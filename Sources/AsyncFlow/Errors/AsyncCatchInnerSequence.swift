@@ -27,7 +27,9 @@ extension AsyncSequence where Element: AsyncSequence {
 /// ```
 public struct AsyncCatchInnerSequence<Base: AsyncSequence, Fallback: AsyncSequence>: AsyncSequence
 where Base.Element: AsyncSequence, Fallback.Element == Base.Element.Element {
+  /// The elements it delivers: `AsyncCatchSequence<Base.Element, Fallback>`.
   public typealias Element = AsyncCatchSequence<Base.Element, Fallback>
+  /// How it can fail: `Base.Failure`.
   public typealias Failure = Base.Failure
 
   let base: Base

@@ -25,7 +25,9 @@ extension AsyncSequence {
 /// ```
 public struct AsyncCatchSequence<Base: AsyncSequence, Fallback: AsyncSequence>: AsyncSequence
 where Fallback.Element == Base.Element {
+  /// The elements it delivers: `Base.Element`.
   public typealias Element = Base.Element
+  /// How it can fail: `Fallback.Failure`.
   public typealias Failure = Fallback.Failure
 
   let base: Base

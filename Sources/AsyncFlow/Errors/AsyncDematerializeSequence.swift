@@ -22,7 +22,9 @@ extension AsyncSequence where Failure == Never {
 /// ```
 public struct AsyncDematerializeSequence<Base: AsyncSequence, Value, EventFailure: Error>: AsyncSequence
 where Base.Element == FlowEvent<Value, EventFailure>, Base.Failure == Never {
+  /// The elements it delivers: `Value`.
   public typealias Element = Value
+  /// How it can fail: `EventFailure`.
   public typealias Failure = EventFailure
 
   let base: Base

@@ -16,7 +16,9 @@ extension AsyncSequence {
 ///   Flow<Int, APIError>.fail(.offline).mapError { _ in AppError.offline }
 /// ```
 public struct AsyncMapErrorSequence<Base: AsyncSequence, MappedFailure: Error>: AsyncSequence {
+  /// The elements it delivers: `Base.Element`.
   public typealias Element = Base.Element
+  /// How it can fail: `MappedFailure`.
   public typealias Failure = MappedFailure
 
   let base: Base

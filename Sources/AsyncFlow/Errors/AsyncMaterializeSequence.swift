@@ -20,7 +20,9 @@ extension AsyncSequence {
 /// let events: AsyncMaterializeSequence<Flow<Int, Never>> = Flow.just(1).materialize()  // .element(1), .finished
 /// ```
 public struct AsyncMaterializeSequence<Base: AsyncSequence>: AsyncSequence {
+  /// The elements it delivers: `FlowEvent<Base.Element, Base.Failure>`.
   public typealias Element = FlowEvent<Base.Element, Base.Failure>
+  /// How it can fail: `Never`.
   public typealias Failure = Never
 
   let base: Base

@@ -18,7 +18,9 @@ extension AsyncSequence {
 /// let sequence: AsyncReplaceErrorSequence<Flow<Int, AppError>> = Flow.fail(AppError.offline).replaceError(with: 0)
 /// ```
 public struct AsyncReplaceErrorSequence<Base: AsyncSequence>: AsyncSequence {
+  /// The elements it delivers: `Base.Element`.
   public typealias Element = Base.Element
+  /// How it can fail: `Never`.
   public typealias Failure = Never
 
   let base: Base

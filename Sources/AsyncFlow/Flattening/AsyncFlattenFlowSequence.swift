@@ -19,6 +19,7 @@ public struct AsyncFlattenFlowSequence<
 >:
   AsyncSequence, Sendable
 where Base.Element: Sendable, Inner.Element: Sendable {
+  /// The elements it delivers: `Inner.Element`.
   public typealias Element = Inner.Element
 
   @usableFromInline let operation: FlattenOperation<Base, Inner, Key, Failure>

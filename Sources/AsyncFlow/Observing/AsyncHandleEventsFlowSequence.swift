@@ -47,7 +47,9 @@ extension AsyncSequence {
 ///   Flow.sequence([1, 2]).handleEventsFlow(onElement: { print("got \($0)") })
 /// ```
 public struct AsyncHandleEventsFlowSequence<Base: AsyncSequence>: AsyncSequence {
+  /// The elements it delivers: `Base.Element`.
   public typealias Element = Base.Element
+  /// How it can fail: `Base.Failure`.
   public typealias Failure = Base.Failure
 
   let base: Base

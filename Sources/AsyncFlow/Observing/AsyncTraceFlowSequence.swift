@@ -121,7 +121,9 @@ public struct FlowTraceEvent: Sendable, CustomStringConvertible {
 /// let traced: AsyncTraceFlowSequence<Flow<Int, Never>> = Flow.sequence([1, 2]).traceFlow("numbers")
 /// ```
 public struct AsyncTraceFlowSequence<Base: AsyncSequence>: AsyncSequence where Base.Element: Sendable {
+  /// The elements it delivers: `Base.Element`.
   public typealias Element = Base.Element
+  /// How it can fail: `Base.Failure`.
   public typealias Failure = Base.Failure
 
   let base: Base

@@ -23,7 +23,9 @@ extension AsyncSequence {
 /// // [1, 2], [3, 4], [5]
 /// ```
 public struct AsyncCollectFlowSequence<Base: AsyncSequence>: AsyncSequence {
+  /// The elements it delivers: `[Base.Element]`.
   public typealias Element = [Base.Element]
+  /// How it can fail: `Base.Failure`.
   public typealias Failure = Base.Failure
 
   let base: Base

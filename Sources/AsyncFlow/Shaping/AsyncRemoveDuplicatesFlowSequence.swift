@@ -36,7 +36,9 @@ extension AsyncSequence {
 /// // 1, 2, 1
 /// ```
 public struct AsyncRemoveDuplicatesFlowSequence<Base: AsyncSequence>: AsyncSequence {
+  /// The elements it delivers: `Base.Element`.
   public typealias Element = Base.Element
+  /// How it can fail: `Base.Failure`.
   public typealias Failure = Base.Failure
 
   let base: Base

@@ -25,7 +25,9 @@ extension AsyncSequence {
 /// let totals: AsyncScanFlowSequence<Flow<Int, Never>, Int> = Flow.sequence([1, 2, 3]).scanFlow(0, +)  // 1, 3, 6
 /// ```
 public struct AsyncScanFlowSequence<Base: AsyncSequence, Result>: AsyncSequence {
+  /// The elements it delivers: `Result`.
   public typealias Element = Result
+  /// How it can fail: `Base.Failure`.
   public typealias Failure = Base.Failure
 
   let base: Base

@@ -21,7 +21,9 @@ extension AsyncSequence {
 /// let sequence: AsyncLoadStateSequence<Flow<Int, AppError>> = Flow.just(1).setFailureType(to: AppError.self).asLoadState()
 /// ```
 public struct AsyncLoadStateSequence<Base: AsyncSequence>: AsyncSequence {
+  /// The elements it delivers: `LoadState<Base.Element, Base.Failure>`.
   public typealias Element = LoadState<Base.Element, Base.Failure>
+  /// How it can fail: `Never`.
   public typealias Failure = Never
 
   let base: Base

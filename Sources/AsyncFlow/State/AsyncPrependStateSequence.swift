@@ -27,7 +27,9 @@ extension AsyncSequence {
 /// let sequence: AsyncPrependStateSequence<Flow<Int, Never>> = Flow.sequence([2, 3]).prependState(1)
 /// ```
 public struct AsyncPrependStateSequence<Base: AsyncSequence>: AsyncSequence {
+  /// The elements it delivers: `Base.Element`.
   public typealias Element = Base.Element
+  /// How it can fail: `Base.Failure`.
   public typealias Failure = Base.Failure
 
   let base: Base

@@ -21,6 +21,7 @@
 /// - ``HotFlowSource/subscriberCount``
 /// - ``HotFlowSource/subscribers(count:)``
 public final class CurrentValueFlow<Element: Sendable>: HotFlowSource {
+  /// How it can fail: `Never`.
   public typealias Failure = Never
 
   @usableFromInline let storage: SubjectStorage<Element, Never>
