@@ -170,20 +170,12 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   @usableFromInline let policy: FlattenPolicy
   @usableFromInline var state = State.idle
 
-  /// The state without its payload, for the events' paths other than running (which moves its
-  /// payload out first, ``takeRunning()``): there a copy of the state costs nothing that matters.
-  @usableFromInline
-  enum Phase {
-    case idle, running, ending, finished, modifying
-  }
-
-  @inlinable var phase: Phase {
+  /// Whether the operator is ending or finished: the only states, besides running (whose events move
+  /// its payload out first, ``takeRunning()``), in which the events of its tasks may come.
+  @inlinable var hasEnded: Bool {
     switch state {
-    case .idle: .idle
-    case .running: .running
-    case .ending: .ending
-    case .finished: .finished
-    case .modifying: .modifying
+    case .ending, .finished: true
+    case .idle, .running, .modifying: false
     }
   }
 
@@ -314,24 +306,20 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       running.consumer = consumer
       return nil
     }
-    switch phase {
-    case .ending, .finished:
-      return consumer
-    case .idle, .running, .modifying:
-      preconditionFailure("Internal inconsistency: state \(state), event suspendConsumer")
-    }
+    precondition(hasEnded, "Internal inconsistency: state \(state), event suspendConsumer")
+    return consumer
   }
 
   /// The consumer's task was cancelled or its iterator released: what ends, if anything.
   @inlinable mutating func cancel() -> Ending? {
     if let running = takeRunning() { return end(nil, from: running) }
-    switch phase {
+    switch state {
     case .idle:
       state = .finished(Stopping())
       return nil
     case .ending:
       // A cancelled consumer finishes without a failure, and takes no element afterwards.
-      return updateStopping { stopping, failure in
+      return updateStopping("cancel") { stopping, failure in
         failure = nil
         return stopping.drain.take().map { Ending(drop: [$0]) }
       }
@@ -359,15 +347,13 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       running.outerTask = task
       return nil
     }
-    switch phase {
-    case .ending:
-      updateStopping { stopping, _ in stopping.outerTask = task }
-      return task
-    case .idle, .running, .finished, .modifying:
-      // The consumer starts the outer task right after `next()` returned `.start`: it cannot
-      // have seen the end in between.
+    // The consumer starts the outer task right after `next()` returned `.start`: it cannot have
+    // seen the end in between.
+    guard case .ending = state else {
       preconditionFailure("Internal inconsistency: state \(state), event outerStarted")
     }
+    updateStopping("outerStarted") { stopping, _ in stopping.outerTask = task }
+    return task
   }
 
   @usableFromInline
@@ -392,12 +378,8 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       running.held = nil
       return .startInner(makeInner(held.element, key: held.key, channel: channel, in: &running))
     }
-    switch phase {
-    case .ending, .finished:
-      return .stop
-    case .idle, .running, .modifying:
-      preconditionFailure("Internal inconsistency: state \(state), event pumpStep")
-    }
+    precondition(hasEnded, "Internal inconsistency: state \(state), event pumpStep")
+    return .stop
   }
 
   /// The pump is about to wait; registers it, or returns false if it must ask again at once.
@@ -409,12 +391,8 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       running.outerWaiting = waiter
       return true
     }
-    switch phase {
-    case .ending, .finished:
-      return false
-    case .idle, .running, .modifying:
-      preconditionFailure("Internal inconsistency: state \(state), event pumpWait")
-    }
+    precondition(hasEnded, "Internal inconsistency: state \(state), event pumpWait")
+    return false
   }
 
   @usableFromInline
@@ -461,12 +439,8 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       return .startInner(
         makeInner(element, key: key, channel: channel, in: &running), superseding: nil, cancelling: nil)
     }
-    switch phase {
-    case .ending, .finished:
-      return .none
-    case .idle, .running, .modifying:
-      preconditionFailure("Internal inconsistency: state \(state), event outerElement")
-    }
+    precondition(hasEnded, "Internal inconsistency: state \(state), event outerElement")
+    return .none
   }
 
   /// The outer finished (`failure == nil`) or threw: what ends, if the operator does.
@@ -478,12 +452,8 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       running.outerHasEnded = true
       return finishIfDone(running)
     }
-    switch phase {
-    case .ending, .finished:
-      return nil
-    case .idle, .running, .modifying:
-      preconditionFailure("Internal inconsistency: state \(state), event outerEnded")
-    }
+    precondition(hasEnded, "Internal inconsistency: state \(state), event outerEnded")
+    return nil
   }
 
   // MARK: Inners
@@ -499,15 +469,10 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       if case .superseded = running.inners.values[index].stage { return task }
       return nil
     }
-    switch phase {
-    case .ending, .finished:
-      return updateStopping { stopping, _ in
-        guard stopping.innerTasks[id] != nil else { return nil }
-        stopping.innerTasks[id] = task
-        return task
-      }
-    case .idle, .running, .modifying:
-      preconditionFailure("Internal inconsistency: state \(state), event innerStarted")
+    return updateStopping("innerStarted") { stopping, _ in
+      guard stopping.innerTasks[id] != nil else { return nil }
+      stopping.innerTasks[id] = task
+      return task
     }
   }
 
@@ -526,13 +491,8 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       running.inners.values[index].stage = .running
       return (running.inners.values[index].channel, element)
     }
-    switch phase {
-    case .ending, .finished:
-      updateStopping { stopping, _ in _ = stopping.innerTasks.removeValue(forKey: id) }
-      return nil
-    case .idle, .running, .modifying:
-      preconditionFailure("Internal inconsistency: state \(state), event claim")
-    }
+    updateStopping("claim") { stopping, _ in _ = stopping.innerTasks.removeValue(forKey: id) }
+    return nil
   }
 
   /// Inner `id` got its first element since the consumer last emptied it: list it as ready, and
@@ -552,12 +512,8 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       }
       return running.consumer.take()
     }
-    switch phase {
-    case .ending, .finished:
-      return nil
-    case .idle, .running, .modifying:
-      preconditionFailure("Internal inconsistency: state \(state), event listReady")
-    }
+    precondition(hasEnded, "Internal inconsistency: state \(state), event listReady")
+    return nil
   }
 
   @usableFromInline
@@ -622,13 +578,8 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
           "Internal inconsistency: state running with inner \(id) \(inner.stage), event innerEnded \(channelEnd)")
       }
     }
-    switch phase {
-    case .ending, .finished:
-      updateStopping { stopping, _ in _ = stopping.innerTasks.removeValue(forKey: id) }
-      return .none
-    case .idle, .running, .modifying:
-      preconditionFailure("Internal inconsistency: state \(state), event innerEnded")
-    }
+    updateStopping("innerEnded") { stopping, _ in _ = stopping.innerTasks.removeValue(forKey: id) }
+    return .none
   }
 
   // MARK: Helpers
@@ -665,8 +616,8 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   }
 
   /// Runs `body` on the payload of the `ending` or `finished` state (whose failure is `nil`),
-  /// moved out of the state (``takeRunning()``).
-  @inlinable mutating func updateStopping<R>(_ body: (inout Stopping, inout Failure?) -> R) -> R {
+  /// moved out of the state (``takeRunning()``); `event` names the event in any other state.
+  @inlinable mutating func updateStopping<R>(_ event: String, _ body: (inout Stopping, inout Failure?) -> R) -> R {
     switch takeState() {
     case .ending(var failure, var stopping):
       defer { state = .ending(failure: failure, stopping) }
@@ -675,8 +626,8 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       var failure: Failure?
       defer { state = .finished(stopping) }
       return body(&stopping, &failure)
-    case .idle, .running, .modifying:
-      preconditionFailure("Internal inconsistency: state not ending or finished, event updateStopping")
+    case let other:
+      preconditionFailure("Internal inconsistency: state \(other), event \(event)")
     }
   }
 
