@@ -9,27 +9,22 @@ where Self: Sendable, Element: Sendable {
   /// let uploads = api.rows().concatFlow { rows in Flow.single { () throws(APIError) in try await api.upload(rows) } }
   /// ```
   ///
-  /// - Parameters:
-  ///   - transform: Makes the inner sequence for an element.
-  @inlinable
-  public func concatFlow<Inner: AsyncSequence & Sendable>(
+  /// - Parameter transform: Makes the inner sequence for an element.
+  @inlinable public func concatFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncConcatFlowSequence<Self, Inner, Failure> where Inner.Element: Sendable, Inner.Failure == Failure {
     flattened(.merge(maxConcurrent: 1), transform, outerFailure: { $0 }, innerFailure: { $0 })
   }
 
-  /// One after another: maps each element to an inner sequence and runs the inners in order, each after the
-  /// previous one finished; none is dropped. For inner sequences that cannot fail: the result fails only with the
-  /// outer's failure, which cancels the running inner. See ``AsyncConcatFlowSequence`` for the full rules.
+  /// One after another (each inner after the previous one finished), for inner sequences that cannot fail: the
+  /// result fails only with the outer's failure, which cancels the running inner. See ``AsyncConcatFlowSequence``.
   ///
   /// ```swift
   /// let items = api.rows().concatFlow { rows in Flow.sequence(rows) }  // each item in order; Failure == APIError
   /// ```
   ///
-  /// - Parameters:
-  ///   - transform: Makes the inner sequence for an element.
-  @inlinable
-  public func concatFlow<Inner: AsyncSequence & Sendable>(
+  /// - Parameter transform: Makes the inner sequence for an element.
+  @inlinable public func concatFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncConcatFlowSequence<Self, Inner, Failure> where Inner.Element: Sendable, Inner.Failure == Never {
     flattened(.merge(maxConcurrent: 1), transform, outerFailure: { $0 }, innerFailure: absurd)
@@ -38,37 +33,31 @@ where Self: Sendable, Element: Sendable {
 
 extension AsyncSequence
 where Self: Sendable, Element: Sendable, Failure == Never {
-  /// One after another: maps each element to an inner sequence and runs the inners in order, each after the
-  /// previous one finished; none is dropped. For an outer sequence that cannot fail: the result fails only with
-  /// an inner's failure. See ``AsyncConcatFlowSequence`` for the full rules.
+  /// One after another (each inner after the previous one finished), for an outer sequence that cannot fail: the
+  /// result fails only with an inner's failure. See ``AsyncConcatFlowSequence``.
   ///
   /// ```swift
   /// let queued = PassthroughFlow<[Item], Never>()  // batches of edited items, to save in order
   /// let uploads = queued.concatFlow { batch in Flow.single { () throws(APIError) in try await api.upload(batch) } }
   /// ```
   ///
-  /// - Parameters:
-  ///   - transform: Makes the inner sequence for an element.
-  @inlinable
-  public func concatFlow<Inner: AsyncSequence & Sendable>(
+  /// - Parameter transform: Makes the inner sequence for an element.
+  @inlinable public func concatFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncConcatFlowSequence<Self, Inner, Inner.Failure> where Inner.Element: Sendable {
     flattened(.merge(maxConcurrent: 1), transform, outerFailure: absurd, innerFailure: { $0 })
   }
 
-  /// One after another: maps each element to an inner sequence and runs the inners in order, each after the
-  /// previous one finished; none is dropped. For an outer and inner sequences that cannot fail: neither can the
-  /// result. See ``AsyncConcatFlowSequence`` for the full rules.
+  /// One after another (each inner after the previous one finished), for an outer and inner sequences that cannot
+  /// fail: neither can the result. See ``AsyncConcatFlowSequence``.
   ///
   /// ```swift
   /// let queued = PassthroughFlow<[Item], Never>()  // batches of items to show, in order
   /// for await item in queued.concatFlow({ batch in Flow.sequence(batch) }) { print(item.title) }
   /// ```
   ///
-  /// - Parameters:
-  ///   - transform: Makes the inner sequence for an element.
-  @inlinable
-  public func concatFlow<Inner: AsyncSequence & Sendable>(
+  /// - Parameter transform: Makes the inner sequence for an element.
+  @inlinable public func concatFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncConcatFlowSequence<Self, Inner, Never> where Inner.Element: Sendable, Inner.Failure == Never {
     flattened(.merge(maxConcurrent: 1), transform, outerFailure: absurd, innerFailure: absurd)

@@ -10,29 +10,23 @@ where Self: Sendable, Element: Sendable {
   /// let pages = refreshes.exhaustFlow { _ in api.rows() }  // Failure == APIError
   /// ```
   ///
-  /// - Parameters:
-  ///   - transform: Makes the inner sequence for an element.
-  @inlinable
-  public func exhaustFlow<Inner: AsyncSequence & Sendable>(
+  /// - Parameter transform: Makes the inner sequence for an element.
+  @inlinable public func exhaustFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncExhaustFlowSequence<Self, Inner, Failure> where Inner.Element: Sendable, Inner.Failure == Failure {
     flattened(.exhaust, transform, outerFailure: { $0 }, innerFailure: { $0 })
   }
 
-  /// First wins: maps an element to an inner sequence and ignores the elements that arrive while it runs; the
-  /// next element after it finished starts the next inner. For submissions and payments, where a second tap must
-  /// not start a second write. For inner sequences that cannot fail: the result fails only with the outer's
-  /// failure, which cancels the running inner. See ``AsyncExhaustFlowSequence`` for the full rules.
+  /// First wins (elements that arrive while an inner runs are ignored), for inner sequences that cannot fail: the
+  /// result fails only with the outer's failure, which cancels the running inner. See ``AsyncExhaustFlowSequence``.
   ///
   /// ```swift
   /// let refreshes = PassthroughFlow<Void, any Error>()  // pull-to-refresh, ignored while a load runs
   /// let states = refreshes.exhaustFlow { _ in api.rows().asLoadState() }  // Failure == any Error
   /// ```
   ///
-  /// - Parameters:
-  ///   - transform: Makes the inner sequence for an element.
-  @inlinable
-  public func exhaustFlow<Inner: AsyncSequence & Sendable>(
+  /// - Parameter transform: Makes the inner sequence for an element.
+  @inlinable public func exhaustFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncExhaustFlowSequence<Self, Inner, Failure> where Inner.Element: Sendable, Inner.Failure == Never {
     flattened(.exhaust, transform, outerFailure: { $0 }, innerFailure: absurd)
@@ -41,39 +35,31 @@ where Self: Sendable, Element: Sendable {
 
 extension AsyncSequence
 where Self: Sendable, Element: Sendable, Failure == Never {
-  /// First wins: maps an element to an inner sequence and ignores the elements that arrive while it runs; the
-  /// next element after it finished starts the next inner. For submissions and payments, where a second tap must
-  /// not start a second write. For an outer sequence that cannot fail: the result fails only with an inner's
-  /// failure. See ``AsyncExhaustFlowSequence`` for the full rules.
+  /// First wins (elements that arrive while an inner runs are ignored), for an outer sequence that cannot fail:
+  /// the result fails only with an inner's failure. See ``AsyncExhaustFlowSequence``.
   ///
   /// ```swift
   /// let refreshes = PassthroughFlow<Void, Never>()  // pull-to-refresh, ignored while a load runs
   /// let pages = refreshes.exhaustFlow { _ in api.rows() }  // Failure == APIError
   /// ```
   ///
-  /// - Parameters:
-  ///   - transform: Makes the inner sequence for an element.
-  @inlinable
-  public func exhaustFlow<Inner: AsyncSequence & Sendable>(
+  /// - Parameter transform: Makes the inner sequence for an element.
+  @inlinable public func exhaustFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncExhaustFlowSequence<Self, Inner, Inner.Failure> where Inner.Element: Sendable {
     flattened(.exhaust, transform, outerFailure: absurd, innerFailure: { $0 })
   }
 
-  /// First wins: maps an element to an inner sequence and ignores the elements that arrive while it runs; the
-  /// next element after it finished starts the next inner. For submissions and payments, where a second tap must
-  /// not start a second write. For an outer and inner sequences that cannot fail: neither can the result. See
-  /// ``AsyncExhaustFlowSequence`` for the full rules.
+  /// First wins (elements that arrive while an inner runs are ignored), for an outer and inner sequences that
+  /// cannot fail: neither can the result. See ``AsyncExhaustFlowSequence``.
   ///
   /// ```swift
   /// let refreshes = PassthroughFlow<Void, Never>()  // pull-to-refresh, ignored while a load runs
   /// for await state in refreshes.exhaustFlow({ _ in api.rows().asLoadState() }) { print(state) }
   /// ```
   ///
-  /// - Parameters:
-  ///   - transform: Makes the inner sequence for an element.
-  @inlinable
-  public func exhaustFlow<Inner: AsyncSequence & Sendable>(
+  /// - Parameter transform: Makes the inner sequence for an element.
+  @inlinable public func exhaustFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncExhaustFlowSequence<Self, Inner, Never> where Inner.Element: Sendable, Inner.Failure == Never {
     flattened(.exhaust, transform, outerFailure: absurd, innerFailure: absurd)

@@ -17,17 +17,14 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   ///     while the consumer is behind fewer than 16 inners (or `maxConcurrent`, if above 16): see
   ///     ``AsyncMergeFlowSequence``.
   ///   - transform: Makes the inner sequence for an element.
-  @inlinable
-  public func mergeFlow<Inner: AsyncSequence & Sendable>(
+  @inlinable public func mergeFlow<Inner: AsyncSequence & Sendable>(
     maxConcurrent: Int = .max, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncMergeFlowSequence<Self, Inner, Failure> where Inner.Element: Sendable, Inner.Failure == Failure {
     flattened(.merge(checking: maxConcurrent), transform, outerFailure: { $0 }, innerFailure: { $0 })
   }
 
-  /// All run: maps each element to an inner sequence and delivers the elements of every inner as
-  /// they come, with at most `maxConcurrent` inners running at once. For inner sequences that
-  /// cannot fail: the result fails only with the outer's failure, which cancels every inner. See
-  /// ``AsyncMergeFlowSequence`` for the full rules.
+  /// All run (up to `maxConcurrent` at once), for inner sequences that cannot fail: the result fails
+  /// only with the outer's failure, which cancels every inner. See ``AsyncMergeFlowSequence``.
   ///
   /// ```swift
   /// let changed = PassthroughFlow<Int, APIError>()  // ids of the rows the server changed
@@ -39,8 +36,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   ///     starts only while the consumer is behind fewer than 16 inners (or `maxConcurrent`, if
   ///     above 16): see ``AsyncMergeFlowSequence``.
   ///   - transform: Makes the inner sequence for an element.
-  @inlinable
-  public func mergeFlow<Inner: AsyncSequence & Sendable>(
+  @inlinable public func mergeFlow<Inner: AsyncSequence & Sendable>(
     maxConcurrent: Int = .max, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncMergeFlowSequence<Self, Inner, Failure> where Inner.Element: Sendable, Inner.Failure == Never {
     flattened(.merge(checking: maxConcurrent), transform, outerFailure: { $0 }, innerFailure: absurd)
@@ -48,10 +44,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 }
 
 extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Never {
-  /// All run: maps each element to an inner sequence and delivers the elements of every inner as
-  /// they come, with at most `maxConcurrent` inners running at once. For an outer sequence that
-  /// cannot fail: the result fails with the first inner failure, which cancels the other inners.
-  /// See ``AsyncMergeFlowSequence`` for the full rules.
+  /// All run (up to `maxConcurrent` at once), for an outer sequence that cannot fail: the result
+  /// fails with the first inner failure, which cancels the other inners. See ``AsyncMergeFlowSequence``.
   ///
   /// ```swift
   /// let edits = PassthroughFlow<[Item], Never>()  // batches of edited items, up to 2 uploading at once
@@ -65,17 +59,14 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   ///     starts only while the consumer is behind fewer than 16 inners (or `maxConcurrent`, if
   ///     above 16): see ``AsyncMergeFlowSequence``.
   ///   - transform: Makes the inner sequence for an element.
-  @inlinable
-  public func mergeFlow<Inner: AsyncSequence & Sendable>(
+  @inlinable public func mergeFlow<Inner: AsyncSequence & Sendable>(
     maxConcurrent: Int = .max, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncMergeFlowSequence<Self, Inner, Inner.Failure> where Inner.Element: Sendable {
     flattened(.merge(checking: maxConcurrent), transform, outerFailure: absurd, innerFailure: { $0 })
   }
 
-  /// All run: maps each element to an inner sequence and delivers the elements of every inner as
-  /// they come, with at most `maxConcurrent` inners running at once. For an outer and inner
-  /// sequences that cannot fail: neither can the result. See ``AsyncMergeFlowSequence`` for the
-  /// full rules.
+  /// All run (up to `maxConcurrent` at once), for an outer and inner sequences that cannot fail:
+  /// neither can the result. See ``AsyncMergeFlowSequence``.
   ///
   /// ```swift
   /// let ids = Flow.sequence([1, 2, 3])  // the visible rows' ids
@@ -88,8 +79,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   ///     starts only while the consumer is behind fewer than 16 inners (or `maxConcurrent`, if
   ///     above 16): see ``AsyncMergeFlowSequence``.
   ///   - transform: Makes the inner sequence for an element.
-  @inlinable
-  public func mergeFlow<Inner: AsyncSequence & Sendable>(
+  @inlinable public func mergeFlow<Inner: AsyncSequence & Sendable>(
     maxConcurrent: Int = .max, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncMergeFlowSequence<Self, Inner, Never> where Inner.Element: Sendable, Inner.Failure == Never {
     flattened(.merge(checking: maxConcurrent), transform, outerFailure: absurd, innerFailure: absurd)

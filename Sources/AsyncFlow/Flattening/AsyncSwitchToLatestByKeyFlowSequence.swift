@@ -15,18 +15,16 @@ where Self: Sendable, Element: Sendable {
   /// - Parameters:
   ///   - key: The identity of an element; a newer element replaces only the inner of its own key.
   ///   - transform: Makes the inner sequence for an element.
-  @inlinable
-  public func switchToLatestFlow<Key: Hashable & Sendable, Inner: AsyncSequence & Sendable>(
+  @inlinable public func switchToLatestFlow<Key: Hashable & Sendable, Inner: AsyncSequence & Sendable>(
     by key: @escaping @Sendable (Element) -> Key, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncSwitchToLatestByKeyFlowSequence<Self, Key, Inner, Failure>
   where Inner.Element: Sendable, Inner.Failure == Failure {
     flattened(.latest, by: key, transform, outerFailure: { $0 }, innerFailure: { $0 })
   }
 
-  /// Latest wins per identity: at most one inner runs per key; a new element for key K cancels only K's inner,
-  /// and inners of different keys run concurrently. For inner sequences that cannot fail: the result fails only
-  /// with the outer's failure, which cancels the running inner. See ``AsyncSwitchToLatestByKeyFlowSequence`` for
-  /// the full rules.
+  /// Latest wins per identity (a new element for key K cancels only K's inner), for inner sequences that cannot
+  /// fail: the result fails only with the outer's failure, which cancels the running inners. See
+  /// ``AsyncSwitchToLatestByKeyFlowSequence``.
   ///
   /// ```swift
   /// let reloads = PassthroughFlow<Item, any Error>()  // rows to reload; a newer reload of a row replaces its own
@@ -38,8 +36,7 @@ where Self: Sendable, Element: Sendable {
   /// - Parameters:
   ///   - key: The identity of an element; a newer element replaces only the inner of its own key.
   ///   - transform: Makes the inner sequence for an element.
-  @inlinable
-  public func switchToLatestFlow<Key: Hashable & Sendable, Inner: AsyncSequence & Sendable>(
+  @inlinable public func switchToLatestFlow<Key: Hashable & Sendable, Inner: AsyncSequence & Sendable>(
     by key: @escaping @Sendable (Element) -> Key, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncSwitchToLatestByKeyFlowSequence<Self, Key, Inner, Failure>
   where Inner.Element: Sendable, Inner.Failure == Never {
@@ -49,9 +46,8 @@ where Self: Sendable, Element: Sendable {
 
 extension AsyncSequence
 where Self: Sendable, Element: Sendable, Failure == Never {
-  /// Latest wins per identity: at most one inner runs per key; a new element for key K cancels only K's inner,
-  /// and inners of different keys run concurrently. For an outer sequence that cannot fail: the result fails only
-  /// with an inner's failure. See ``AsyncSwitchToLatestByKeyFlowSequence`` for the full rules.
+  /// Latest wins per identity (a new element for key K cancels only K's inner), for an outer sequence that cannot
+  /// fail: the result fails only with an inner's failure. See ``AsyncSwitchToLatestByKeyFlowSequence``.
   ///
   /// ```swift
   /// let edits = PassthroughFlow<Item, Never>()  // a newer edit of an item cancels that item's older save
@@ -63,16 +59,14 @@ where Self: Sendable, Element: Sendable, Failure == Never {
   /// - Parameters:
   ///   - key: The identity of an element; a newer element replaces only the inner of its own key.
   ///   - transform: Makes the inner sequence for an element.
-  @inlinable
-  public func switchToLatestFlow<Key: Hashable & Sendable, Inner: AsyncSequence & Sendable>(
+  @inlinable public func switchToLatestFlow<Key: Hashable & Sendable, Inner: AsyncSequence & Sendable>(
     by key: @escaping @Sendable (Element) -> Key, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncSwitchToLatestByKeyFlowSequence<Self, Key, Inner, Inner.Failure> where Inner.Element: Sendable {
     flattened(.latest, by: key, transform, outerFailure: absurd, innerFailure: { $0 })
   }
 
-  /// Latest wins per identity: at most one inner runs per key; a new element for key K cancels only K's inner,
-  /// and inners of different keys run concurrently. For an outer and inner sequences that cannot fail: neither
-  /// can the result. See ``AsyncSwitchToLatestByKeyFlowSequence`` for the full rules.
+  /// Latest wins per identity (a new element for key K cancels only K's inner), for an outer and inner sequences
+  /// that cannot fail: neither can the result. See ``AsyncSwitchToLatestByKeyFlowSequence``.
   ///
   /// ```swift
   /// let edits = PassthroughFlow<Item, Never>()  // each save caught inside as a LoadState: Failure == Never
@@ -84,8 +78,7 @@ where Self: Sendable, Element: Sendable, Failure == Never {
   /// - Parameters:
   ///   - key: The identity of an element; a newer element replaces only the inner of its own key.
   ///   - transform: Makes the inner sequence for an element.
-  @inlinable
-  public func switchToLatestFlow<Key: Hashable & Sendable, Inner: AsyncSequence & Sendable>(
+  @inlinable public func switchToLatestFlow<Key: Hashable & Sendable, Inner: AsyncSequence & Sendable>(
     by key: @escaping @Sendable (Element) -> Key, _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncSwitchToLatestByKeyFlowSequence<Self, Key, Inner, Never>
   where Inner.Element: Sendable, Inner.Failure == Never {

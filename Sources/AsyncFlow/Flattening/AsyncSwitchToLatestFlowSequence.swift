@@ -10,31 +10,25 @@ where Self: Sendable, Element: Sendable {
   /// let results = queries.switchToLatestFlow { query in api.search(query) }  // Failure == SearchError
   /// ```
   ///
-  /// - Parameters:
-  ///   - transform: Makes the inner sequence for an element; an element superseded before its inner began is never
-  ///     transformed.
-  @inlinable
-  public func switchToLatestFlow<Inner: AsyncSequence & Sendable>(
+  /// - Parameter transform: Makes the inner sequence for an element; an element superseded before its inner began
+  ///   is never transformed.
+  @inlinable public func switchToLatestFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncSwitchToLatestFlowSequence<Self, Inner, Failure> where Inner.Element: Sendable, Inner.Failure == Failure {
     flattened(.latest, transform, outerFailure: { $0 }, innerFailure: { $0 })
   }
 
-  /// Latest wins: maps each element to an inner sequence and delivers the elements of the newest one; a newer
-  /// element cancels the running inner, and nothing the superseded inner produces or throws reaches the consumer
-  /// afterwards. For inner sequences that cannot fail: the result fails only with the outer's failure, which
-  /// cancels the running inner. See ``AsyncSwitchToLatestFlowSequence`` for the full rules.
+  /// Latest wins (a newer element cancels the running inner), for inner sequences that cannot fail: the result
+  /// fails only with the outer's failure, which cancels the running inner. See ``AsyncSwitchToLatestFlowSequence``.
   ///
   /// ```swift
   /// let queries = PassthroughFlow<String, any Error>()  // the search field's text
   /// let states = queries.switchToLatestFlow { query in api.search(query).asLoadState() }  // Failure == any Error
   /// ```
   ///
-  /// - Parameters:
-  ///   - transform: Makes the inner sequence for an element; an element superseded before its inner began is never
-  ///     transformed.
-  @inlinable
-  public func switchToLatestFlow<Inner: AsyncSequence & Sendable>(
+  /// - Parameter transform: Makes the inner sequence for an element; an element superseded before its inner began
+  ///   is never transformed.
+  @inlinable public func switchToLatestFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncSwitchToLatestFlowSequence<Self, Inner, Failure> where Inner.Element: Sendable, Inner.Failure == Never {
     flattened(.latest, transform, outerFailure: { $0 }, innerFailure: absurd)
@@ -43,30 +37,24 @@ where Self: Sendable, Element: Sendable {
 
 extension AsyncSequence
 where Self: Sendable, Element: Sendable, Failure == Never {
-  /// Latest wins: maps each element to an inner sequence and delivers the elements of the newest one; a newer
-  /// element cancels the running inner, and nothing the superseded inner produces or throws reaches the consumer
-  /// afterwards. For an outer sequence that cannot fail: the result fails only with an inner's failure. See
-  /// ``AsyncSwitchToLatestFlowSequence`` for the full rules.
+  /// Latest wins (a newer element cancels the running inner), for an outer sequence that cannot fail: the result
+  /// fails only with an inner's failure. See ``AsyncSwitchToLatestFlowSequence``.
   ///
   /// ```swift
   /// let queries = PassthroughFlow<String, Never>()  // the search field's text
   /// let results = queries.switchToLatestFlow { query in api.search(query) }  // Failure == SearchError
   /// ```
   ///
-  /// - Parameters:
-  ///   - transform: Makes the inner sequence for an element; an element superseded before its inner began is never
-  ///     transformed.
-  @inlinable
-  public func switchToLatestFlow<Inner: AsyncSequence & Sendable>(
+  /// - Parameter transform: Makes the inner sequence for an element; an element superseded before its inner began
+  ///   is never transformed.
+  @inlinable public func switchToLatestFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncSwitchToLatestFlowSequence<Self, Inner, Inner.Failure> where Inner.Element: Sendable {
     flattened(.latest, transform, outerFailure: absurd, innerFailure: { $0 })
   }
 
-  /// Latest wins: maps each element to an inner sequence and delivers the elements of the newest one; a newer
-  /// element cancels the running inner, and nothing the superseded inner produces or throws reaches the consumer
-  /// afterwards. For an outer and inner sequences that cannot fail: neither can the result. See
-  /// ``AsyncSwitchToLatestFlowSequence`` for the full rules.
+  /// Latest wins (a newer element cancels the running inner), for an outer and inner sequences that cannot fail:
+  /// neither can the result. See ``AsyncSwitchToLatestFlowSequence``.
   ///
   /// ```swift
   /// let queries = PassthroughFlow<String, Never>()  // the search field's text
@@ -74,11 +62,9 @@ where Self: Sendable, Element: Sendable, Failure == Never {
   /// let states = queries.switchToLatestFlow { query in api.search(query).asLoadState() }  // Failure == Never
   /// ```
   ///
-  /// - Parameters:
-  ///   - transform: Makes the inner sequence for an element; an element superseded before its inner began is never
-  ///     transformed.
-  @inlinable
-  public func switchToLatestFlow<Inner: AsyncSequence & Sendable>(
+  /// - Parameter transform: Makes the inner sequence for an element; an element superseded before its inner began
+  ///   is never transformed.
+  @inlinable public func switchToLatestFlow<Inner: AsyncSequence & Sendable>(
     _ transform: @escaping @Sendable (Element) async -> Inner
   ) -> AsyncSwitchToLatestFlowSequence<Self, Inner, Never> where Inner.Element: Sendable, Inner.Failure == Never {
     flattened(.latest, transform, outerFailure: absurd, innerFailure: absurd)
@@ -96,23 +82,19 @@ where Self: Sendable, Element: AsyncSequence & Sendable, Element.Element: Sendab
   /// let requests = PassthroughFlow<Flow<[Item], SearchError>, SearchError>()  // one search per keystroke
   /// let results = requests.switchToLatestFlow()  // Failure == SearchError
   /// ```
-  @inlinable
-  public func switchToLatestFlow() -> AsyncSwitchToLatestFlowSequence<Self, Element, Failure>
+  @inlinable public func switchToLatestFlow() -> AsyncSwitchToLatestFlowSequence<Self, Element, Failure>
   where Element.Failure == Failure {
     flattened(.latest, { $0 }, outerFailure: { $0 }, innerFailure: { $0 })
   }
 
-  /// Latest wins, over a sequence of sequences: delivers the elements of the newest inner sequence and cancels
-  /// the one it replaces; nothing the superseded inner produces or throws reaches the consumer afterwards. For
-  /// inner sequences that cannot fail: the result fails only with the outer's failure, which cancels the running
-  /// inner. See ``AsyncSwitchToLatestFlowSequence`` for the full rules.
+  /// Latest wins, over a sequence of sequences, for inner sequences that cannot fail: the result fails only with
+  /// the outer's failure, which cancels the running inner. See ``AsyncSwitchToLatestFlowSequence``.
   ///
   /// ```swift
   /// let requests = PassthroughFlow<Flow<[Item], Never>, any Error>()  // one lookup per keystroke
   /// let results = requests.switchToLatestFlow()  // Failure == any Error
   /// ```
-  @inlinable
-  public func switchToLatestFlow() -> AsyncSwitchToLatestFlowSequence<Self, Element, Failure>
+  @inlinable public func switchToLatestFlow() -> AsyncSwitchToLatestFlowSequence<Self, Element, Failure>
   where Element.Failure == Never {
     flattened(.latest, { $0 }, outerFailure: { $0 }, innerFailure: absurd)
   }
@@ -120,24 +102,19 @@ where Self: Sendable, Element: AsyncSequence & Sendable, Element.Element: Sendab
 
 extension AsyncSequence
 where Self: Sendable, Element: AsyncSequence & Sendable, Element.Element: Sendable, Failure == Never {
-  /// Latest wins, over a sequence of sequences: delivers the elements of the newest inner sequence and cancels
-  /// the one it replaces; nothing the superseded inner produces or throws reaches the consumer afterwards. For an
-  /// outer sequence that cannot fail: the result fails only with an inner's failure. See
-  /// ``AsyncSwitchToLatestFlowSequence`` for the full rules.
+  /// Latest wins, over a sequence of sequences, for an outer sequence that cannot fail: the result fails only with
+  /// an inner's failure. See ``AsyncSwitchToLatestFlowSequence``.
   ///
   /// ```swift
   /// let queries = Flow.sequence(["sw", "swift"])  // the search field's text, as typed
   /// let results = queries.map { api.search($0) }.switchToLatestFlow()  // Failure == SearchError
   /// ```
-  @inlinable
-  public func switchToLatestFlow() -> AsyncSwitchToLatestFlowSequence<Self, Element, Element.Failure> {
+  @inlinable public func switchToLatestFlow() -> AsyncSwitchToLatestFlowSequence<Self, Element, Element.Failure> {
     flattened(.latest, { $0 }, outerFailure: absurd, innerFailure: { $0 })
   }
 
-  /// Latest wins, over a sequence of sequences: delivers the elements of the newest inner sequence and cancels
-  /// the one it replaces; nothing the superseded inner produces or throws reaches the consumer afterwards. For an
-  /// outer and inner sequences that cannot fail: neither can the result. See ``AsyncSwitchToLatestFlowSequence``
-  /// for the full rules.
+  /// Latest wins, over a sequence of sequences, for an outer and inner sequences that cannot fail: neither can the
+  /// result. See ``AsyncSwitchToLatestFlowSequence``.
   ///
   /// ```swift
   /// let queries = Flow.sequence(["sw", "swift"])  // the search field's text, as typed
@@ -145,8 +122,7 @@ where Self: Sendable, Element: AsyncSequence & Sendable, Element.Element: Sendab
   ///   .catchInner { _ in Flow.just([Item]()) }
   ///   .switchToLatestFlow()  // Failure == Never
   /// ```
-  @inlinable
-  public func switchToLatestFlow() -> AsyncSwitchToLatestFlowSequence<Self, Element, Never>
+  @inlinable public func switchToLatestFlow() -> AsyncSwitchToLatestFlowSequence<Self, Element, Never>
   where Element.Failure == Never {
     flattened(.latest, { $0 }, outerFailure: absurd, innerFailure: absurd)
   }
