@@ -38,7 +38,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
         }
       case .failed(let failure, let lastBegun):
         return Flow(bufferSize: 0) { _ throws(Failure) in
-          await lastBegun?.wait()
+          // Cancelled (the operator ends: its consumer left) before that body began, which then
+          // never will: it fires the signal itself, so that it stops waiting.
+          await withTaskCancellationHandler { await lastBegun?.wait() } onCancel: { lastBegun?.fire() }
           throw failure
         }
       }
@@ -52,8 +54,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 /// fires when it begins, the failure with the signal of the element before it.
 struct CollectLatestEvents<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable where Base.Element: Sendable {
   enum Event: Sendable {
-    case element(Base.Element, begun: BodyBegun)
-    case failed(Base.Failure, after: BodyBegun?)
+    case element(Base.Element, begun: CompletionSignal)
+    case failed(Base.Failure, after: CompletionSignal?)
 
     var isFailure: Bool {
       if case .failed = self { return true }
@@ -65,7 +67,7 @@ struct CollectLatestEvents<Base: AsyncSequence & Sendable>: AsyncSequence, Senda
 
   struct AsyncIterator: AsyncIteratorProtocol {
     var base: Base.AsyncIterator
-    var last: BodyBegun?
+    var last: CompletionSignal?
     var ended = false
 
     mutating func next(isolation actor: isolated (any Actor)?) async -> Event? {
@@ -75,7 +77,7 @@ struct CollectLatestEvents<Base: AsyncSequence & Sendable>: AsyncSequence, Senda
           ended = true
           return nil
         }
-        let begun = BodyBegun()
+        let begun = CompletionSignal()
         last = begun
         return .element(element, begun: begun)
       } catch {
@@ -91,40 +93,5 @@ struct CollectLatestEvents<Base: AsyncSequence & Sendable>: AsyncSequence, Senda
 
   func makeAsyncIterator() -> AsyncIterator {
     AsyncIterator(base: base.makeAsyncIterator())
-  }
-}
-
-/// Fired when a `body` of ``_Concurrency/AsyncSequence/collectLatest(_:)`` begins. Waiting ends
-/// early when the waiting task is cancelled: the operator ending (its consumer cancelled) may
-/// cancel that body's task before it begins.
-final class BodyBegun: Sendable {
-  private struct State {
-    var fired = false
-    var waiter: UnsafeContinuation<Void, Never>?
-  }
-
-  private let state = LockedState(State())
-
-  func fire() {
-    state.withLock { state -> UnsafeContinuation<Void, Never>? in
-      state.fired = true
-      return state.waiter.take()
-    }?.resume()
-  }
-
-  /// Only the failure's inner waits, once.
-  func wait() async {
-    await withTaskCancellationHandler {
-      await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-        let resumeNow = state.withLock { state -> Bool in
-          if state.fired || Task.isCancelled { return true }
-          state.waiter = continuation
-          return false
-        }
-        if resumeNow { continuation.resume() }
-      }
-    } onCancel: {
-      state.withLock { $0.waiter.take() }?.resume()
-    }
   }
 }
