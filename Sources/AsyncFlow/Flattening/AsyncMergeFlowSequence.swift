@@ -32,9 +32,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```
   ///
   /// - Parameters:
-  ///   - maxConcurrent: How many inners may run at once; 1 or greater. Besides, a new inner
-  ///     starts only while the consumer is behind fewer than 16 inners (or `maxConcurrent`, if
-  ///     above 16): see ``AsyncMergeFlowSequence``.
+  ///   - maxConcurrent: How many inners may run at once; 1 or greater. A consumer behind 16 inners
+  ///     (or `maxConcurrent`, if above 16) holds new ones back: see ``AsyncMergeFlowSequence``.
   ///   - transform: Makes the inner sequence for an element.
   @inlinable public func mergeFlow<Inner: AsyncSequence & Sendable>(
     maxConcurrent: Int = .max, _ transform: @escaping @Sendable (Element) async -> Inner
@@ -55,9 +54,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   /// ```
   ///
   /// - Parameters:
-  ///   - maxConcurrent: How many inners may run at once; 1 or greater. Besides, a new inner
-  ///     starts only while the consumer is behind fewer than 16 inners (or `maxConcurrent`, if
-  ///     above 16): see ``AsyncMergeFlowSequence``.
+  ///   - maxConcurrent: How many inners may run at once; 1 or greater. A consumer behind 16 inners
+  ///     (or `maxConcurrent`, if above 16) holds new ones back: see ``AsyncMergeFlowSequence``.
   ///   - transform: Makes the inner sequence for an element.
   @inlinable public func mergeFlow<Inner: AsyncSequence & Sendable>(
     maxConcurrent: Int = .max, _ transform: @escaping @Sendable (Element) async -> Inner
@@ -75,9 +73,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   /// ```
   ///
   /// - Parameters:
-  ///   - maxConcurrent: How many inners may run at once; 1 or greater. Besides, a new inner
-  ///     starts only while the consumer is behind fewer than 16 inners (or `maxConcurrent`, if
-  ///     above 16): see ``AsyncMergeFlowSequence``.
+  ///   - maxConcurrent: How many inners may run at once; 1 or greater. A consumer behind 16 inners
+  ///     (or `maxConcurrent`, if above 16) holds new ones back: see ``AsyncMergeFlowSequence``.
   ///   - transform: Makes the inner sequence for an element.
   @inlinable public func mergeFlow<Inner: AsyncSequence & Sendable>(
     maxConcurrent: Int = .max, _ transform: @escaping @Sendable (Element) async -> Inner
