@@ -83,6 +83,45 @@ func measure(_ benchmark: Benchmark, size: Int, repetitions: Int) async -> Row {
     max: samples.last!, unit: "ns", note: note)
 }
 
+/// Rows measured in alternation, for workloads whose baseline is so small that the machine's
+/// state moves it (W6: a task created and cancelled, bound by the allocator's arena lock between
+/// the thread that creates tasks and the one that runs and frees them). Row by row, a row's five
+/// samples fall in one stretch of a few seconds and its baseline's in another: a load change between
+/// the two stretches, or a different pattern of thread wake-ups, moved the ratio from 1.25 to 3.20
+/// from run to run. Here each round takes one sample of every row, in an order rotated each round
+/// (the heap a sample leaves behind is the next one's start), and each row's ratio is the median
+/// of its per-round ratios against the baseline's sample of the same round: a round that the load
+/// slowed is slowed for both.
+func measureInterleaved(_ benchmarks: [Benchmark], baseline: String, size: Int, rounds: Int) async -> [Row] {
+  for benchmark in benchmarks { _ = await benchmark.run(max(size / 10, 1)) }  // warm-up
+  var samples = [[Double]](repeating: [], count: benchmarks.count)
+  var notes = [String?](repeating: nil, count: benchmarks.count)
+  for round in 0..<rounds {
+    for step in benchmarks.indices {
+      let index = (step + round) % benchmarks.count
+      let clock = ContinuousClock()
+      var result: (units: Int, note: String?) = (0, nil)
+      let elapsed = await clock.measure { result = await benchmarks[index].run(size) }
+      notes[index] = result.note
+      let nanoseconds = Double(elapsed.components.seconds) * 1e9 + Double(elapsed.components.attoseconds) / 1e9
+      samples[index].append(nanoseconds / Double(max(result.units, 1)))
+    }
+  }
+  let keys = benchmarks.map { "\($0.workload).\($0.implementation)" }
+  let base = keys.firstIndex(of: baseline).map { samples[$0] }
+  func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+  return benchmarks.indices.map { index in
+    let sorted = samples[index].sorted()
+    var row = Row(
+      key: keys[index], median: median(sorted), min: sorted.first!, max: sorted.last!, unit: "ns", note: notes[index])
+    if let base, keys[index] != baseline {
+      row.ratio = median(zip(samples[index], base).map { $0 / $1 })
+      row.baseline = baseline
+    }
+    return row
+  }
+}
+
 /// Anonymous resident memory of this process (heap and stacks), in bytes (Linux: /proc/self/statm,
 /// resident minus file-backed pages). Pages of code that a workload runs for the first time are
 /// file-backed and left out: counted, they charged about 330 B to each of 1,000 subscribers and
