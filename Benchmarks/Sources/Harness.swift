@@ -122,6 +122,45 @@ func measureInterleaved(_ benchmarks: [Benchmark], baseline: String, size: Int, 
   }
 }
 
+/// Runs `body` with every thread of the process on the CPUs in `cpus` (Linux: each thread's
+/// affinity, from `/proc/self/task`; threads started meanwhile inherit it from the thread that
+/// starts them), then gives each thread back the affinity it had. For W6, whose figure otherwise
+/// depends on whether the machine has a second core free at the time: with one, the tasks run on
+/// it while the loop makes the next ones, and both rows pay glibc's arena lock between the two
+/// threads (the naive row 3,100 ns a run instead of 390, so the ratio says more about that lock
+/// than about TaskSlots); without, they run after the loop and the rows pay their own work.
+func withThreads<T>(onCPUs cpus: [Int], _ body: () async -> T) async -> T {
+  // GNU extensions, which the Glibc module does not import.
+  typealias Affinity = @convention(c) (pid_t, Int, UnsafeMutableRawPointer) -> Int32
+  let libc = dlopen(nil, RTLD_NOW)
+  guard let get = dlsym(libc, "sched_getaffinity"), let set = dlsym(libc, "sched_setaffinity") else { return await body() }
+  let sched_getaffinity = unsafeBitCast(get, to: Affinity.self)
+  let sched_setaffinity = unsafeBitCast(set, to: Affinity.self)
+  let size = MemoryLayout<cpu_set_t>.size
+  func threads() -> [pid_t] {
+    ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []).compactMap { pid_t($0) }
+  }
+  var saved: [(pid_t, cpu_set_t)] = []
+  var pinned = cpu_set_t()
+  withUnsafeMutableBytes(of: &pinned) { bytes in
+    for cpu in cpus { bytes[cpu / 8] |= UInt8(1 << (cpu % 8)) }
+  }
+  for thread in threads() {
+    var old = cpu_set_t()
+    guard sched_getaffinity(thread, size, &old) == 0 else { continue }
+    saved.append((thread, old))
+    _ = sched_setaffinity(thread, size, &pinned)
+  }
+  let result = await body()
+  for (thread, var old) in saved { _ = sched_setaffinity(thread, size, &old) }
+  // Threads started during `body` keep the pinned set unless given the set of the main thread.
+  if let all = saved.first?.1 {
+    var all = all
+    for thread in threads() where !saved.contains(where: { $0.0 == thread }) { _ = sched_setaffinity(thread, size, &all) }
+  }
+  return result
+}
+
 /// Anonymous resident memory of this process (heap and stacks), in bytes (Linux: /proc/self/statm,
 /// resident minus file-backed pages). Pages of code that a workload runs for the first time are
 /// file-backed and left out: counted, they charged about 330 B to each of 1,000 subscribers and

@@ -151,8 +151,10 @@ let w6Included = w6Benchmarks.filter { options.includes("\($0.workload).\($0.imp
 if !w6Included.isEmpty {
   // The baseline is measured with whichever W6 row is asked for: the ratio needs its rounds.
   let w6 = w6Included.contains { $0.isBaseline } ? w6Included : [w6Benchmarks[0]] + w6Included
-  let w6Rows = await measureInterleaved(
-    w6, baseline: "W6.naive", size: max(100_000 / scale, 10), rounds: options.quick ? 3 : 11)
+  // On one CPU: whether a second core is free decides otherwise (see `withThreads(onCPUs:_:)`).
+  let w6Rows = await withThreads(onCPUs: [0]) {
+    await measureInterleaved(w6, baseline: "W6.naive", size: max(100_000 / scale, 10), rounds: options.quick ? 3 : 11)
+  }
   let w6Kept = w6Rows.filter { row in w6Included.contains { "\($0.workload).\($0.implementation)" == row.key } }
   rows.insert(contentsOf: w6Kept, at: rows.firstIndex { $0.key.hasPrefix("W7.") } ?? rows.endIndex)
 }
