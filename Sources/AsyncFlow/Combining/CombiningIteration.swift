@@ -80,7 +80,7 @@ enum CombiningIteration {
   ) -> @Sendable () -> CombiningPull<[Input.Element], Input.Failure> {
     typealias Values = CombiningValuesArray<Input.Element>
     let pumps = inputs.enumerated().map { slot, input -> CombiningStorage<Values, Input.Failure>.Pump in
-      { await $0.pump(input, slot: slot) { $0.slots[slot].pending.append($1); return nil } }
+      { await $0.pump(input, slot: slot) { $0.pending[slot].append($1); return nil } }
     }
     return make(mode, pumps) { $0 }
   }

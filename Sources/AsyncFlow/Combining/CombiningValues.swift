@@ -88,28 +88,37 @@ struct CombiningSlots<Head, Tail: CombiningValues>: CombiningValues {
   @inlinable mutating func row() -> (Head, Tail.Output) { (head.row(), tail.row()) }
 }
 
-/// The slots of an array of inputs, one element type.
+/// The slots of an array of inputs, one element type: the rings and the latest elements in two
+/// arrays, not an array of ``CombiningSlot``s, so that making an output reads the latest elements
+/// without copying (and retaining) each slot's ring (measured on `W7.combineLatest.inputs` at 64
+/// inputs: 1.4× slower as an array of slots).
 @usableFromInline
 struct CombiningValuesArray<Element>: CombiningValues {
-  @usableFromInline var slots: [CombiningSlot<Element>]
+  @usableFromInline var pending: [RingBuffer<Element>]
+  @usableFromInline var latest: [Element?]
 
-  @inlinable init(count: Int) { slots = Array(repeating: CombiningSlot(), count: count) }
+  @inlinable init(count: Int) {
+    pending = Array(repeating: RingBuffer(), count: count)
+    latest = Array(repeating: nil, count: count)
+  }
 
   @inlinable mutating func moveAll(to batch: inout Self) {
-    for slot in slots.indices { slots[slot].moveAll(to: &batch.slots[slot]) }
+    for slot in pending.indices { swap(&pending[slot], &batch.pending[slot]) }
   }
 
   @inlinable mutating func moveRows(_ rows: Int, to batch: inout Self) {
-    for slot in slots.indices { slots[slot].moveRows(rows, to: &batch.slots[slot]) }
+    for slot in pending.indices {
+      for _ in 0..<rows { batch.pending[slot].append(pending[slot].popFirst()!) }
+    }
   }
 
-  @inlinable func shareLatest(_ slot: Int, with batch: inout Self) { batch.slots[slot].latest = slots[slot].latest }
+  @inlinable func shareLatest(_ slot: Int, with batch: inout Self) { batch.latest[slot] = latest[slot] }
 
-  @inlinable mutating func promote(_ slot: Int) { slots[slot].promote(0) }
+  @inlinable mutating func promote(_ slot: Int) { latest[slot] = pending[slot].popFirst() }
 
-  @inlinable mutating func clearLatest(_ slot: Int) { slots[slot].latest = nil }
+  @inlinable mutating func clearLatest(_ slot: Int) { latest[slot] = nil }
 
-  @inlinable func output() -> [Element] { slots.map { $0.latest! } }
+  @inlinable func output() -> [Element] { latest.map { $0! } }
 
-  @inlinable mutating func row() -> [Element] { slots.indices.map { slots[$0].row() } }
+  @inlinable mutating func row() -> [Element] { pending.indices.map { pending[$0].popFirst()! } }
 }
