@@ -32,7 +32,7 @@ public struct AsyncCombiningFlowSequence<Kind, Element: Sendable, Failure: Error
   /// var iterator = Flow.combineLatest(email, password).makeAsyncIterator()
   /// while let output = await iterator.next() { print(output) }
   /// ```
-  public struct Iterator: AsyncIteratorProtocol {
+  public struct Iterator: _FlowIterator {
     @usableFromInline var pull: CombiningPull<Element, Failure>?
 
     @inlinable init(_ pull: @escaping CombiningPull<Element, Failure>) {
@@ -56,15 +56,6 @@ public struct AsyncCombiningFlowSequence<Kind, Element: Sendable, Failure: Error
         self.pull = nil
         throw error
       }
-    }
-
-    /// The next output, or `nil` once the result finished or the task was cancelled.
-    ///
-    /// ```swift
-    /// let next = try await iterator.next()
-    /// ```
-    @inlinable public mutating func next() async throws(Failure) -> Element? {
-      try await next(isolation: nil)
     }
   }
 }

@@ -15,9 +15,9 @@ final class CombiningConsumer<Values: CombiningValues, Failure: Error> {
   /// combineLatest: the batch's first output takes the first element of every slot.
   @usableFromInline var first = false
 
-  @inlinable init(_ storage: CombiningStorage<Values, Failure>, count: Int) {
+  @inlinable init(_ storage: CombiningStorage<Values, Failure>) {
     self.storage = storage
-    self.values = Values(count: count)
+    self.values = Values(count: storage.inputs.count)
   }
 
   deinit {

@@ -319,46 +319,31 @@ struct CombiningStateMachine<Failure: Error, Consumer, Input, Work> {
     }
   }
 
-  /// The input of `slot` finished. The result ends once no output can be made any more: zip, once a
-  /// finished slot holds nothing; combineLatest, at once if the slot never produced, else once every
-  /// slot finished and their elements were taken; withLatestFrom, once the base finished and its
-  /// elements were taken. The batch the consumer holds is still its own.
-  @inlinable mutating func inputFinished(_ slot: Int) -> EndAction {
+  /// The input of `slot` finished (`failure == nil`) or failed. The first failure ends the result at
+  /// once, and the elements not yet made into outputs (held here, or in the consumer's batch) are
+  /// dropped. A finish ends it once no output can be made any more: zip, once a finished slot holds
+  /// nothing; combineLatest, at once if the slot never produced, else once every slot finished and
+  /// their elements were taken; withLatestFrom, once the base finished and its elements were taken
+  /// (the batch the consumer holds is still its own). Returns `nil` when the result had already
+  /// ended (a failure is not the first).
+  @inlinable mutating func inputEnded(_ slot: Int, failure: Failure? = nil) -> EndAction? {
     switch state {
     case .running(var running):
       guard case .pulling = running.slots[slot] else {
-        preconditionFailure("Internal inconsistency: slot \(slot) is \(running.slots[slot]), event inputFinished")
+        preconditionFailure("Internal inconsistency: slot \(slot) is \(running.slots[slot]), event inputEnded")
       }
       state = .modifying
       running.slots[slot] = .finished
-      if exhausted(running) {
-        state = .ended(failure: nil, tasks: running.tasks)
+      if failure != nil || exhausted(running) {
+        state = .ended(failure: failure, tasks: running.tasks)
         return Self.stopping(running)
       }
       state = .running(running)
       return EndAction()
     case .ended, .cancelled, .finished:
-      return EndAction()
-    case .initial, .modifying:
-      preconditionFailure("Internal inconsistency: state \(state), event inputFinished(\(slot))")
-    }
-  }
-
-  /// The input of `slot` failed: the first failure ends the result at once, and the elements not
-  /// yet made into outputs (held here, or in the consumer's batch) are dropped. Returns `nil` when
-  /// the result had already ended (the failure is not the first).
-  @inlinable mutating func inputFailed(_ slot: Int, _ failure: Failure) -> EndAction? {
-    switch state {
-    case .running(let running):
-      guard case .pulling = running.slots[slot] else {
-        preconditionFailure("Internal inconsistency: slot \(slot) is \(running.slots[slot]), event inputFailed")
-      }
-      state = .ended(failure: failure, tasks: running.tasks)
-      return Self.stopping(running)
-    case .ended, .cancelled, .finished:
       return nil
     case .initial, .modifying:
-      preconditionFailure("Internal inconsistency: state \(state), event inputFailed(\(slot))")
+      preconditionFailure("Internal inconsistency: state \(state), event inputEnded(\(slot))")
     }
   }
 }

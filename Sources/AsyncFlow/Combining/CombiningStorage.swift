@@ -1,20 +1,9 @@
 import Synchronization
 
-/// What the lock of a ``CombiningStorage`` guards: the machine and the elements it accounts for.
-@usableFromInline
-struct CombiningState<Values: CombiningValues, Failure: Error> {
-  @usableFromInline var machine: CombiningStorage<Values, Failure>.Machine
-  @usableFromInline var values: Values
-
-  @inlinable init(machine: CombiningStorage<Values, Failure>.Machine, values: Values) {
-    self.machine = machine
-    self.values = values
-  }
-}
-
 /// Runs a ``CombiningStateMachine``: one task per input pulls it, up to the machine's read-ahead,
-/// and the consumer moves what they hold out in batches. Continuations are resumed, tasks cancelled
-/// and elements released only after the lock is released.
+/// and the consumer moves what they hold out in batches. The lock guards the machine and the
+/// elements it accounts for. Continuations are resumed, tasks cancelled and elements released only
+/// after the lock is released.
 @usableFromInline
 final class CombiningStorage<Values: CombiningValues, Failure: Error>: Sendable {
   @usableFromInline typealias Machine = CombiningStateMachine<
@@ -23,7 +12,7 @@ final class CombiningStorage<Values: CombiningValues, Failure: Error>: Sendable 
   /// An input's pulling loop, for its slot.
   @usableFromInline typealias Pump = @Sendable (CombiningStorage) async -> Void
 
-  @usableFromInline let state: LockedState<CombiningState<Values, Failure>>
+  @usableFromInline let state: LockedState<(machine: Machine, values: Values)>
   /// Set when an input's failure ended the result: the consumer, which makes the outputs of its
   /// batch out of the lock, checks it before each, so that the failure wins over them at once.
   @usableFromInline let failed = Atomic(false)
@@ -31,8 +20,7 @@ final class CombiningStorage<Values: CombiningValues, Failure: Error>: Sendable 
   @usableFromInline let mode: CombiningMode
 
   @inlinable init(mode: CombiningMode, inputs: [Pump]) {
-    let machine = Machine(mode: mode, count: inputs.count)
-    self.state = LockedState(CombiningState(machine: machine, values: Values(count: inputs.count)))
+    self.state = LockedState((Machine(mode: mode, count: inputs.count), Values(count: inputs.count)))
     self.inputs = inputs
     self.mode = mode
   }
@@ -77,11 +65,8 @@ final class CombiningStorage<Values: CombiningValues, Failure: Error>: Sendable 
         // No work outlives the iteration: every input's task has ended before the end is seen.
         for task in tasks { await task.value }
         // The elements left leave the lock, and are released after it.
-        let left = state.withLock { state in
-          var left = Values(count: 0)
-          swap(&left, &state.values)
-          return left
-        }
+        var left = Values(count: 0)
+        state.withLock { swap(&left, &$0.values) }
         _ = left
         if let failure { throw failure }
         return nil
@@ -93,26 +78,23 @@ final class CombiningStorage<Values: CombiningValues, Failure: Error>: Sendable 
     state.withLock { $0.machine.consumerCancelled() }.perform()
   }
 
+  /// Starts one task per input. withLatestFrom's other (slot 1) is started first and runs here
+  /// until it suspends, so that a value it has at once (a `CurrentValueFlow`'s) is its latest
+  /// before the base is even started: the base's first element then pairs with it, whatever the
+  /// scheduling. (Its pump yields after that first value, so an input that never suspends cannot
+  /// hold the caller.)
   @inlinable func startInputs() {
-    if mode == .withLatestFrom {
-      // `other` is started first and runs here until it suspends, so that a value it has at once
-      // (a `CurrentValueFlow`'s) is its latest before the base is even started: the base's first
-      // element then pairs with it, whatever the scheduling. (Its pump yields after that first
-      // value, so an input that never suspends cannot hold the caller.)
-      let other = inputs[1]
-      let otherTask = FlowScheduling.startTaskRunningAtOnce { await other(self) }
-      for task in state.withLock({ $0.machine.inputsStarted([otherTask]) }) { task.cancel() }
-      let base = inputs[0]
-      let baseTask = FlowScheduling.startTask { await base(self) }
-      for task in state.withLock({ $0.machine.inputsStarted([baseTask]) }) { task.cancel() }
-      return
+    let slots = mode == .withLatestFrom ? [1, 0] : Array(inputs.indices)
+    for slot in slots {
+      let input = inputs[slot]
+      let task: Task<Void, Never>
+      if mode == .withLatestFrom && slot == 1 {
+        task = FlowScheduling.startTaskRunningAtOnce { await input(self) }
+      } else {
+        task = FlowScheduling.startTask { await input(self) }
+      }
+      for task in state.withLock({ $0.machine.inputsStarted([task]) }) { task.cancel() }
     }
-    var tasks: [Task<Void, Never>] = []
-    tasks.reserveCapacity(inputs.count)
-    for input in inputs {
-      tasks.append(FlowScheduling.startTask { await input(self) })
-    }
-    for task in state.withLock({ $0.machine.inputsStarted(tasks) }) { task.cancel() }
   }
 
   // MARK: Inputs
@@ -128,16 +110,17 @@ final class CombiningStorage<Values: CombiningValues, Failure: Error>: Sendable 
     // first value.
     var yieldsToTheCaller = mode == .withLatestFrom && slot == 1
     while true {
-      let element: Input.Element
+      let element: Input.Element?
+      var failure: Failure?
       do throws(Failure) {
-        guard let next = try await iterator.next(isolation: nil) else {
-          state.withLock { $0.machine.inputFinished(slot) }.perform()
-          return
-        }
-        element = next
+        element = try await iterator.next(isolation: nil)
       } catch {
-        guard let end = state.withLock({ $0.machine.inputFailed(slot, error) }) else { return }
-        failed.store(true, ordering: .releasing)
+        element = nil
+        failure = error
+      }
+      guard let element else {
+        guard let end = state.withLock({ $0.machine.inputEnded(slot, failure: failure) }) else { return }
+        if failure != nil { failed.store(true, ordering: .releasing) }
         end.perform()
         return
       }
@@ -148,6 +131,7 @@ final class CombiningStorage<Values: CombiningValues, Failure: Error>: Sendable 
         return (action, store(&state.values, element))
       }
       _ = replaced
+      var pullAgain = true
       switch action {
       case .keep(let consumer, let parks):
         consumer?.resume()
@@ -156,21 +140,18 @@ final class CombiningStorage<Values: CombiningValues, Failure: Error>: Sendable 
           await Task.yield()
         }
         guard parks else { continue }
-        let pullAgain = await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
+        pullAgain = await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
           switch state.withLock({ $0.machine.suspendInput(slot, continuation) }) {
           case .park: break
           case .resume(let pullAgain): continuation.resume(returning: pullAgain)
           }
         }
-        if !pullAgain {
-          await iterator.stopPulling()
-          return
-        }
-      case .drop(let pullAgain):
-        if !pullAgain {
-          await iterator.stopPulling()
-          return
-        }
+      case .drop(let again):
+        pullAgain = again
+      }
+      if !pullAgain {
+        await iterator.stopPulling()
+        return
       }
     }
   }

@@ -51,13 +51,8 @@ where Base.Element: AsyncSequence, Fallback.Element == Base.Element.Element {
   /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
   /// ```
   public struct Iterator: _FlowIterator {
-    private var base: Base.AsyncIterator?
-    private let handler: @Sendable (Base.Element.Failure) async -> Fallback
-
-    init(base: Base.AsyncIterator, handler: @escaping @Sendable (Base.Element.Failure) async -> Fallback) {
-      self.base = base
-      self.handler = handler
-    }
+    var base: Base.AsyncIterator?
+    let handler: @Sendable (Base.Element.Failure) async -> Fallback
 
     /// Returns the next inner sequence, wrapped so that its failure ends in the fallback.
     ///

@@ -49,14 +49,9 @@ where Fallback.Element == Base.Element {
   /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
   /// ```
   public struct Iterator: _FlowIterator {
-    private var base: Base.AsyncIterator?
-    private var fallback: Fallback.AsyncIterator?
-    private let handler: @Sendable (Base.Failure) async -> Fallback
-
-    init(base: Base.AsyncIterator, handler: @escaping @Sendable (Base.Failure) async -> Fallback) {
-      self.base = base
-      self.handler = handler
-    }
+    var base: Base.AsyncIterator?
+    var fallback: Fallback.AsyncIterator?
+    let handler: @Sendable (Base.Failure) async -> Fallback
 
     /// Returns the next element of the base, or of the fallback once the base has failed.
     ///

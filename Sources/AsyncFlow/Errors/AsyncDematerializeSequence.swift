@@ -29,10 +29,6 @@ where Base.Element == FlowEvent<Value, EventFailure>, Base.Failure == Never {
 
   let base: Base
 
-  init(base: Base) {
-    self.base = base
-  }
-
   /// Starts an iteration.
   ///
   /// ```swift
@@ -49,11 +45,7 @@ where Base.Element == FlowEvent<Value, EventFailure>, Base.Failure == Never {
   /// while let value = try await iterator.next() { print(value) }
   /// ```
   public struct Iterator: _FlowIterator {
-    private var base: Base.AsyncIterator?
-
-    init(base: Base.AsyncIterator) {
-      self.base = base
-    }
+    var base: Base.AsyncIterator?
 
     /// The next `.element`'s value; `nil` at `.finished` or the base's end; throws at `.failed`.
     ///

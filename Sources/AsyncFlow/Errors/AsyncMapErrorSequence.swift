@@ -40,13 +40,8 @@ public struct AsyncMapErrorSequence<Base: AsyncSequence, MappedFailure: Error>: 
   /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
   /// ```
   public struct Iterator: _FlowIterator {
-    private var base: Base.AsyncIterator?
-    private let transform: @Sendable (Base.Failure) -> MappedFailure
-
-    init(base: Base.AsyncIterator, transform: @escaping @Sendable (Base.Failure) -> MappedFailure) {
-      self.base = base
-      self.transform = transform
-    }
+    var base: Base.AsyncIterator?
+    let transform: @Sendable (Base.Failure) -> MappedFailure
 
     /// Returns the next element of the base, or throws its failure transformed.
     ///

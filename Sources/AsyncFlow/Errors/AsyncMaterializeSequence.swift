@@ -27,10 +27,6 @@ public struct AsyncMaterializeSequence<Base: AsyncSequence>: AsyncSequence {
 
   let base: Base
 
-  init(base: Base) {
-    self.base = base
-  }
-
   /// Starts an iteration.
   ///
   /// ```swift
@@ -47,11 +43,7 @@ public struct AsyncMaterializeSequence<Base: AsyncSequence>: AsyncSequence {
   /// while let event = await iterator.next() { print(event) }
   /// ```
   public struct Iterator: _FlowIterator {
-    private var base: Base.AsyncIterator?
-
-    init(base: Base.AsyncIterator) {
-      self.base = base
-    }
+    var base: Base.AsyncIterator?
 
     /// The next event: an element, then `.finished` or `.failed`, then `nil`.
     ///

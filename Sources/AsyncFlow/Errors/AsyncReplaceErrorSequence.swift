@@ -42,13 +42,8 @@ public struct AsyncReplaceErrorSequence<Base: AsyncSequence>: AsyncSequence {
   /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
   /// ```
   public struct Iterator: _FlowIterator {
-    private var base: Base.AsyncIterator?
-    private let replacement: Element
-
-    init(base: Base.AsyncIterator, replacement: Element) {
-      self.base = base
-      self.replacement = replacement
-    }
+    var base: Base.AsyncIterator?
+    let replacement: Element
 
     /// Returns the next element of the base, or the replacement once the base has failed.
     ///

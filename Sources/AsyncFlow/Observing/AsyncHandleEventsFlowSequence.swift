@@ -55,11 +55,6 @@ public struct AsyncHandleEventsFlowSequence<Base: AsyncSequence>: AsyncSequence 
   let base: Base
   let handlers: EventHandlers<Element, Failure>
 
-  init(base: Base, handlers: EventHandlers<Element, Failure>) {
-    self.base = base
-    self.handlers = handlers
-  }
-
   /// Starts an iteration; `onStart` runs at its first request.
   ///
   /// ```swift
@@ -78,11 +73,7 @@ public struct AsyncHandleEventsFlowSequence<Base: AsyncSequence>: AsyncSequence 
   /// while let value = await iterator.next() { print(value) }
   /// ```
   public struct Iterator: _FlowIterator {
-    private let iteration: ObservedIteration<Base.AsyncIterator, EventHandlers<Element, Failure>>
-
-    init(iteration: ObservedIteration<Base.AsyncIterator, EventHandlers<Element, Failure>>) {
-      self.iteration = iteration
-    }
+    let iteration: ObservedIteration<Base.AsyncIterator, EventHandlers<Element, Failure>>
 
     /// The base's next element, reported to the handlers first.
     ///

@@ -130,14 +130,7 @@ public struct AsyncTraceFlowSequence<Base: AsyncSequence>: AsyncSequence where B
   let label: String
   let sink: @Sendable (FlowTraceEvent) -> Void
   /// Shared by every copy of the sequence, so that iterations are numbered once.
-  let iterations: TraceIterationCounter
-
-  init(base: Base, label: String, sink: @escaping @Sendable (FlowTraceEvent) -> Void) {
-    self.base = base
-    self.label = label
-    self.sink = sink
-    self.iterations = TraceIterationCounter()
-  }
+  let iterations = TraceIterationCounter()
 
   /// Starts an iteration; it is numbered, and its clock started, at its first request.
   ///
@@ -159,11 +152,7 @@ public struct AsyncTraceFlowSequence<Base: AsyncSequence>: AsyncSequence where B
   /// while let value = await iterator.next() { print(value) }
   /// ```
   public struct Iterator: _FlowIterator {
-    private let iteration: ObservedIteration<Base.AsyncIterator, TraceObserver<Element, Failure>>
-
-    init(iteration: ObservedIteration<Base.AsyncIterator, TraceObserver<Element, Failure>>) {
-      self.iteration = iteration
-    }
+    let iteration: ObservedIteration<Base.AsyncIterator, TraceObserver<Element, Failure>>
 
     /// The base's next element, traced first.
     ///

@@ -31,11 +31,6 @@ public struct AsyncCollectFlowSequence<Base: AsyncSequence>: AsyncSequence {
   let base: Base
   let count: Int
 
-  init(base: Base, count: Int) {
-    self.base = base
-    self.count = count
-  }
-
   /// Starts an iteration.
   ///
   /// ```swift
@@ -52,15 +47,10 @@ public struct AsyncCollectFlowSequence<Base: AsyncSequence>: AsyncSequence {
   /// while let pair = await iterator.next() { print(pair) }
   /// ```
   public struct Iterator: _FlowIterator {
-    private var base: Base.AsyncIterator?
-    private let count: Int
+    var base: Base.AsyncIterator?
+    let count: Int
     /// The base's failure, held back until the elements collected before it are delivered.
-    private var failure: Failure?
-
-    init(base: Base.AsyncIterator, count: Int) {
-      self.base = base
-      self.count = count
-    }
+    var failure: Failure?
 
     /// The next full array; at the base's end, what is left (if anything), then `nil` or the
     /// base's failure.

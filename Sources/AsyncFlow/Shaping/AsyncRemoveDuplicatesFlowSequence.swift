@@ -44,11 +44,6 @@ public struct AsyncRemoveDuplicatesFlowSequence<Base: AsyncSequence>: AsyncSeque
   let base: Base
   let areEqual: @Sendable (Element, Element) -> Bool
 
-  init(base: Base, areEqual: @escaping @Sendable (Element, Element) -> Bool) {
-    self.base = base
-    self.areEqual = areEqual
-  }
-
   /// Starts an iteration: its first element is always delivered.
   ///
   /// ```swift
@@ -65,14 +60,9 @@ public struct AsyncRemoveDuplicatesFlowSequence<Base: AsyncSequence>: AsyncSeque
   /// while let value = await iterator.next() { print(value) }
   /// ```
   public struct Iterator: _FlowIterator {
-    private var base: Base.AsyncIterator?
-    private var previous: Element?
-    private let areEqual: @Sendable (Element, Element) -> Bool
-
-    init(base: Base.AsyncIterator, areEqual: @escaping @Sendable (Element, Element) -> Bool) {
-      self.base = base
-      self.areEqual = areEqual
-    }
+    var base: Base.AsyncIterator?
+    var previous: Element?
+    let areEqual: @Sendable (Element, Element) -> Bool
 
     /// The base's next element that does not repeat the previous one delivered, or `nil` at its end.
     ///

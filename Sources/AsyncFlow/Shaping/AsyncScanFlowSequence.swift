@@ -34,12 +34,6 @@ public struct AsyncScanFlowSequence<Base: AsyncSequence, Result>: AsyncSequence 
   let initial: Result
   let next: @Sendable (Result, Base.Element) throws(Base.Failure) -> Result
 
-  init(base: Base, initial: Result, next: @escaping @Sendable (Result, Base.Element) throws(Base.Failure) -> Result) {
-    self.base = base
-    self.initial = initial
-    self.next = next
-  }
-
   /// Starts an iteration from the initial result.
   ///
   /// ```swift
@@ -56,18 +50,9 @@ public struct AsyncScanFlowSequence<Base: AsyncSequence, Result>: AsyncSequence 
   /// while let total = await iterator.next() { print(total) }
   /// ```
   public struct Iterator: _FlowIterator {
-    private var base: Base.AsyncIterator?
-    private var result: Result
-    private let next: @Sendable (Result, Base.Element) throws(Base.Failure) -> Result
-
-    init(
-      base: Base.AsyncIterator, result: Result,
-      next: @escaping @Sendable (Result, Base.Element) throws(Base.Failure) -> Result
-    ) {
-      self.base = base
-      self.result = result
-      self.next = next
-    }
+    var base: Base.AsyncIterator?
+    var result: Result
+    let next: @Sendable (Result, Base.Element) throws(Base.Failure) -> Result
 
     /// The running result after the base's next element, or `nil` at its end.
     ///

@@ -44,12 +44,8 @@ public struct AsyncLoadStateSequence<Base: AsyncSequence>: AsyncSequence {
   /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
   /// ```
   public struct Iterator: _FlowIterator {
-    private var base: Base.AsyncIterator?
-    private var started = false
-
-    init(base: Base.AsyncIterator) {
-      self.base = base
-    }
+    var base: Base.AsyncIterator?
+    var started = false
 
     /// Returns `.loading` first, then `.loaded` per element, then `.failed` if the base fails.
     ///

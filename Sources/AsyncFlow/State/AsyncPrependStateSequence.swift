@@ -51,13 +51,8 @@ public struct AsyncPrependStateSequence<Base: AsyncSequence>: AsyncSequence {
   /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
   /// ```
   public struct Iterator: _FlowIterator {
-    private var base: Base.AsyncIterator?
-    private var first: Element?
-
-    init(base: Base.AsyncIterator, first: Element) {
-      self.base = base
-      self.first = first
-    }
+    var base: Base.AsyncIterator?
+    var first: Element?
 
     /// Returns the prepended element first, then the base's elements.
     ///

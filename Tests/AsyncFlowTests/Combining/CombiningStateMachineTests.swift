@@ -148,7 +148,7 @@ struct CombiningStateMachineTests {
 
   @Test func testNext_whenEndedWithAFailure_endsWithItOnceAwaitingTheTasks() {
     var machine = running(.zip)
-    #expect(machine.inputFailed(0, TestError(id: 1)) != nil)
+    #expect(machine.inputEnded(0, failure: TestError(id: 1)) != nil)
     #expect(next(&machine) == "failed awaiting [100, 101]")
     #expect(next(&machine) == "end awaiting []")
   }
@@ -182,7 +182,7 @@ struct CombiningStateMachineTests {
 
   @Test func testSuspendConsumer_whenEnded_resumesAtOnce() {
     var machine = running(.zip)
-    _ = machine.inputFinished(0)
+    _ = machine.inputEnded(0)
     #expect(machine.suspendConsumer(1) == 1)
   }
 
@@ -213,7 +213,7 @@ struct CombiningStateMachineTests {
 
   @Test func testReceived_whenEndedOrCancelled_dropsAndStopsTheInput() {
     var ended = running(.zip)
-    _ = ended.inputFinished(0)
+    _ = ended.inputEnded(0)
     #expect(receive(&ended, 1) == "stop")
     var cancelled = running(.combineLatest)
     _ = cancelled.consumerCancelled()
@@ -232,72 +232,70 @@ struct CombiningStateMachineTests {
   @Test func testSuspendInput_whenEnded_stops() {
     var machine = running(.zip, readAhead: 1)
     _ = receive(&machine, 0)
-    _ = machine.inputFailed(1, TestError())
+    _ = machine.inputEnded(1, failure: TestError())
     #expect(machine.suspendInput(0, 10) == .resume(pullAgain: false))
   }
 
-  // MARK: inputFinished
+  // MARK: inputEnded
 
-  @Test func testInputFinished_whenZipSlotHoldsNothing_endsAndStopsTheParkedInputs() {
+  @Test func testInputEnded_whenZipSlotHoldsNothing_endsAndStopsTheParkedInputs() {
     var machine = running(.zip, readAhead: 1)
     _ = receive(&machine, 0)
     _ = machine.suspendInput(0, 10)
-    let end = machine.inputFinished(1)
-    #expect(end.stopInputs == [10])
-    #expect(end.cancelTasks == [100, 101])
+    let end = machine.inputEnded(1)
+    #expect(end?.stopInputs == [10])
+    #expect(end?.cancelTasks == [100, 101])
     #expect(machine.summary == "ended")
   }
 
-  @Test func testInputFinished_whenZipsFinishedSlotStillHolds_endsWithTheBatchThatTakesItsLast() {
+  @Test func testInputEnded_whenZipsFinishedSlotStillHolds_endsWithTheBatchThatTakesItsLast() {
     var machine = running(.zip)
     _ = receive(&machine, 0)
     _ = receive(&machine, 0)
     _ = receive(&machine, 1)
-    #expect(machine.inputFinished(1).isEmpty)
+    #expect(machine.inputEnded(1)?.isEmpty == true)
     // The batch is the consumer's: it makes its output, then sees the end.
     #expect(next(&machine) == "rows 1 ending")
     #expect(next(&machine) == "end awaiting [100, 101]")
   }
 
-  @Test func testInputFinished_whenCombineLatestSlotNeverProduced_endsAtOnce() {
+  @Test func testInputEnded_whenCombineLatestSlotNeverProduced_endsAtOnce() {
     var machine = running(.combineLatest)
     _ = receive(&machine, 0)
-    #expect(!machine.inputFinished(1).isEmpty)
+    #expect(machine.inputEnded(1)?.isEmpty == false)
     #expect(next(&machine) == "end awaiting [100, 101]")
   }
 
-  @Test func testInputFinished_whenCombineLatestSlotsProduced_endsOnceAllFinishedAndTaken() {
+  @Test func testInputEnded_whenCombineLatestSlotsProduced_endsOnceAllFinishedAndTaken() {
     var machine = running(.combineLatest)
     _ = receive(&machine, 0)
     _ = receive(&machine, 1)
-    #expect(machine.inputFinished(0).isEmpty)
+    #expect(machine.inputEnded(0)?.isEmpty == true)
     #expect(next(&machine) == "first 0,1")
     _ = receive(&machine, 1)
-    #expect(machine.inputFinished(1).isEmpty)
+    #expect(machine.inputEnded(1)?.isEmpty == true)
     #expect(next(&machine) == "then 1 ending")
     #expect(next(&machine) == "end awaiting [100, 101]")
   }
 
-  @Test func testInputFinished_whenWithLatestFrom_onlyTheBaseEnds() {
+  @Test func testInputEnded_whenWithLatestFrom_onlyTheBaseEnds() {
     var machine = running(.withLatestFrom)
     _ = receive(&machine, 1)
-    #expect(machine.inputFinished(1).isEmpty)
+    #expect(machine.inputEnded(1)?.isEmpty == true)
     _ = receive(&machine, 0)
-    #expect(machine.inputFinished(0).isEmpty)
+    #expect(machine.inputEnded(0)?.isEmpty == true)
     #expect(next(&machine) == "base 1 ending")
   }
 
-  @Test func testInputFinished_whenCancelled_doesNothing() {
+  @Test func testInputEnded_whenCancelled_doesNothing() {
     var machine = running(.zip)
     _ = machine.consumerCancelled()
-    #expect(machine.inputFinished(0).isEmpty)
+    #expect(machine.inputEnded(0) == nil)
     #expect(machine.summary == "cancelled")
   }
 
-  // MARK: inputFailed
-
   @Test(arguments: [CombiningMode.zip, .combineLatest, .withLatestFrom])
-  func testInputFailed_whenRunning_endsAtOnceBeforeWhatIsHeld(_ mode: CombiningMode) {
+  func testInputEnded_whenRunningWithAFailure_endsAtOnceBeforeWhatIsHeld(_ mode: CombiningMode) {
     var machine = running(mode, readAhead: 2)
     _ = receive(&machine, 1)
     _ = receive(&machine, 0)
@@ -305,17 +303,17 @@ struct CombiningStateMachineTests {
     _ = machine.suspendInput(0, 10)
     // Slot 1 holds its element (withLatestFrom: as the latest), slot 0 its own: a batch is there.
     #expect(machine.suspendConsumer(1) == 1)
-    let end = machine.inputFailed(1, TestError(id: 2))
+    let end = machine.inputEnded(1, failure: TestError(id: 2))
     #expect(end?.cancelTasks == [100, 101])
     #expect(end?.stopInputs == [10])
     // Held elements make no output: the failure comes first.
     #expect(next(&machine) == "failed awaiting [100, 101]")
   }
 
-  @Test func testInputFailed_whenAlreadyEnded_isNotTheFirst() {
+  @Test func testInputEnded_whenFailingAfterTheEnd_isNotTheFirst() {
     var machine = running(.zip)
-    #expect(machine.inputFailed(0, TestError(id: 1)) != nil)
-    #expect(machine.inputFailed(1, TestError(id: 2)) == nil)
+    #expect(machine.inputEnded(0, failure: TestError(id: 1)) != nil)
+    #expect(machine.inputEnded(1, failure: TestError(id: 2)) == nil)
     guard case .end(TestError(id: 1)?, _) = machine.next() else {
       Issue.record("the first failure wins")
       return
@@ -343,7 +341,7 @@ struct CombiningStateMachineTests {
 
   @Test func testConsumerCancelled_whenEnded_dropsTheFailure() {
     var machine = running(.zip)
-    _ = machine.inputFailed(0, TestError())
+    _ = machine.inputEnded(0, failure: TestError())
     #expect(machine.consumerCancelled().isEmpty)
     #expect(next(&machine) == "end awaiting [100, 101]")
   }
@@ -353,7 +351,7 @@ struct CombiningStateMachineTests {
   @Test func testInputsStarted_whenEndedBeforeTheTasksWereKnown_cancelsThemAndAwaitsThem() {
     var machine = Machine(mode: .zip, count: 2)
     _ = machine.next()
-    _ = machine.inputFailed(0, TestError())
+    _ = machine.inputEnded(0, failure: TestError())
     #expect(machine.inputsStarted([100, 101]) == [100, 101])
     #expect(next(&machine) == "failed awaiting [100, 101]")
   }
