@@ -57,7 +57,7 @@ public struct _HotFlowSubscribers<Element: Sendable, Failure: Error>: Sendable {
 /// subject.send(1)
 /// let one = await iterator.next()  // 1
 /// ```
-public struct HotFlowIterator<Element: Sendable, Failure: Error>: AsyncIteratorProtocol {
+public struct HotFlowIterator<Element: Sendable, Failure: Error>: _FlowIterator {
   @usableFromInline let subscriber: SubjectSubscriber<Element, Failure>
 
   @usableFromInline init(subscriber: SubjectSubscriber<Element, Failure>) {
@@ -75,15 +75,6 @@ public struct HotFlowIterator<Element: Sendable, Failure: Error>: AsyncIteratorP
   @inlinable
   public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
     try await subscriber.next(isolation: actor)
-  }
-
-  /// Returns the next element; see ``next(isolation:)``.
-  ///
-  /// ```swift
-  /// let value = try await iterator.next()
-  /// ```
-  public mutating func next() async throws(Failure) -> Element? {
-    try await subscriber.next(isolation: nil)
   }
 }
 
