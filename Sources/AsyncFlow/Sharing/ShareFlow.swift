@@ -98,17 +98,6 @@ public struct AsyncShareFlowSequence<Element: Sendable, Failure: Error>: HotFlow
   /// ```
   @inlinable public var _subscribers: _HotFlowSubscribers<Element, Failure> { _HotFlowSubscribers(storage) }
 
-  /// Subscribes: the last `replay` elements first, then everything the upstream produces from
-  /// now on. The upstream starts at the first `next()` of any subscriber, or when a sink subscribes.
-  ///
-  /// ```swift
-  /// var iterator = prices.makeAsyncIterator()
-  /// let latest = try await iterator.next()
-  /// ```
-  public func makeAsyncIterator() -> Iterator {
-    Iterator(subscriber: SubjectSubscriber(storage))
-  }
-
   /// One subscriber of a shared upstream, a ``HotFlowIterator``: releasing it, or cancelling its
   /// task, unsubscribes it, and the last one to leave stops the upstream.
   ///

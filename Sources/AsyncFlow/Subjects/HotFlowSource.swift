@@ -82,6 +82,22 @@ public struct HotFlowIterator<Element: Sendable, Failure: Error>: _FlowIterator 
 extension HotFlowIterator: Sendable {}
 
 extension HotFlowSource {
+  /// Subscribes, and is registered at once, before its first `next()`:
+  /// - a ``PassthroughFlow``: values sent from now on are buffered for this iterator;
+  /// - a ``CurrentValueFlow``: the current value first, then every later one;
+  /// - an ``AsyncShareFlowSequence``: the last `replay` elements first, then everything the upstream
+  ///   produces from now on. The upstream starts at the first `next()` of any subscriber, or when a
+  ///   sink subscribes.
+  ///
+  /// ```swift
+  /// var iterator = subject.makeAsyncIterator()
+  /// subject.send(1)
+  /// let one = await iterator.next()  // 1
+  /// ```
+  public func makeAsyncIterator() -> HotFlowIterator<Element, Failure> {
+    HotFlowIterator(subscriber: SubjectSubscriber(_subscribers.storage))
+  }
+
   /// Calls `receiveValue` with every value this source delivers to a new subscriber, in order, on
   /// the closure's own isolation, with no task while nothing arrives:
   /// - a ``PassthroughFlow``: every value sent from now on;

@@ -59,16 +59,7 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
   }
 
   /// A drain for the storage to start, outside the lock, then report with `drainStarted`.
-  @usableFromInline
-  struct StartDrain {
-    @usableFromInline let mailbox: Mailbox
-    @usableFromInline let id: Int
-
-    @inlinable init(mailbox: Mailbox, id: Int) {
-      self.mailbox = mailbox
-      self.id = id
-    }
-  }
+  @usableFromInline typealias StartDrain = (mailbox: Mailbox, id: Int)
 
   /// A push subscriber: its buffer, and whether a drain serves it. Idle, it costs this entry and
   /// its mailbox object, no task.
@@ -150,7 +141,7 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
       let id = nextDrainID
       nextDrainID &+= 1
       push[index].phase = .draining(id: id, task: nil)
-      return StartDrain(mailbox: push[index].mailbox, id: id)
+      return (push[index].mailbox, id)
     }
 
     /// Removes the entry of `key`, moving the last one into its gap.
@@ -209,42 +200,32 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
   /// Tells the current grace timer from an older one.
   var nextGraceTimer = 0
 
-  /// A subject's machine.
-  init(policy: FlowBufferingPolicy, replay: [Element] = [], replayLimit: Int) {
-    self.init(.subject, policy, RingBuffer(replay), replayLimit, keepsReplayWhenStopped: true, hasGracePeriod: false)
-  }
-
   /// A `shareFlow` machine: its upstream starts at the first demand.
   init(
     sharingWith policy: FlowBufferingPolicy, replayLimit: Int, keepsReplayWhenStopped: Bool = false,
     hasGracePeriod: Bool = false
   ) {
-    self.init(
-      .idle, policy, RingBuffer(), replayLimit, keepsReplayWhenStopped: keepsReplayWhenStopped,
-      hasGracePeriod: hasGracePeriod)
-  }
-
-  private init(
-    _ upstream: Upstream, _ policy: FlowBufferingPolicy, _ replay: RingBuffer<Element>, _ replayLimit: Int,
-    keepsReplayWhenStopped: Bool, hasGracePeriod: Bool
-  ) {
-    self.state = .open(upstream)
-    self.subscribers = Subscribers(replay: replay)
+    self.state = .open(.idle)
+    self.subscribers = Subscribers(replay: RingBuffer())
     self.policy = policy
     self.replayLimit = replayLimit
     self.keepsReplayWhenStopped = keepsReplayWhenStopped
     self.hasGracePeriod = hasGracePeriod
   }
 
-  // MARK: Reading the state
-
-  /// `.some(failure)` once the source ended (`.some(nil)`: finished), `nil` while it is open.
-  @usableFromInline var ending: Failure?? {
-    if case .ended(let failure) = state { return .some(failure) }
-    return nil
+  /// A subject's machine.
+  init(policy: FlowBufferingPolicy, replay: [Element] = [], replayLimit: Int) {
+    self.init(sharingWith: policy, replayLimit: replayLimit, keepsReplayWhenStopped: true)
+    self.state = .open(.subject)
+    self.subscribers.replay = RingBuffer(replay)
   }
 
-  @usableFromInline var isEnded: Bool { ending != nil }
+  // MARK: Reading the state
+
+  var isEnded: Bool {
+    if case .ended = state { return true }
+    return false
+  }
   var replay: RingBuffer<Element> { subscribers.replay }
   var pushSubscribers: [PushSubscriber] { subscribers.push }
   var subscriberCount: Int { subscribers.count }
@@ -295,14 +276,12 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
     let buffer = newcomerBuffer
     subscribers.pushIndex[mailbox] = subscribers.push.count
     subscribers.push.append(PushSubscriber(mailbox: mailbox, buffer: buffer, phase: .idle))
-    let watchers = subscribers.watchers.reached(subscribers.count)
-    let startDrain = isEnded || !buffer.isEmpty ? subscribers.beginDrain(at: subscribers.push.count - 1).id : nil
-    let cancelGraceTimer = rejoin()
-    var startUpstream: Int?
-    if case .open(.idle) = state { startUpstream = startGeneration() }
-    return PushSubscribeAction(
-      resumeWatchers: watchers, startUpstream: startUpstream, startDrain: startDrain,
-      cancelGraceTimer: cancelGraceTimer)
+    var action = PushSubscribeAction(
+      resumeWatchers: subscribers.watchers.reached(subscribers.count), startUpstream: nil,
+      startDrain: isEnded || !buffer.isEmpty ? subscribers.beginDrain(at: subscribers.push.count - 1).id : nil,
+      cancelGraceTimer: rejoin())
+    if case .open(.idle) = state { action.startUpstream = startGeneration() }
+    return action
   }
 
   // MARK: Watcher events (subscribers(count:))
@@ -343,9 +322,7 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
     var startGraceTimer: StartGraceTimer?
   }
 
-  /// Removes a subscriber and frees its buffer. When it was the last, a share stops its upstream
-  /// in the same step: a newcomer either came before (and the upstream stays) or comes after (and
-  /// starts it again).
+  /// Removes a subscriber and frees its buffer (the last one stops a share's upstream).
   mutating func unsubscribe(_ id: Int) -> UnsubscribeAction {
     guard let removed = subscribers.removeIterator(id) else { return UnsubscribeAction() }
     var action = UnsubscribeAction(resumeConsumer: removed.consumer, releasedBuffer: removed.buffer)
