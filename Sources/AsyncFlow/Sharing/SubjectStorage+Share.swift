@@ -35,12 +35,9 @@ extension SubjectStorage {
 
   // MARK: shareFlow's grace period
 
-  /// Starts the task of the grace timer, which sleeps for the grace period, then reports
-  /// `graceExpired`; cancelled (a subscriber came, or the upstream ended), it ends at once.
-  ///
-  /// It starts with the executor preference of the upstream's task, whatever the caller's: the last
-  /// subscriber may leave from anywhere (a cancellation handler runs in the canceller's context),
-  /// and the timer must run where the upstream runs, on a `TestClock`'s executor in tests.
+  /// Starts the task of the grace timer, with the upstream task's executor preference (see
+  /// `StartGraceTimer`): it sleeps for the grace period, then reports `graceExpired`; cancelled (a
+  /// subscriber came, or the upstream ended), it ends at once.
   func startGraceTimer(_ start: Machine.StartGraceTimer) {
     guard let grace else {
       preconditionFailure("Internal inconsistency: a share without grace period was asked to start a grace timer")

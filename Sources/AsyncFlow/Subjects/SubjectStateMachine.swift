@@ -284,26 +284,6 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
     return action
   }
 
-  // MARK: Watcher events (subscribers(count:))
-
-  /// A token for a task about to wait for subscribers, so that its cancellation resumes that one.
-  mutating func makeWatcherToken() -> Int {
-    subscribers.watchers.makeID()
-  }
-
-  /// Registers a task waiting until at least `count` subscribers are registered; returns the
-  /// waiter if it must resume at once (the count is reached, or the task was cancelled).
-  mutating func watchSubscribers(count: Int, token: Int, _ waiter: Waiter, isCancelled: Bool) -> Waiter? {
-    guard !isCancelled, subscribers.watchers.register(waiter, id: token, until: count, current: subscribers.count)
-    else { return waiter }
-    return nil
-  }
-
-  /// The task of the watcher `token` was cancelled; returns its waiter if it still waits.
-  mutating func watcherCancelled(_ token: Int) -> Waiter? {
-    subscribers.watchers.cancel(token)
-  }
-
   struct UnsubscribeAction {
     /// The leaving subscriber's waiting continuation.
     var resumeConsumer: Waiter?

@@ -24,18 +24,10 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
 
   var subscriberCount: Int { state.withLock { $0.subscriberCount } }
 
-  /// Suspends until at least `count` subscribers are registered, or the task is cancelled.
+  /// Suspends until at least `count` subscribers are registered, or the task is cancelled: the
+  /// watchers sit in the machine's table, so that `subscribe` resumes them.
   func subscribers(count: Int) async {
-    let token = state.withLock { $0.makeWatcherToken() }
-    await withTaskCancellationHandler {
-      await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-        state.withLock {
-          $0.watchSubscribers(count: count, token: token, continuation, isCancelled: Task.isCancelled)
-        }?.resume()
-      }
-    } onCancel: {
-      state.withLock { $0.watcherCancelled(token) }?.resume()
-    }
+    await state.waitUntil(count: count, of: \.subscriberCount, watchers: \.subscribers.watchers)
   }
 
   @inlinable
