@@ -86,25 +86,8 @@ public struct AsyncShareFlowSequence<Element: Sendable, Failure: Error>: HotFlow
     let machine = SubjectStorage<Element, Failure>.Machine(
       sharingWith: bufferingPolicy, replayLimit: replay, keepsReplayWhenStopped: replayScope == .acrossRestarts,
       hasGracePeriod: clock != nil)
-    var startGraceTimerTask: (@Sendable (SubjectStorage<Element, Failure>, Int) -> Task<Void, Never>)?
-    if let clock {
-      startGraceTimerTask = { storage, timer in
-        // The deadline counts from the last subscriber's leaving (or, if it left while the
-        // upstream's task was being created, from that task's report), not from when this task runs.
-        let deadline = clock.now.advanced(by: gracePeriod)
-        return FlowScheduling.startTask {
-          do {
-            try await clock.sleep(until: deadline)
-          } catch {
-            return  // cancelled: a subscriber came, or the upstream ended
-          }
-          storage.graceExpired(timer: timer)
-        }
-      }
-    }
-    storage = SubjectStorage(machine, startGraceTimerTask: startGraceTimerTask) {
-      storage, generation in
-      FlowScheduling.startTask { await storage.iterateUpstream(base, generation: generation) }
+    storage = SubjectStorage(machine, grace: clock.map { ($0, gracePeriod) }) { storage, generation in
+      await storage.iterateUpstream(base, generation: generation)
     }
   }
 
@@ -114,17 +97,6 @@ public struct AsyncShareFlowSequence<Element: Sendable, Failure: Error>: HotFlow
   /// _ = prices._subscribers
   /// ```
   @inlinable public var _subscribers: _HotFlowSubscribers<Element, Failure> { _HotFlowSubscribers(storage) }
-
-  /// Subscribes: the last `replay` elements first, then everything the upstream produces from
-  /// now on. The upstream starts at the first `next()` of any subscriber, or when a sink subscribes.
-  ///
-  /// ```swift
-  /// var iterator = prices.makeAsyncIterator()
-  /// let latest = try await iterator.next()
-  /// ```
-  public func makeAsyncIterator() -> Iterator {
-    Iterator(subscriber: SubjectSubscriber(storage))
-  }
 
   /// One subscriber of a shared upstream, a ``HotFlowIterator``: releasing it, or cancelling its
   /// task, unsubscribes it, and the last one to leave stops the upstream.

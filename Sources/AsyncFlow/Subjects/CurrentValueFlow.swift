@@ -71,16 +71,6 @@ public final class CurrentValueFlow<Element: Sendable>: HotFlowSource {
   /// ```
   @inlinable public var _subscribers: _HotFlowSubscribers<Element, Never> { _HotFlowSubscribers(storage) }
 
-  /// Subscribes: the current value first, then every later one.
-  ///
-  /// ```swift
-  /// var iterator = filter.makeAsyncIterator()
-  /// let current = await iterator.next()
-  /// ```
-  public func makeAsyncIterator() -> Iterator {
-    Iterator(subscriber: SubjectSubscriber(storage))
-  }
-
   /// One subscription to a ``CurrentValueFlow``: a ``HotFlowIterator`` that returns the current
   /// value first, then the newest value each time one is sent.
   ///

@@ -57,7 +57,7 @@ public struct _HotFlowSubscribers<Element: Sendable, Failure: Error>: Sendable {
 /// subject.send(1)
 /// let one = await iterator.next()  // 1
 /// ```
-public struct HotFlowIterator<Element: Sendable, Failure: Error>: AsyncIteratorProtocol {
+public struct HotFlowIterator<Element: Sendable, Failure: Error>: _FlowIterator {
   @usableFromInline let subscriber: SubjectSubscriber<Element, Failure>
 
   @usableFromInline init(subscriber: SubjectSubscriber<Element, Failure>) {
@@ -76,21 +76,28 @@ public struct HotFlowIterator<Element: Sendable, Failure: Error>: AsyncIteratorP
   public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
     try await subscriber.next(isolation: actor)
   }
-
-  /// Returns the next element; see ``next(isolation:)``.
-  ///
-  /// ```swift
-  /// let value = try await iterator.next()
-  /// ```
-  public mutating func next() async throws(Failure) -> Element? {
-    try await subscriber.next(isolation: nil)
-  }
 }
 
 @available(*, unavailable)
 extension HotFlowIterator: Sendable {}
 
 extension HotFlowSource {
+  /// Subscribes, and is registered at once, before its first `next()`:
+  /// - a ``PassthroughFlow``: values sent from now on are buffered for this iterator;
+  /// - a ``CurrentValueFlow``: the current value first, then every later one;
+  /// - an ``AsyncShareFlowSequence``: the last `replay` elements first, then everything the upstream
+  ///   produces from now on. The upstream starts at the first `next()` of any subscriber, or when a
+  ///   sink subscribes.
+  ///
+  /// ```swift
+  /// var iterator = subject.makeAsyncIterator()
+  /// subject.send(1)
+  /// let one = await iterator.next()  // 1
+  /// ```
+  public func makeAsyncIterator() -> HotFlowIterator<Element, Failure> {
+    HotFlowIterator(subscriber: SubjectSubscriber(_subscribers.storage))
+  }
+
   /// Calls `receiveValue` with every value this source delivers to a new subscriber, in order, on
   /// the closure's own isolation, with no task while nothing arrives:
   /// - a ``PassthroughFlow``: every value sent from now on;

@@ -72,17 +72,6 @@ public final class PassthroughFlow<Element: Sendable, Failure: Error>: HotFlowSo
   /// ```
   @inlinable public var _subscribers: _HotFlowSubscribers<Element, Failure> { _HotFlowSubscribers(storage) }
 
-  /// Subscribes: values sent from now on are buffered for this iterator.
-  ///
-  /// ```swift
-  /// var iterator = subject.makeAsyncIterator()
-  /// subject.send(1)
-  /// let one = try await iterator.next()  // 1
-  /// ```
-  public func makeAsyncIterator() -> Iterator {
-    Iterator(subscriber: SubjectSubscriber(storage))
-  }
-
   /// One subscription to a ``PassthroughFlow``: a ``HotFlowIterator``.
   ///
   /// ```swift

@@ -14,10 +14,12 @@
 /// to let go after its lock, and a batch handed to an event must be empty (its elements were
 /// released by the caller before locking). An element's `deinit` may call back into the source.
 ///
-/// For `shareFlow` the upstream's phase lives in the same `State` as the subscribers, under the
-/// same lock: deciding to stop the upstream and registering a newcomer, or sending an element and
-/// stopping, are each one step, so a subscriber arriving as the last one leaves keeps the upstream
-/// and a stopped iteration cannot send a late element.
+/// One machine for subjects and shares: a share is a subject whose elements come from an upstream
+/// task (its events, in `Sharing/SubjectStateMachine+Share.swift`). The upstream's phase lives in
+/// the same `State` as the subscribers, under the same lock: deciding to stop the upstream and
+/// registering a newcomer, or sending an element and stopping, are each one step, so a subscriber
+/// arriving as the last one leaves keeps the upstream and a stopped iteration cannot send a late
+/// element.
 ///
 /// Pure: it never locks, resumes, starts or cancels. The waiters (a parked iterator's and a
 /// `subscribers(count:)` caller's continuation), the tasks and the mailboxes are generic, so that
@@ -31,59 +33,11 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
   /// against 96).
   @usableFromInline
   enum State {
-    /// Taking elements: a subject's `send`, or a share's upstream in the phase `upstream`.
+    /// Taking elements: a subject's `send`, or a share's upstream (see ``Upstream``).
     case open(Upstream)
     /// The source ended: every subscriber drains its buffer, then sees the end; a later one ends
     /// at once. A share does not start again.
     case ended(failure: Failure?)
-  }
-
-  /// Where the elements of an open source come from.
-  @usableFromInline
-  enum Upstream {
-    /// A subject: elements come from `send`, the end from `end(failure:)`.
-    case subject
-    /// `shareFlow`'s upstream is not running: never started, or stopped when the last subscriber
-    /// left. The next subscriber's `next()` starts it.
-    case idle
-    /// The task of the upstream's iteration `generation` is being created.
-    case starting(generation: Int)
-    /// `executor` is the preference the task was started with (`FlowScheduling.executor`: a
-    /// `TestClock`'s under test, `nil` in an app), kept for the grace timer of this run.
-    case running(generation: Int, task: Work, executor: (any TaskExecutor)?)
-    /// The last subscriber left a share with a grace period: its upstream runs on until the grace
-    /// timer fires (then `idle`) or a subscriber comes (then `starting` or `running` again). What
-    /// the upstream sends meanwhile reaches the replay only.
-    case lingering(Lingering)
-  }
-
-  /// The grace period of a share nobody listens to.
-  @usableFromInline
-  struct Lingering {
-    /// The upstream iteration that runs on.
-    @usableFromInline let generation: Int
-    /// Its task; `nil` while it is being created (the last subscriber left while it started).
-    @usableFromInline var upstream: Work?
-    /// The executor preference that task was started with; the grace timer is started with it.
-    @usableFromInline var executor: (any TaskExecutor)?
-    /// Tells this grace timer from an older one that fires late.
-    @usableFromInline let timer: Int
-    /// The timer's task, `nil` until the storage, having started it outside the lock, reports it.
-    /// While `upstream` is `nil` the timer is not started yet: it starts when the upstream's task
-    /// reports, with that task's executor.
-    @usableFromInline var timerTask: Work?
-  }
-
-  /// A grace timer for the storage to start, after the lock, then report with `graceTimerStarted`.
-  ///
-  /// It is started with the executor preference of the upstream's task, not in the context of
-  /// whoever left last: a subscriber cancelled from outside the schedule (a test's body cancelling
-  /// its consumer task, whose cancellation handler unsubscribes; a `FlowSubscription` cancelled on
-  /// the main actor) would otherwise put the timer off the `TestClock`'s executor, where the clock
-  /// cannot wait for it to stop the upstream.
-  struct StartGraceTimer {
-    let timer: Int
-    let executor: (any TaskExecutor)?
   }
 
   @usableFromInline
@@ -105,16 +59,7 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
   }
 
   /// A drain for the storage to start, outside the lock, then report with `drainStarted`.
-  @usableFromInline
-  struct StartDrain {
-    @usableFromInline let mailbox: Mailbox
-    @usableFromInline let id: Int
-
-    @inlinable init(mailbox: Mailbox, id: Int) {
-      self.mailbox = mailbox
-      self.id = id
-    }
-  }
+  @usableFromInline typealias StartDrain = (mailbox: Mailbox, id: Int)
 
   /// A push subscriber: its buffer, and whether a drain serves it. Idle, it costs this entry and
   /// its mailbox object, no task.
@@ -129,10 +74,9 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
   /// replay a newcomer starts with, and the tasks waiting for a subscriber count.
   @usableFromInline
   struct Subscribers {
-    /// Iterators, with `indexByID` for O(1) removal (the last one moves into the gap).
+    /// Iterators and push subscribers, each with its index by key (id, mailbox) for O(1) removal.
     @usableFromInline var iterators: [Subscriber] = []
     @usableFromInline var indexByID: [Int: Int] = [:]
-    /// Push subscribers, with their index by mailbox (unique while it is registered).
     @usableFromInline var push: [PushSubscriber] = []
     @usableFromInline var pushIndex: [Mailbox: Int] = [:]
     /// The last `replayLimit` elements, given to each new subscriber first.
@@ -171,9 +115,7 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
 
     /// Buffers `element` for every subscriber and in the replay.
     @inlinable
-    mutating func deliver(
-      _ element: Element, policy: FlowBufferingPolicy, replayLimit: Int
-    ) -> SendAction {
+    mutating func deliver(_ element: Element, policy: FlowBufferingPolicy, replayLimit: Int) -> SendAction {
       var action = SendAction()
       if replayLimit > 0 {
         while replay.count >= replayLimit { action.released.append(replay.popFirst()!) }
@@ -199,27 +141,30 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
       let id = nextDrainID
       nextDrainID &+= 1
       push[index].phase = .draining(id: id, task: nil)
-      return StartDrain(mailbox: push[index].mailbox, id: id)
+      return (push[index].mailbox, id)
+    }
+
+    /// Removes the entry of `key`, moving the last one into its gap.
+    @inlinable
+    static func remove<Key: Hashable, Entry>(
+      _ key: Key, from entries: inout [Entry], _ index: inout [Key: Int], keyOf: (Entry) -> Key
+    ) -> Entry? {
+      guard let position = index.removeValue(forKey: key) else { return nil }
+      if position != entries.count - 1 {
+        entries.swapAt(position, entries.count - 1)
+        index[keyOf(entries[position])] = position
+      }
+      return entries.removeLast()
     }
 
     @usableFromInline
     mutating func removeIterator(_ id: Int) -> Subscriber? {
-      guard let index = indexByID.removeValue(forKey: id) else { return nil }
-      if index != iterators.count - 1 {
-        iterators.swapAt(index, iterators.count - 1)
-        indexByID[iterators[index].id] = index
-      }
-      return iterators.removeLast()
+      Self.remove(id, from: &iterators, &indexByID) { $0.id }
     }
 
     @usableFromInline
     mutating func removePush(_ mailbox: Mailbox) -> PushSubscriber? {
-      guard let index = pushIndex.removeValue(forKey: mailbox) else { return nil }
-      if index != push.count - 1 {
-        push.swapAt(index, push.count - 1)
-        pushIndex[push[index].mailbox] = index
-      }
-      return push.removeLast()
+      Self.remove(mailbox, from: &push, &pushIndex) { $0.mailbox }
     }
   }
 
@@ -251,19 +196,9 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
   /// instead of stopping the upstream.
   let hasGracePeriod: Bool
   /// Tells the current upstream iteration from one still winding down after it was stopped.
-  private var nextGeneration = 0
+  var nextGeneration = 0
   /// Tells the current grace timer from an older one.
-  private var nextGraceTimer = 0
-
-  /// A subject's machine.
-  init(policy: FlowBufferingPolicy, replay: [Element] = [], replayLimit: Int) {
-    self.state = .open(.subject)
-    self.subscribers = Subscribers(replay: RingBuffer(replay))
-    self.policy = policy
-    self.replayLimit = replayLimit
-    self.keepsReplayWhenStopped = true
-    self.hasGracePeriod = false
-  }
+  var nextGraceTimer = 0
 
   /// A `shareFlow` machine: its upstream starts at the first demand.
   init(
@@ -278,21 +213,19 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
     self.hasGracePeriod = hasGracePeriod
   }
 
+  /// A subject's machine.
+  init(policy: FlowBufferingPolicy, replay: [Element] = [], replayLimit: Int) {
+    self.init(sharingWith: policy, replayLimit: replayLimit, keepsReplayWhenStopped: true)
+    self.state = .open(.subject)
+    self.subscribers.replay = RingBuffer(replay)
+  }
+
   // MARK: Reading the state
 
-  /// The upstream's phase; `nil` once the source ended.
-  var upstream: Upstream? {
-    if case .open(let upstream) = state { return upstream }
-    return nil
+  var isEnded: Bool {
+    if case .ended = state { return true }
+    return false
   }
-
-  /// `.some(failure)` once the source ended (`.some(nil)`: finished), `nil` while it is open.
-  @usableFromInline var ending: Failure?? {
-    if case .ended(let failure) = state { return .some(failure) }
-    return nil
-  }
-
-  @usableFromInline var isEnded: Bool { ending != nil }
   var replay: RingBuffer<Element> { subscribers.replay }
   var pushSubscribers: [PushSubscriber] { subscribers.push }
   var subscriberCount: Int { subscribers.count }
@@ -305,67 +238,20 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
     }
   }
 
-  // MARK: Changing the state
-
-  /// Runs `body` on the subscribers: `body` cannot reach `self`, so an event's state stays its own.
-  @inlinable
-  mutating func modifySubscribers<Result>(_ body: (inout Subscribers) -> Result) -> Result {
-    body(&subscribers)
-  }
-
-  private mutating func setUpstream(_ upstream: Upstream) {
-    guard case .open = state else {
-      preconditionFailure("Internal inconsistency: state \(state), event setUpstream(\(upstream))")
-    }
-    state = .open(upstream)
-  }
-
-  @usableFromInline
-  mutating func startGeneration() -> Int {
-    defer { nextGeneration += 1 }
-    setUpstream(.starting(generation: nextGeneration))
-    return nextGeneration
-  }
-
-  /// The share stops its upstream: `idle`, and the replay, unless kept across restarts, emptied
-  /// now (a subscriber registering before the restart gets it), to be released after the lock.
-  private mutating func stop() -> RingBuffer<Element> {
-    setUpstream(.idle)
-    guard !keepsReplayWhenStopped else { return RingBuffer() }
-    return modifySubscribers { subscribers in
-      defer { subscribers.replay = RingBuffer() }
-      return subscribers.replay
-    }
-  }
-
   // MARK: Subscriber events
+
+  /// The buffer a subscriber registering now starts with: the replay, or nothing after the end.
+  private var newcomerBuffer: RingBuffer<Element> { isEnded ? RingBuffer() : subscribers.replay }
 
   /// Registers a subscriber; after the end it is registered with nothing to receive but the end.
   /// Returns its id, the watchers that the new count satisfies, to be resumed, and the grace timer
   /// to cancel when it comes during a share's grace period (it joins the running upstream).
   mutating func subscribe() -> (id: Int, resumeWatchers: [Waiter], cancelGraceTimer: Work?) {
-    let isEnded = isEnded
-    let (id, watchers) = modifySubscribers { subscribers in
-      let id = subscribers.nextID
-      subscribers.nextID += 1
-      subscribers.indexByID[id] = subscribers.iterators.count
-      subscribers.iterators.append(
-        Subscriber(id: id, buffer: isEnded ? RingBuffer() : subscribers.replay, consumer: nil))
-      return (id, subscribers.watchers.reached(subscribers.count))
-    }
-    return (id, watchers, rejoin())
-  }
-
-  /// A subscriber came during the grace period: the upstream runs on for it. Returns the timer's
-  /// task to cancel (`nil` while it is being created: it is cancelled when it reports).
-  private mutating func rejoin() -> Work? {
-    guard case .lingering(let lingering)? = upstream else { return nil }
-    if let upstream = lingering.upstream {
-      setUpstream(.running(generation: lingering.generation, task: upstream, executor: lingering.executor))
-    } else {
-      setUpstream(.starting(generation: lingering.generation))
-    }
-    return lingering.timerTask
+    let id = subscribers.nextID
+    subscribers.nextID += 1
+    subscribers.indexByID[id] = subscribers.iterators.count
+    subscribers.iterators.append(Subscriber(id: id, buffer: newcomerBuffer, consumer: nil))
+    return (id, subscribers.watchers.reached(subscribers.count), rejoin())
   }
 
   @usableFromInline
@@ -384,47 +270,18 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
   /// Registers a push subscriber with the replay in its mailbox; after the end, with nothing to
   /// receive but the end.
   mutating func subscribe(_ mailbox: Mailbox) -> PushSubscribeAction {
-    let isEnded = isEnded
-    let (startDrain, watchers) = modifySubscribers { subscribers in
-      guard subscribers.pushIndex[mailbox] == nil else {
-        let state = isEnded ? "ended" : "open"
-        preconditionFailure("Internal inconsistency: state \(state), event subscribe(mailbox) twice")
-      }
-      let buffer = isEnded ? RingBuffer() : subscribers.replay
-      subscribers.pushIndex[mailbox] = subscribers.push.count
-      subscribers.push.append(PushSubscriber(mailbox: mailbox, buffer: buffer, phase: .idle))
-      let startDrain = !buffer.isEmpty || isEnded ? subscribers.beginDrain(at: subscribers.push.count - 1).id : nil
-      return (startDrain, subscribers.watchers.reached(subscribers.count))
+    guard subscribers.pushIndex[mailbox] == nil else {
+      preconditionFailure("Internal inconsistency: state \(state), event subscribe(mailbox) twice")
     }
-    let cancelGraceTimer = rejoin()
-    var startUpstream: Int?
-    if case .idle? = upstream { startUpstream = startGeneration() }
-    return PushSubscribeAction(
-      resumeWatchers: watchers, startUpstream: startUpstream, startDrain: startDrain,
-      cancelGraceTimer: cancelGraceTimer)
-  }
-
-  // MARK: Watcher events (subscribers(count:))
-
-  /// A token for a task about to wait for subscribers, so that its cancellation resumes that one.
-  mutating func makeWatcherToken() -> Int {
-    modifySubscribers { $0.watchers.makeID() }
-  }
-
-  /// Registers a task waiting until at least `count` subscribers are registered; returns the
-  /// waiter if it must resume at once (the count is reached, or the task was cancelled).
-  mutating func watchSubscribers(count: Int, token: Int, _ waiter: Waiter, isCancelled: Bool) -> Waiter? {
-    modifySubscribers { subscribers in
-      guard !isCancelled,
-        subscribers.watchers.register(waiter, id: token, until: count, current: subscribers.count)
-      else { return waiter }
-      return nil
-    }
-  }
-
-  /// The task of the watcher `token` was cancelled; returns its waiter if it still waits.
-  mutating func watcherCancelled(_ token: Int) -> Waiter? {
-    modifySubscribers { $0.watchers.cancel(token) }
+    let buffer = newcomerBuffer
+    subscribers.pushIndex[mailbox] = subscribers.push.count
+    subscribers.push.append(PushSubscriber(mailbox: mailbox, buffer: buffer, phase: .idle))
+    var action = PushSubscribeAction(
+      resumeWatchers: subscribers.watchers.reached(subscribers.count), startUpstream: nil,
+      startDrain: isEnded || !buffer.isEmpty ? subscribers.beginDrain(at: subscribers.push.count - 1).id : nil,
+      cancelGraceTimer: rejoin())
+    if case .open(.idle) = state { action.startUpstream = startGeneration() }
+    return action
   }
 
   struct UnsubscribeAction {
@@ -445,11 +302,9 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
     var startGraceTimer: StartGraceTimer?
   }
 
-  /// Removes a subscriber and frees its buffer. When it was the last, a share stops its upstream
-  /// in the same step: a newcomer either came before (and the upstream stays) or comes after (and
-  /// starts it again).
+  /// Removes a subscriber and frees its buffer (the last one stops a share's upstream).
   mutating func unsubscribe(_ id: Int) -> UnsubscribeAction {
-    guard let removed = modifySubscribers({ $0.removeIterator(id) }) else { return UnsubscribeAction() }
+    guard let removed = subscribers.removeIterator(id) else { return UnsubscribeAction() }
     var action = UnsubscribeAction(resumeConsumer: removed.consumer, releasedBuffer: removed.buffer)
     stopIfNobodyListens(&action)
     return action
@@ -459,50 +314,15 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
   /// drain whose task is still being created is cancelled when it reports) and finds it gone at
   /// its next take. As for an iterator, the last one to leave stops a share's upstream.
   mutating func unsubscribe(_ mailbox: Mailbox) -> UnsubscribeAction {
-    let removed = modifySubscribers { subscribers -> PushSubscriber? in
-      guard let removed = subscribers.removePush(mailbox) else { return nil }
-      if case .draining(let id, .none) = removed.phase { subscribers.drainsLeftBeforeStart.insert(id) }
-      return removed
-    }
-    guard let removed else { return UnsubscribeAction() }
+    guard let removed = subscribers.removePush(mailbox) else { return UnsubscribeAction() }
     var action = UnsubscribeAction(releasedBuffer: removed.buffer, releasedMailbox: removed.mailbox)
-    if case .draining(_, .some(let task)) = removed.phase { action.cancelDrain = task }
+    switch removed.phase {
+    case .draining(let id, .none): subscribers.drainsLeftBeforeStart.insert(id)
+    case .draining(_, .some(let task)): action.cancelDrain = task
+    case .idle: break
+    }
     stopIfNobodyListens(&action)
     return action
-  }
-
-  /// When the last subscriber of either kind left, a share stops its upstream in the same step: a
-  /// newcomer either came before (and the upstream stays) or comes after (and starts it again).
-  /// With a grace period it lingers instead, and the grace timer to start goes in `action`. The
-  /// task to cancel and the replay emptied go in `action` too, to be released after the lock.
-  private mutating func stopIfNobodyListens(_ action: inout UnsubscribeAction) {
-    guard subscriberCount == 0, let upstream else { return }
-    switch upstream {
-    case .subject, .idle, .lingering:
-      return
-    case .starting(let generation) where hasGracePeriod:
-      // No timer yet: its executor is the upstream task's, known when that task reports
-      // (`upstreamStarted` starts the timer then), not this leaver's, which may be off the schedule.
-      _ = linger(generation: generation, upstream: nil, executor: nil)
-    case .running(let generation, let task, let executor) where hasGracePeriod:
-      let timer = linger(generation: generation, upstream: task, executor: executor)
-      action.startGraceTimer = StartGraceTimer(timer: timer, executor: executor)
-    case .starting:
-      // The task being created finds a newer state when it reports, and is cancelled then.
-      action.releasedReplay = stop()
-    case .running(_, let task, _):
-      action.cancelUpstream = task
-      action.releasedReplay = stop()
-    }
-  }
-
-  private mutating func linger(generation: Int, upstream: Work?, executor: (any TaskExecutor)?) -> Int {
-    defer { nextGraceTimer += 1 }
-    setUpstream(
-      .lingering(
-        Lingering(generation: generation, upstream: upstream, executor: executor, timer: nextGraceTimer, timerTask: nil)
-      ))
-    return nextGraceTimer
   }
 
   // MARK: Drain events (push subscribers)
@@ -510,21 +330,19 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
   /// The task of drain `id` exists; returns it if it must be cancelled at once (its subscriber left
   /// while it was being created).
   mutating func drainStarted(_ mailbox: Mailbox, id: Int, task: Work) -> Work? {
-    modifySubscribers { subscribers in
-      if subscribers.drainsLeftBeforeStart.remove(id) != nil { return task }
-      guard let index = subscribers.pushIndex[mailbox] else {
-        return nil  // the drain took the end and removed the subscriber: it is delivering the end
-      }
-      switch subscribers.push[index].phase {
-      case .draining(id, .none):
-        subscribers.push[index].phase = .draining(id: id, task: task)
-      case .draining(id, .some):
-        preconditionFailure("Internal inconsistency: state drain \(id) running, event drainStarted(\(id))")
-      case .idle, .draining:
-        break  // that drain has already found the mailbox empty and ended (another may serve it now)
-      }
-      return nil
+    if subscribers.drainsLeftBeforeStart.remove(id) != nil { return task }
+    guard let index = subscribers.pushIndex[mailbox] else {
+      return nil  // the drain took the end and removed the subscriber: it is delivering the end
     }
+    switch subscribers.push[index].phase {
+    case .draining(id, .none):
+      subscribers.push[index].phase = .draining(id: id, task: task)
+    case .draining(id, .some):
+      preconditionFailure("Internal inconsistency: state drain \(id) running, event drainStarted(\(id))")
+    case .idle, .draining:
+      break  // that drain has already found the mailbox empty and ended (another may serve it now)
+    }
+    return nil
   }
 
   @usableFromInline
@@ -547,24 +365,20 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
     guard batch.isEmpty else {
       preconditionFailure("Internal inconsistency: state \(state), event take with a batch not released")
     }
-    let isBounded = policy.isBounded
-    let ending = ending
-    return modifySubscribers { subscribers in
-      guard let index = subscribers.pushIndex[mailbox] else { return .stop }
-      guard case .draining = subscribers.push[index].phase else {
-        preconditionFailure("Internal inconsistency: state mailbox idle, event take")
-      }
-      if Subscribers.move(from: &subscribers.push[index].buffer, to: &batch, isBounded: isBounded) {
-        return .deliver
-      }
-      if let failure = ending {
-        // Nothing is released: the buffer is empty and the drain holds the mailbox.
-        _ = subscribers.removePush(mailbox)
-        return .complete(failure)
-      }
-      subscribers.push[index].phase = .idle
-      return .idle
+    guard let index = subscribers.pushIndex[mailbox] else { return .stop }
+    guard case .draining = subscribers.push[index].phase else {
+      preconditionFailure("Internal inconsistency: state mailbox idle, event take")
     }
+    if Subscribers.move(from: &subscribers.push[index].buffer, to: &batch, isBounded: policy.isBounded) {
+      return .deliver
+    }
+    if case .ended(let failure) = state {
+      // Nothing is released: the buffer is empty and the drain holds the mailbox.
+      _ = subscribers.removePush(mailbox)
+      return .complete(failure)
+    }
+    subscribers.push[index].phase = .idle
+    return .idle
   }
 
   // MARK: Iterator events
@@ -614,135 +428,32 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
   /// drain (no allocation if none waits and every mailbox has its drain).
   @inlinable
   mutating func send(_ element: Element) -> SendAction {
-    switch state {
-    case .open(.subject):
-      return deliver(element)
-    case .ended:
-      return SendAction()
-    case .open:
-      preconditionFailure("Internal inconsistency: state \(state), event send")
-    }
+    isOpenSubject(event: "send") ? deliver(element) : SendAction()
   }
 
   /// Ends the subject: every subscriber drains its buffer, then sees the end.
   mutating func end(failure: Failure?) -> SendAction {
+    isOpenSubject(event: "end") ? end(with: failure) : SendAction()
+  }
+
+  /// Whether a subject takes `event`: an ended one ignores it; a share never gets it.
+  @inlinable
+  func isOpenSubject(event: StaticString) -> Bool {
     switch state {
-    case .open(.subject):
-      return end(with: failure)
-    case .ended:
-      return SendAction()
-    case .open:
-      preconditionFailure("Internal inconsistency: state \(state), event end")
+    case .open(.subject): return true
+    case .ended: return false
+    case .open: preconditionFailure("Internal inconsistency: state \(state), event \(event)")
     }
-  }
-
-  // MARK: Upstream events (shareFlow)
-
-  enum UpstreamStartedAction {
-    /// The task is kept.
-    case none
-    /// The iteration was stopped, or superseded, while its task was being created: cancel it.
-    case cancel(Work)
-    /// The last subscriber left while the task was being created: the task is kept, and the grace
-    /// timer, which waited for the task's executor, is to be started now with it.
-    case startGraceTimer(StartGraceTimer)
-  }
-
-  /// The task of iteration `generation` exists, started with the executor preference `executor`
-  /// (the one the grace timer of this run is started with).
-  mutating func upstreamStarted(
-    _ task: Work, generation: Int, executor: (any TaskExecutor)? = nil
-  ) -> UpstreamStartedAction {
-    switch state {
-    case .open(.starting(generation)):
-      setUpstream(.running(generation: generation, task: task, executor: executor))
-      return .none
-    case .open(.lingering(var lingering)) where lingering.generation == generation:
-      guard lingering.upstream == nil, lingering.timerTask == nil else {
-        preconditionFailure("Internal inconsistency: state \(state), event upstreamStarted(\(generation))")
-      }
-      lingering.upstream = task
-      lingering.executor = executor
-      setUpstream(.lingering(lingering))
-      return .startGraceTimer(StartGraceTimer(timer: lingering.timer, executor: executor))
-    case .open(.running(generation, _, _)), .open(.subject):
-      preconditionFailure("Internal inconsistency: state \(state), event upstreamStarted(\(generation))")
-    case .open, .ended:
-      return .cancel(task)
-    }
-  }
-
-  /// Iteration `generation` produced `element`; returns the subscribers to wake, or `nil` if the
-  /// iteration was stopped and must not deliver anything any more.
-  mutating func upstreamElement(_ element: Element, generation: Int) -> SendAction? {
-    switch state {
-    case .open(.starting(generation)), .open(.running(generation, _, _)):
-      return deliver(element)
-    case .open(.lingering(let lingering)) where lingering.generation == generation:
-      return deliver(element)  // to the replay: nobody is subscribed
-    case .open(.subject):
-      preconditionFailure("Internal inconsistency: state \(state), event upstreamElement")
-    case .open, .ended:
-      return nil
-    }
-  }
-
-  /// Iteration `generation` finished or failed; ends the share unless that iteration was stopped.
-  mutating func upstreamEnded(failure: Failure?, generation: Int) -> SendAction {
-    switch state {
-    case .open(.starting(generation)), .open(.running(generation, _, _)):
-      return end(with: failure)
-    case .open(.lingering(let lingering)) where lingering.generation == generation:
-      // The grace period ends with the upstream: a later subscriber ends at once. The timer's task
-      // is cancelled here, or, still being created, when it reports.
-      var action = end(with: failure)
-      action.cancelGraceTimer = lingering.timerTask
-      return action
-    case .open(.subject):
-      preconditionFailure("Internal inconsistency: state \(state), event upstreamEnded")
-    case .open, .ended:
-      return SendAction()
-    }
-  }
-
-  // MARK: Grace timer events (shareFlow(gracePeriod:))
-
-  /// The task of grace timer `timer` exists; returns it if it must be cancelled at once (the grace
-  /// period already ended: a subscriber came, or the upstream ended).
-  mutating func graceTimerStarted(_ task: Work, timer: Int) -> Work? {
-    guard case .lingering(var lingering)? = upstream, lingering.timer == timer else { return task }
-    guard lingering.timerTask == nil else {
-      preconditionFailure("Internal inconsistency: state \(state), event graceTimerStarted(\(timer)) twice")
-    }
-    lingering.timerTask = task
-    setUpstream(.lingering(lingering))
-    return nil
-  }
-
-  struct GraceExpiredAction {
-    /// The upstream's task (`nil` while it is being created: cancelled when it reports).
-    var cancelUpstream: Work?
-    /// The replay a stopped share emptied: released after the lock.
-    var releasedReplay = RingBuffer<Element>()
-  }
-
-  /// Grace timer `timer` fired: nobody came, so the upstream stops, as when the last subscriber of a
-  /// share without grace period leaves. A timer of an ended grace period does nothing.
-  mutating func graceExpired(timer: Int) -> GraceExpiredAction {
-    guard case .lingering(let lingering)? = upstream, lingering.timer == timer else { return GraceExpiredAction() }
-    return GraceExpiredAction(cancelUpstream: lingering.upstream, releasedReplay: stop())
   }
 
   // MARK: Helpers
 
   @inlinable
   mutating func deliver(_ element: Element) -> SendAction {
-    let policy = self.policy
-    let replayLimit = self.replayLimit
-    return modifySubscribers { $0.deliver(element, policy: policy, replayLimit: replayLimit) }
+    subscribers.deliver(element, policy: policy, replayLimit: replayLimit)
   }
 
-  private mutating func end(with failure: Failure?) -> SendAction {
+  mutating func end(with failure: Failure?) -> SendAction {
     guard case .open = state else { preconditionFailure("Internal inconsistency: state \(state), event end") }
     var action = SendAction()
     for index in subscribers.iterators.indices {

@@ -7,36 +7,27 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
     Element, Failure, UnsafeContinuation<Void, Never>, Task<Void, Never>, SubjectMailbox<Element, Failure>
   >
   @usableFromInline let state: LockedState<Machine>
-  /// For `shareFlow`: starts the upstream's iteration `generation`, feeding this storage.
-  let startUpstreamTask: (@Sendable (SubjectStorage, _ generation: Int) -> Task<Void, Never>)?
-  /// For `shareFlow(gracePeriod:)`: starts the task of grace timer `timer`, which sleeps for the
-  /// grace period, then reports ``graceExpired(timer:)``; cancelled, it ends at once.
-  let startGraceTimerTask: (@Sendable (SubjectStorage, _ timer: Int) -> Task<Void, Never>)?
+  /// For `shareFlow`: the body of the task of the upstream's iteration `generation`, feeding this
+  /// storage (`iterateUpstream`).
+  let upstream: (@Sendable (SubjectStorage, _ generation: Int) async -> Void)?
+  /// For `shareFlow(gracePeriod:)`: the clock the grace timer sleeps on, and for how long.
+  let grace: (clock: AnyFlowClock, period: Duration)?
 
   init(
-    _ machine: Machine,
-    startGraceTimerTask: (@Sendable (SubjectStorage, _ timer: Int) -> Task<Void, Never>)? = nil,
-    startUpstreamTask: (@Sendable (SubjectStorage, _ generation: Int) -> Task<Void, Never>)? = nil
+    _ machine: Machine, grace: (clock: AnyFlowClock, period: Duration)? = nil,
+    upstream: (@Sendable (SubjectStorage, _ generation: Int) async -> Void)? = nil
   ) {
     self.state = LockedState(machine)
-    self.startUpstreamTask = startUpstreamTask
-    self.startGraceTimerTask = startGraceTimerTask
+    self.upstream = upstream
+    self.grace = grace
   }
 
   var subscriberCount: Int { state.withLock { $0.subscriberCount } }
 
-  /// Suspends until at least `count` subscribers are registered, or the task is cancelled.
+  /// Suspends until at least `count` subscribers are registered, or the task is cancelled: the
+  /// watchers sit in the machine's table, so that `subscribe` resumes them.
   func subscribers(count: Int) async {
-    let token = state.withLock { $0.makeWatcherToken() }
-    await withTaskCancellationHandler {
-      await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-        state.withLock {
-          $0.watchSubscribers(count: count, token: token, continuation, isCancelled: Task.isCancelled)
-        }?.resume()
-      }
-    } onCancel: {
-      state.withLock { $0.watcherCancelled(token) }?.resume()
-    }
+    await state.waitUntil(count: count, of: \.subscriberCount, watchers: \.subscribers.watchers)
   }
 
   @inlinable
@@ -56,6 +47,15 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
     action.cancelGraceTimer?.cancel()
   }
 
+  /// Carries out a leaving subscriber's `action`; the leaver's buffer, its mailbox and the replay
+  /// of a share it stopped are released when `action` goes, after the lock.
+  func perform(_ action: Machine.UnsubscribeAction) {
+    action.resumeConsumer?.resume()
+    action.cancelUpstream?.cancel()
+    action.cancelDrain?.cancel()
+    if let timer = action.startGraceTimer { startGraceTimer(timer) }
+  }
+
   // MARK: Push subscribers (sink, assignFlow)
 
   /// Registers `mailbox`: from now on every element is buffered for it, and drained on its
@@ -71,10 +71,7 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
 
   @usableFromInline
   func unsubscribe(_ mailbox: SubjectMailbox<Element, Failure>) {
-    let action = state.withLock { $0.unsubscribe(mailbox) }
-    action.cancelUpstream?.cancel()
-    action.cancelDrain?.cancel()
-    if let timer = action.startGraceTimer { startGraceTimer(timer) }
+    perform(state.withLock { $0.unsubscribe(mailbox) })
   }
 
   /// The one drain job of a mailbox that has something to take: it ends when the machine finds
@@ -107,67 +104,9 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
     state.withLock { $0.suspend(id, continuation) }?.resume()
   }
 
-  /// The leaving subscriber's buffer, and the replay of a share it stopped, are released when
-  /// `action` goes, after the lock.
   @usableFromInline
   func unsubscribe(_ id: Int) {
-    let action = state.withLock { $0.unsubscribe(id) }
-    action.resumeConsumer?.resume()
-    action.cancelUpstream?.cancel()
-    if let timer = action.startGraceTimer { startGraceTimer(timer) }
-  }
-
-  // MARK: shareFlow's grace period
-
-  /// Starts the timer with the executor preference of the upstream's task, whatever the caller's:
-  /// the last subscriber may leave from anywhere (a cancellation handler runs in the canceller's
-  /// context), and the timer must run where the upstream runs, on a `TestClock`'s executor in tests.
-  func startGraceTimer(_ start: Machine.StartGraceTimer) {
-    guard let startGraceTimerTask else {
-      preconditionFailure("Internal inconsistency: a share without grace period was asked to start a grace timer")
-    }
-    let task = FlowScheduling.$executor.withValue(start.executor) { startGraceTimerTask(self, start.timer) }
-    state.withLock { $0.graceTimerStarted(task, timer: start.timer) }?.cancel()
-  }
-
-  /// The grace period of timer `timer` is over: stops the upstream unless a subscriber came.
-  func graceExpired(timer: Int) {
-    let action = state.withLock { $0.graceExpired(timer: timer) }
-    action.cancelUpstream?.cancel()
-  }
-
-  // MARK: shareFlow's upstream
-
-  @usableFromInline
-  func startUpstream(generation: Int) {
-    guard let startUpstreamTask else {
-      preconditionFailure("Internal inconsistency: a subject was asked to start an upstream")
-    }
-    // The preference the task is started with (`FlowScheduling.startTask` reads the same one), kept
-    // for this run's grace timer.
-    let executor = FlowScheduling.executor
-    let task = startUpstreamTask(self, generation)
-    switch state.withLock({ $0.upstreamStarted(task, generation: generation, executor: executor) }) {
-    case .none: break
-    case .cancel(let task): task.cancel()
-    case .startGraceTimer(let start): startGraceTimer(start)
-    }
-  }
-
-  /// The body of the upstream task: sends each element unless this iteration was stopped, then
-  /// reports the end.
-  func iterateUpstream<Base: AsyncSequence>(_ base: Base, generation: Int) async
-  where Base.Element == Element, Base.Failure == Failure {
-    var iterator = base.makeAsyncIterator()
-    do throws(Failure) {
-      while let element = try await iterator.next(isolation: nil) {
-        guard let action = state.withLock({ $0.upstreamElement(element, generation: generation) }) else { return }
-        perform(action)
-      }
-      perform(state.withLock { $0.upstreamEnded(failure: nil, generation: generation) })
-    } catch {
-      perform(state.withLock { $0.upstreamEnded(failure: error, generation: generation) })
-    }
+    perform(state.withLock { $0.unsubscribe(id) })
   }
 }
 

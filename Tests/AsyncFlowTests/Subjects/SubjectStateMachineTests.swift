@@ -140,37 +140,42 @@ struct SubjectStateMachineTests {
 
   // MARK: watchers (subscribers(count:))
 
+  // The watchers are the `CountWatcherList` in the machine's table: `LockedState.waitUntil` registers
+  // them there (and resumes a cancelled task's), `subscribe` resumes those the new count satisfies.
+
   @Test func testWatchSubscribers_whenTheCountIsReached_resumesAtOnce() {
     var (machine, _) = Self.subject()
     let watcher = 2
-    let token = machine.makeWatcherToken()
-    #expect(machine.watchSubscribers(count: 1, token: token, watcher, isCancelled: false) == watcher)
+    let waits = machine.subscribers.watchers.register(watcher, until: 1, current: machine.subscriberCount)
+    #expect(!waits)
   }
 
-  @Test func testWatchSubscribers_whenCancelled_resumesAtOnce() {
-    var (machine, _) = Self.subject()
-    let watcher = 2
-    let token = machine.makeWatcherToken()
-    #expect(machine.watchSubscribers(count: 2, token: token, watcher, isCancelled: true) == watcher)
+  @Test func testWatchSubscribers_whenCancelled_resumesAtOnce() async {
+    let storage = SubjectStorage<Int, Never>(SubjectStorage.Machine(policy: .unbounded, replayLimit: 0))
+    await inCancelledTask { await storage.subscribers(count: 2) }
+    #expect(storage.subscriberCount == 0)
   }
 
   @Test func testSubscribe_whenAWatcherWaits_resumesItOnceTheCountIsReached() {
     var (machine, _, _) = Self.running()
     let watcher = 2
-    let token = machine.makeWatcherToken()
-    #expect(machine.watchSubscribers(count: 3, token: token, watcher, isCancelled: false) == nil)
+    let token = machine.subscribers.watchers.makeID()
+    let waits = machine.subscribers.watchers.register(watcher, id: token, until: 3, current: machine.subscriberCount)
+    #expect(waits)
     #expect(machine.subscribe().resumeWatchers.isEmpty)  // 2 of 3
     let resumed = machine.subscribe().resumeWatchers
     #expect(resumed.count == 1 && resumed.first == watcher)
-    #expect(machine.watcherCancelled(token) == nil)  // already gone
+    let cancelled = machine.subscribers.watchers.cancel(token)
+    #expect(cancelled == nil)  // already gone
   }
 
   @Test func testWatcherCancelled_whenWaiting_returnsItsContinuation() {
     var (machine, _) = Self.idle()
     let watcher = 2
-    let token = machine.makeWatcherToken()
-    #expect(machine.watchSubscribers(count: 2, token: token, watcher, isCancelled: false) == nil)
-    #expect(machine.watcherCancelled(token) == watcher)
+    let token = machine.subscribers.watchers.makeID()
+    let waits = machine.subscribers.watchers.register(watcher, id: token, until: 2, current: machine.subscriberCount)
+    let cancelled = machine.subscribers.watchers.cancel(token)
+    #expect(waits && cancelled == watcher)
     #expect(machine.subscribe().resumeWatchers.isEmpty)
   }
 
@@ -702,9 +707,9 @@ struct SubjectStateMachineTests {
   @Test func testSubscribeMailbox_whenAWatcherWaits_resumesItOnceTheCountIsReached() {
     var (machine, _) = Self.subject()
     let watcher = 2
-    let token = machine.makeWatcherToken()
-    #expect(machine.watchSubscribers(count: 2, token: token, watcher, isCancelled: false) == nil)
+    let waits = machine.subscribers.watchers.register(watcher, until: 2, current: machine.subscriberCount)
     let resumed = machine.subscribe(Self.mailbox()).resumeWatchers
+    #expect(waits)
     #expect(resumed.count == 1 && resumed.first == watcher)
   }
 
