@@ -20,27 +20,19 @@ struct EmitterLogic<Element: Sendable, Failure: Error, Waiter: Sendable>: Operat
   @usableFromInline
   typealias Output = EmitterBatch<Element, Waiter>
 
-  @inlinable
-  static var usesTimer: Bool { false }
+  @inlinable static var usesTimer: Bool { false }
 
-  @usableFromInline
-  let bufferSize: Int
-  @usableFromInline
-  var buffer: [Element] = []
+  @usableFromInline let bufferSize: Int
+  @usableFromInline var buffer: [Element] = []
   /// Elements of the consumer's last batch beyond the one it returned at once.
-  @usableFromInline
-  var consumerBacklog = 0
+  @usableFromInline var consumerBacklog = 0
   /// The consumer has asked for an element and has not taken a batch since.
-  @usableFromInline
-  var demand = true
+  @usableFromInline var demand = true
   /// Every `emit` waiting for room, by token. Usually one, but the emitter is `Sendable`: a body
   /// may emit from several child tasks at once, and each waiting one must be resumed.
-  @usableFromInline
-  var waiters: [(token: Int, waiter: Waiter)] = []
-  @usableFromInline
-  var nextToken = 0
-  @usableFromInline
-  var ending = Ending.bodyRunning
+  @usableFromInline var waiters: [(token: Int, waiter: Waiter)] = []
+  @usableFromInline var nextToken = 0
+  @usableFromInline var ending = Ending.bodyRunning
 
   /// The body's end is delivered once the buffer is empty, and only once.
   @usableFromInline
@@ -71,28 +63,23 @@ struct EmitterLogic<Element: Sendable, Failure: Error, Waiter: Sendable>: Operat
   @inlinable
   mutating func timerFired(at now: Instant) -> Element? { nil }
 
-  @inlinable
-  var deadline: Instant? { nil }
+  @inlinable var deadline: Instant? { nil }
   /// Whether an `emit` may return at once: its element is within `bufferSize` of the demand.
-  @inlinable
-  var wantsInput: Bool {
+  @inlinable var wantsInput: Bool {
     !isEnding && buffer.count + consumerBacklog < bufferSize + (demand ? 1 : 0)
   }
-  @inlinable
-  var hasOutput: Bool {
+  @inlinable var hasOutput: Bool {
     if case .ended = ending { return true }
     return !buffer.isEmpty
   }
   // The body is over once it returned or threw: what the buffer holds still comes first.
-  @inlinable
-  var isEnding: Bool {
+  @inlinable var isEnding: Bool {
     if case .bodyRunning = ending { return false }
     return true
   }
 
-  /// The consumer has used up its batch: it takes the buffer whole. With nothing buffered, its
-  /// demand may give waiting emitters room: they leave in an empty batch, since the life cycle
-  /// lets nothing go on a `next` that finds no output.
+  /// The consumer has used up its batch: it takes the buffer whole, with the waiting emitters
+  /// that this leaves room for.
   @inlinable
   mutating func nextOutput(at now: Instant) -> OperatorOutput<Output, Failure>? {
     if !buffer.isEmpty {
@@ -100,16 +87,22 @@ struct EmitterLogic<Element: Sendable, Failure: Error, Waiter: Sendable>: Operat
       swap(&batch, &buffer)
       demand = false
       consumerBacklog = batch.count - 1
-      return .element(EmitterBatch(elements: batch, released: wantsInput ? takeWaiters() : []))
+      return .element(EmitterBatch(elements: batch, released: waitersWithRoom()))
     }
     if case .ended(let failure) = ending {
       ending = .delivered
       return .end(failure)
     }
+    // Nothing to take: the consumer waits, and its demand may leave room (``waitersWithRoom()``).
     demand = true
     consumerBacklog = 0
-    guard !waiters.isEmpty, wantsInput else { return nil }
-    return .element(EmitterBatch(elements: [], released: takeWaiters()))
+    return nil
+  }
+
+  /// The waiting emitters that may go on now, to be resumed.
+  @inlinable
+  mutating func waitersWithRoom() -> [Waiter] {
+    wantsInput ? takeWaiters() : []
   }
 
   // MARK: Emitter events (they change neither `hasOutput` nor `isEnding`: no life-cycle wakeup)
@@ -149,10 +142,8 @@ struct EmitterLogic<Element: Sendable, Failure: Error, Waiter: Sendable>: Operat
 /// emitters its demand let go (resumed as the batch releases them, after the lock).
 @usableFromInline
 struct EmitterBatch<Element: Sendable, Waiter: Sendable>: Sendable {
-  @usableFromInline
-  var elements: [Element]
-  @usableFromInline
-  var released: [Waiter]
+  @usableFromInline var elements: [Element]
+  @usableFromInline var released: [Waiter]
 
   @inlinable
   init(elements: [Element], released: [Waiter]) {

@@ -36,8 +36,7 @@ public struct FlowEmitter<Element: Sendable>: Sendable {
   ///   }
   /// }
   /// ```
-  @inlinable
-  public func emit(_ value: Element) async {
+  @inlinable public func emit(_ value: Element) async {
     if let token = offer(value) { await waitForRoom(token) }
   }
 }
@@ -53,8 +52,7 @@ typealias EmitterStorage<Element: Sendable, Failure: Error> =
 /// go after the lock, and it resumes exactly once, whichever comes first.
 @usableFromInline
 final class RoomWaiter: Sendable {
-  @usableFromInline
-  let continuation: UnsafeContinuation<Void, Never>
+  @usableFromInline let continuation: UnsafeContinuation<Void, Never>
 
   @inlinable
   init(_ continuation: UnsafeContinuation<Void, Never>) {
@@ -67,21 +65,20 @@ final class RoomWaiter: Sendable {
 }
 
 /// The consumer's end of one ``Flow`` body iteration. It serves the current batch without locking
-/// and, as the life cycle's consumer, ends the iteration when it is released.
+/// and ends the iteration when it is released, as when the consumer breaks out of its loop.
 @usableFromInline
 final class EmitterConsumer<Element: Sendable, Failure: Error> {
-  @usableFromInline
-  let consumer: OperatorConsumer<EmitterBatch<Element, RoomWaiter>, Failure>
-  @usableFromInline
-  var batch: [Element] = []
-  @usableFromInline
-  var position = 0
+  @usableFromInline let storage: EmitterStorage<Element, Failure>
+  /// What the iteration's task runs: the body, then its end.
+  @usableFromInline let input: EmitterStorage<Element, Failure>.Input
+  @usableFromInline var batch: [Element] = []
+  @usableFromInline var position = 0
 
   @inlinable
   init(bufferSize: Int, body: @escaping @Sendable (FlowEmitter<Element>) async throws(Failure) -> Void) {
-    let storage = EmitterStorage<Element, Failure>(logic: EmitterLogic(bufferSize: bufferSize), clock: TimelessClock())
+    storage = EmitterStorage(logic: EmitterLogic(bufferSize: bufferSize), clock: TimelessClock())
     // The task holds the body, the storage does not.
-    consumer = OperatorConsumer(storage) { storage in
+    input = { storage in
       do throws(Failure) {
         try await body(FlowEmitter(offer: storage.offer, waitForRoom: storage.waitForRoom))
         storage.bodyEnded(nil)
@@ -89,6 +86,11 @@ final class EmitterConsumer<Element: Sendable, Failure: Error> {
         storage.bodyEnded(error)
       }
     }
+  }
+
+  deinit {
+    // Nobody waits for the task: it ends on its own, soon after.
+    storage.cancel()
   }
 
   /// The next element of the current batch, if the consumer holds one and is not cancelled.
@@ -102,16 +104,14 @@ final class EmitterConsumer<Element: Sendable, Failure: Error> {
   @inlinable
   func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
     if let element = takeBuffered() { return element }
+    // Nothing is delivered after cancellation, not even what is buffered.
+    if Task.isCancelled { storage.cancel() }
     // The used-up batch is released here, before the lock: an element's `deinit` may call back in.
     batch = []
     position = 0
-    // An empty batch only let waiting emitters go (as it is released): ask again.
-    while let next = try await consumer.next(isolation: actor) {
-      guard !next.elements.isEmpty else { continue }
-      batch = next.elements
-      position = 1
-      return batch[0]
-    }
-    return nil
+    guard let next = try await storage.nextBatch(isolation: actor, input: input) else { return nil }
+    batch = next
+    position = 1
+    return batch[0]
   }
 }
