@@ -79,7 +79,8 @@ struct EmitterLogic<Element: Sendable, Failure: Error, Waiter: Sendable>: Operat
   }
 
   /// The consumer has used up its batch: it takes the buffer whole, with the waiting emitters
-  /// that this leaves room for.
+  /// that this leaves room for. With nothing buffered, its demand alone may leave them room: they
+  /// leave in an empty batch, since the life cycle lets nothing go on a `next` that finds nothing.
   @inlinable
   mutating func nextOutput(at now: Instant) -> OperatorOutput<Output, Failure>? {
     if !buffer.isEmpty {
@@ -93,10 +94,10 @@ struct EmitterLogic<Element: Sendable, Failure: Error, Waiter: Sendable>: Operat
       ending = .delivered
       return .end(failure)
     }
-    // Nothing to take: the consumer waits, and its demand may leave room (``waitersWithRoom()``).
     demand = true
     consumerBacklog = 0
-    return nil
+    let released = waitersWithRoom()
+    return released.isEmpty ? nil : .element(EmitterBatch(elements: [], released: released))
   }
 
   /// The waiting emitters that may go on now, to be resumed.

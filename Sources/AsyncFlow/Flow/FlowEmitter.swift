@@ -36,7 +36,8 @@ public struct FlowEmitter<Element: Sendable>: Sendable {
   ///   }
   /// }
   /// ```
-  @inlinable public func emit(_ value: Element) async {
+  @inlinable
+  public func emit(_ value: Element) async {
     if let token = offer(value) { await waitForRoom(token) }
   }
 }
@@ -65,20 +66,18 @@ final class RoomWaiter: Sendable {
 }
 
 /// The consumer's end of one ``Flow`` body iteration. It serves the current batch without locking
-/// and ends the iteration when it is released, as when the consumer breaks out of its loop.
+/// and, as the life cycle's consumer, ends the iteration when it is released.
 @usableFromInline
 final class EmitterConsumer<Element: Sendable, Failure: Error> {
-  @usableFromInline let storage: EmitterStorage<Element, Failure>
-  /// What the iteration's task runs: the body, then its end.
-  @usableFromInline let input: EmitterStorage<Element, Failure>.Input
+  @usableFromInline let consumer: OperatorConsumer<EmitterBatch<Element, RoomWaiter>, Failure>
   @usableFromInline var batch: [Element] = []
   @usableFromInline var position = 0
 
   @inlinable
   init(bufferSize: Int, body: @escaping @Sendable (FlowEmitter<Element>) async throws(Failure) -> Void) {
-    storage = EmitterStorage(logic: EmitterLogic(bufferSize: bufferSize), clock: TimelessClock())
+    let storage = EmitterStorage<Element, Failure>(logic: EmitterLogic(bufferSize: bufferSize), clock: TimelessClock())
     // The task holds the body, the storage does not.
-    input = { storage in
+    consumer = OperatorConsumer(storage) { storage in
       do throws(Failure) {
         try await body(FlowEmitter(offer: storage.offer, waitForRoom: storage.waitForRoom))
         storage.bodyEnded(nil)
@@ -86,11 +85,6 @@ final class EmitterConsumer<Element: Sendable, Failure: Error> {
         storage.bodyEnded(error)
       }
     }
-  }
-
-  deinit {
-    // Nobody waits for the task: it ends on its own, soon after.
-    storage.cancel()
   }
 
   /// The next element of the current batch, if the consumer holds one and is not cancelled.
@@ -104,14 +98,16 @@ final class EmitterConsumer<Element: Sendable, Failure: Error> {
   @inlinable
   func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
     if let element = takeBuffered() { return element }
-    // Nothing is delivered after cancellation, not even what is buffered.
-    if Task.isCancelled { storage.cancel() }
     // The used-up batch is released here, before the lock: an element's `deinit` may call back in.
     batch = []
     position = 0
-    guard let next = try await storage.nextBatch(isolation: actor, input: input) else { return nil }
-    batch = next
-    position = 1
-    return batch[0]
+    // An empty batch only let waiting emitters go (as it is released): ask again.
+    while let next = try await consumer.next(isolation: actor) {
+      guard !next.elements.isEmpty else { continue }
+      batch = next.elements
+      position = 1
+      return batch[0]
+    }
+    return nil
   }
 }

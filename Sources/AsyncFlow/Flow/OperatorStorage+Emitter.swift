@@ -1,47 +1,7 @@
-/// What a ``Flow`` body needs beyond the life cycle's single-input API: waiting emitters are kept
-/// in the logic (several tasks of the body may wait at once), not parked as the input, so that the
-/// body stays busy and the consumer's leaving cancels its task; and the consumer's demand lets
-/// them go even when it finds nothing to take.
+/// What a ``Flow`` body's emitter needs beyond the life cycle's single-input API: waiting emitters
+/// are kept in the logic (several tasks of the body may wait at once), not parked as the input,
+/// so that the body stays busy and the consumer's leaving cancels its task.
 extension OperatorStorage {
-  /// ``next(isolation:input:)`` for a Flow body's consumer: the next batch, `nil` at the end. A
-  /// `next` that finds nothing lets go, in the same step, the emitters its demand leaves room for
-  /// (the life cycle lets nothing go on a `.suspend`).
-  @inlinable
-  func nextBatch<Element, Failure>(
-    isolation actor: isolated (any Actor)?, input: @escaping Input
-  ) async throws(Failure) -> [Element]? where Logic == EmitterLogic<Element, Failure, RoomWaiter> {
-    while true {
-      let now = clock.now
-      let (action, released) = state.withLock { lifecycle in
-        let action = lifecycle.next(at: now)
-        guard case .suspend = action else { return (action, [RoomWaiter]()) }
-        return (action, lifecycle.logic!.waitersWithRoom())
-      }
-      _ = consume released  // resumes them, after the lock
-      switch action {
-      case .startTask:
-        startTask(input)
-      case .deliver(let batch, let wakeups):
-        Self.perform(wakeups)
-        return batch.elements  // the emitters it lets go resume here
-      case .end(let failure, let wakeups, let task, _):
-        Self.perform(wakeups)
-        // No work outlives the iteration: the end comes once the task has ended.
-        await task?.value
-        if let failure { throw failure }
-        return nil
-      case .suspend:
-        await withTaskCancellationHandler {
-          await withUnsafeContinuation(isolation: actor) { (continuation: UnsafeContinuation<Void, Never>) in
-            state.withLock { $0.suspendConsumer(continuation) }?.resume()
-          }
-        } onCancel: {
-          self.cancel()
-        }
-      }
-    }
-  }
-
   /// Hands `element` to the logic; returns a token to wait for room with (``waitForRoom(_:)``),
   /// or `nil` when the `emit` returns at once (room left, or nobody will read it any more).
   @inlinable
