@@ -10,10 +10,11 @@ public struct FlowEmitter<Element: Sendable>: Sendable {
   // The flow's hand-off, as closures rather than a protocol existential, so that a client that
   // specializes the flow calls its specialized storage; and split in a synchronous offer and an
   // asynchronous wait, so that an `emit` with room left makes no asynchronous call at all.
-  @usableFromInline let offer: @Sendable (Element) -> Bool
-  @usableFromInline let waitForRoom: @Sendable () async -> Void
+  /// Hands the element over; returns a token to wait for room with, or `nil` to go on at once.
+  @usableFromInline let offer: @Sendable (Element) -> Int?
+  @usableFromInline let waitForRoom: @Sendable (Int) async -> Void
 
-  @inlinable init(offer: @escaping @Sendable (Element) -> Bool, waitForRoom: @escaping @Sendable () async -> Void) {
+  @inlinable init(offer: @escaping @Sendable (Element) -> Int?, waitForRoom: @escaping @Sendable (Int) async -> Void) {
     self.offer = offer
     self.waitForRoom = waitForRoom
   }
@@ -37,7 +38,76 @@ public struct FlowEmitter<Element: Sendable>: Sendable {
   /// ```
   @inlinable
   public func emit(_ value: Element) async {
-    if offer(value) { return }
-    await waitForRoom()
+    if let token = offer(value) { await waitForRoom(token) }
+  }
+}
+
+/// One iteration of a ``Flow`` body: the body is the single input of the one operator life cycle,
+/// whose task runs it; its `emit`s push into an ``EmitterLogic``.
+@usableFromInline
+typealias EmitterStorage<Element: Sendable, Failure: Error> =
+  OperatorStorage<EmitterLogic<Element, Failure, RoomWaiter>, TimelessClock>
+
+/// An `emit` waiting for room, resumed when it is released: whoever takes it out of the logic (a
+/// consumer's batch, a cancellation, the body's end, the logic retired with the iteration) lets it
+/// go after the lock, and it resumes exactly once, whichever comes first.
+@usableFromInline
+final class RoomWaiter: Sendable {
+  @usableFromInline let continuation: UnsafeContinuation<Void, Never>
+
+  @inlinable
+  init(_ continuation: UnsafeContinuation<Void, Never>) {
+    self.continuation = continuation
+  }
+
+  deinit {
+    continuation.resume()
+  }
+}
+
+/// The consumer's end of one ``Flow`` body iteration. It serves the current batch without locking
+/// and, as the life cycle's consumer, ends the iteration when it is released.
+@usableFromInline
+final class EmitterConsumer<Element: Sendable, Failure: Error> {
+  @usableFromInline let consumer: OperatorConsumer<EmitterBatch<Element, RoomWaiter>, Failure>
+  @usableFromInline var batch: [Element] = []
+  @usableFromInline var position = 0
+
+  @inlinable
+  init(bufferSize: Int, body: @escaping @Sendable (FlowEmitter<Element>) async throws(Failure) -> Void) {
+    let storage = EmitterStorage<Element, Failure>(logic: EmitterLogic(bufferSize: bufferSize), clock: TimelessClock())
+    // The task holds the body, the storage does not.
+    consumer = OperatorConsumer(storage) { storage in
+      do throws(Failure) {
+        try await body(FlowEmitter(offer: storage.offer, waitForRoom: storage.waitForRoom))
+        storage.bodyEnded(nil)
+      } catch {
+        storage.bodyEnded(error)
+      }
+    }
+  }
+
+  /// The next element of the current batch, if the consumer holds one and is not cancelled.
+  @inlinable
+  func takeBuffered() -> Element? {
+    guard position < batch.count, !Task.isCancelled else { return nil }
+    defer { position += 1 }
+    return batch[position]
+  }
+
+  @inlinable
+  func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+    if let element = takeBuffered() { return element }
+    // The used-up batch is released here, before the lock: an element's `deinit` may call back in.
+    batch = []
+    position = 0
+    // An empty batch only let waiting emitters go (as it is released): ask again.
+    while let next = try await consumer.next(isolation: actor) {
+      guard !next.elements.isEmpty else { continue }
+      batch = next.elements
+      position = 1
+      return batch[0]
+    }
+    return nil
   }
 }
