@@ -323,8 +323,9 @@ final class TaskSlotsRegistry<ID: Hashable & Sendable>: Sendable {
     // and before the new task exists.
     for registration in superseded ?? .several([]) { registration.task?.cancel() }
     resume(wakes)
-    // Through FlowScheduling, so that a task started under a `TestClock` follows its schedule.
-    let task = FlowScheduling.startTask(priority: priority, inheritingContext: true) {
+    // Through FlowScheduling, so that a task started under a `TestClock` follows its schedule; by
+    // the inlined form, which hands this literal to `Task {}` as it is (a closure box less per run).
+    let task = FlowScheduling.startInheritingTask(priority: priority) {
       for predecessor in predecessors { await predecessor.wait() }
       if !Task.isCancelled {
         // A queued run's turn has come: "queued" was its entry so far.

@@ -45,6 +45,35 @@ struct TaskSlotsStateMachine<ID: Hashable, Watcher, Work> {
       }
     }
 
+    /// Adds `new` after the registrations here (`queue`, `concurrent`).
+    @inlinable mutating func append(_ new: Registration) {
+      switch self {
+      case .one(let only):
+        self = .several([only, new])
+      case .several(var all):
+        self = .several([])  // the array's other reference: appending costs no copy
+        all.append(new)
+        self = .several(all)
+      }
+    }
+
+    /// What `remove(_:)` did: the run is not here (superseded or cancelled), it was one of several,
+    /// or it is the only one, which stays for the caller to remove with the slot.
+    @usableFromInline enum Removal { case absent, removed, last }
+
+    @inlinable mutating func remove(_ token: Int) -> Removal {
+      switch self {
+      case .one(let only):
+        return only.token == token ? .last : .absent
+      case .several(var all):
+        guard let index = all.firstIndex(where: { $0.token == token }) else { return .absent }
+        self = .several([])  // the array's other reference: removing costs no copy
+        all.remove(at: index)
+        self = all.count == 1 ? .one(all[0]) : .several(all)
+        return .removed
+      }
+    }
+
     /// Gives run `token` its task; `false` if the run is not here.
     @inlinable mutating func attach(_ task: Work, token: Int) -> Bool {
       switch self {
@@ -133,42 +162,37 @@ struct TaskSlotsStateMachine<ID: Hashable, Watcher, Work> {
     guard case .open(var open) = state else { return .ignore }
     state = .modifying
     defer { state = .open(open) }
-    // Taken out of the dictionary, so that a `several` array is uniquely referenced.
-    var slot = open.slots.removeValue(forKey: id)
-    let wasIdle = slot == nil
-    var superseded: Slot?
+    // One lookup, and the slot changed in place through its index: taking it out and putting it
+    // back cost two more hashes and the dictionary's deletion per run (W6).
+    let index = open.slots.index(forKey: id)
     var predecessors: [CompletionSignal] = []
-    if let registered = slot {
+    if let index {
       switch policy.storage {
-      case .latestWins:
-        // Handed out whole, so that their tasks and triggers are released after the lock.
-        open.runningCount -= registered.count
-        swap(&superseded, &slot)
       case .firstWins:
-        open.slots[id] = registered
         return .ignore
       case .queue:
-        for registration in registered { predecessors.append(awaitedEnd(of: registration.token)) }
-      case .concurrent:
+        for registration in open.slots.values[index] { predecessors.append(awaitedEnd(of: registration.token)) }
+      case .latestWins, .concurrent:
         break
       }
     }
     let token = token ?? nextToken
     nextToken = token + 1
     let new = Registration(token: token, task: nil, trigger: trigger)
-    switch slot {
-    case nil:
-      open.slots[id] = .one(new)
-    case .one(let only)?:
-      open.slots[id] = .several([only, new])
-    case .several(var all)?:
-      slot = nil  // the array's other reference: appending costs no copy
-      all.append(new)
-      open.slots[id] = .several(all)
-    }
     open.runningCount += 1
-    let wakes = wasIdle ? open.wake(id, running: true) : []
-    return .start(token: token, superseded: superseded, predecessors: predecessors, wakes: wakes)
+    guard let index else {
+      open.slots[id] = .one(new)
+      return .start(token: token, superseded: nil, predecessors: [], wakes: open.wake(id, running: true))
+    }
+    guard case .latestWins = policy.storage else {
+      open.slots.values[index].append(new)
+      return .start(token: token, superseded: nil, predecessors: predecessors, wakes: [])
+    }
+    // Handed out whole, so that their tasks and triggers are released after the lock.
+    var superseded = Slot.one(new)
+    swap(&superseded, &open.slots.values[index])
+    open.runningCount -= superseded.count
+    return .start(token: token, superseded: superseded, predecessors: [], wakes: [])
   }
 
   @inlinable mutating func awaitedEnd(of token: Int) -> CompletionSignal {
@@ -190,12 +214,11 @@ struct TaskSlotsStateMachine<ID: Hashable, Watcher, Work> {
     guard case .open(var open) = state else { return .cancel }
     state = .modifying
     defer { state = .open(open) }
-    // Taken out and put back rather than changed through `slots[id]?`: the dictionary's `_modify`
-    // accessor is a coroutine whose frame is allocated on the heap, one malloc per run (measured
-    // with a uprobe on malloc in W6), where two lookups cost none.
-    guard var slot = open.slots.removeValue(forKey: id) else { return .cancel }
-    defer { open.slots[id] = slot }
-    return slot.attach(task, token: token) ? .attached : .cancel
+    // Changed through `values[index]`, not through `slots[id]?`: the dictionary's `_modify` by key
+    // is a coroutine whose frame is allocated on the heap, one malloc per run (measured with a
+    // uprobe on malloc in W6); one lookup and the values' accessor cost none.
+    guard let index = open.slots.index(forKey: id) else { return .cancel }
+    return open.slots.values[index].attach(task, token: token) ? .attached : .cancel
   }
 
   @usableFromInline enum EndAction {
@@ -209,25 +232,18 @@ struct TaskSlotsStateMachine<ID: Hashable, Watcher, Work> {
   @inlinable mutating func finished(id: ID, token: Int) -> EndAction {
     let signal = awaitedEnds.isEmpty ? nil : awaitedEnds.removeValue(forKey: token)
     var wakes: [Wake] = []
-    if case .open(var open) = state {
+    if case .open(var open) = state, let index = open.slots.index(forKey: id) {
       state = .modifying
-      var removed = true
-      switch open.slots[id] {
-      case .one(let only)? where only.token == token:
-        open.slots[id] = nil
+      switch open.slots.values[index].remove(token) {
+      case .last:
+        open.slots.remove(at: index)
+        open.runningCount -= 1
         wakes = open.wake(id, running: false)
-      case .several(var all)?:
-        if let index = all.firstIndex(where: { $0.token == token }) {
-          open.slots[id] = nil  // the array's other reference
-          all.remove(at: index)
-          open.slots[id] = all.count == 1 ? .one(all[0]) : .several(all)
-        } else {
-          removed = false
-        }
-      case nil, .one?:
-        removed = false
+      case .removed:
+        open.runningCount -= 1
+      case .absent:
+        break
       }
-      if removed { open.runningCount -= 1 }
       state = .open(open)
     }
     return signal == nil && wakes.isEmpty ? .none : .wake(wakes, signal: signal)
