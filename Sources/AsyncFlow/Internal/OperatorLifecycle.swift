@@ -389,33 +389,29 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   /// Input `index` ended (`nil`: it finished); it has left, and only its first end counts.
   @inlinable
   mutating func inputEnded(_ failure: Logic.InputFailure?, from index: Int = 0, at now: Logic.Instant) -> Wakeups {
-    switch state {
-    case .running(var running):
-      if case .left = running.inputs.children[index] { return Wakeups() }
-      guard !logic!.isEnding else { return Wakeups() }
-      state = .modifying
+    if case .running(let running) = state, case .left = running.inputs.children[index] { return Wakeups() }
+    return logicEvent("inputEnded") { logic, running in
       // Whatever it still does (a setup returning, then its cleanup) is not interrupted. A parked
       // input (a callbacks setup that returned) is left to the wakeups, which resume it.
       if running.inputs.children[index].isBusy { running.inputs.set(index, .left) }
-      let released = logic!.inputEnded(failure, at: now)
-      var wakeups = wakeups(&running)
-      wakeups.released = released
-      state = .running(running)
-      return wakeups
-    case .cancelled, .finished:
-      return Wakeups()
-    case .idle, .modifying:
-      preconditionFailure("Internal inconsistency: state \(state), event inputEnded")
+      return logic.inputEnded(failure, at: now)
     }
   }
 
   @inlinable
   mutating func timerFired(at now: Logic.Instant) -> Wakeups {
+    logicEvent("timerFired") { logic, _ in logic.timerFired(at: now) }
+  }
+
+  /// An event that only the logic answers, once running and not ending: `body` returns the
+  /// element it let go of, released with the wakeups.
+  @inlinable
+  mutating func logicEvent(_ event: StaticString, _ body: (inout Logic, inout Running) -> Logic.Element?) -> Wakeups {
     switch state {
     case .running(var running):
       guard !logic!.isEnding else { return Wakeups() }
       state = .modifying
-      let released = logic!.timerFired(at: now)
+      let released = body(&logic!, &running)
       var wakeups = wakeups(&running)
       wakeups.released = released
       state = .running(running)
@@ -423,7 +419,7 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
     case .cancelled, .finished:
       return Wakeups()
     case .idle, .modifying:
-      preconditionFailure("Internal inconsistency: state \(state), event timerFired")
+      preconditionFailure("Internal inconsistency: state \(state), event \(event)")
     }
   }
 
