@@ -81,8 +81,9 @@ struct MergeLogic<Element: Sendable, Failure: Error>: OperatorLogic {
   @inlinable
   mutating func nextOutput(at now: Instant) -> OperatorOutput<[Element], Failure>? {
     if !buffer.isEmpty {
-      // The whole buffer at once: one lock per batch for the consumer, not one per element.
-      defer { buffer = [] }
+      // The whole buffer at once: one lock per batch for the consumer, not one per element. The
+      // next buffer starts at the same capacity (one allocation, no growth while it fills).
+      defer { buffer.removeAll(keepingCapacity: true) }
       return .element(buffer)
     }
     return end.take()

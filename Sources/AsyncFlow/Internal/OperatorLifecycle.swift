@@ -100,17 +100,14 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
     @usableFromInline
     var consumer: Consumer?
     @usableFromInline
-    var inputs: Inputs
-    @usableFromInline
     var timer: Child<Timer>
     /// `nil` until the consumer's `next()` that started it registers it.
     @usableFromInline
     var task: Work?
 
     @inlinable
-    init(consumer: Consumer? = nil, inputs: Inputs, timer: Child<Timer>, task: Work? = nil) {
+    init(consumer: Consumer? = nil, timer: Child<Timer>, task: Work? = nil) {
       self.consumer = consumer
-      self.inputs = inputs
       self.timer = timer
       self.task = task
     }
@@ -121,17 +118,14 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
     /// `nil` until the consumer's `next()` that started it registers it.
     @usableFromInline
     var task: Work?
-    /// The inputs, and whether the timer, as the cancellation left them (busy, or left): one still
-    /// busy when the task is registered gets it cancelled, as it would have been in time.
-    @usableFromInline
-    var inputs: Inputs
+    /// Whether the timer was busy at the cancellation and has not asked since: a task registered
+    /// now is cancelled, as it would have been in time (so is it while an input is still busy).
     @usableFromInline
     var timerBusy: Bool
 
     @inlinable
-    init(task: Work?, inputs: Inputs, timerBusy: Bool) {
+    init(task: Work?, timerBusy: Bool) {
       self.task = task
-      self.inputs = inputs
       self.timerBusy = timerBusy
     }
   }
@@ -187,14 +181,16 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   /// generic code would copy it in and out of the enum at every event); `nil` once retired.
   @usableFromInline
   var logic: Logic?
-  /// How many inputs the task runs.
+  /// The inputs' children, outside `state` for the same reason: the running payload stays
+  /// trivial to move, and an element costs no retain of their arrays. Read in `running` and
+  /// `cancelled` only.
   @usableFromInline
-  let inputCount: Int
+  var inputs: Inputs
 
   @inlinable
-  init(logic: Logic?, inputs inputCount: Int = 1, state: State = .idle) {
+  init(logic: Logic?, inputs count: Int = 1, state: State = .idle) {
     self.logic = logic
-    self.inputCount = inputCount
+    self.inputs = Inputs(count: count)
     self.state = state
   }
 
@@ -206,7 +202,7 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
     switch state {
     case .idle:
       logic!.start(at: now)
-      state = .running(Running(inputs: Inputs(count: inputCount), timer: Logic.usesTimer ? .busy : .left))
+      state = .running(Running(timer: Logic.usesTimer ? .busy : .left))
       return .startTask
     case .running(var running):
       state = .modifying
@@ -261,13 +257,13 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
     case .idle:
       state = .finished
       return (Wakeups(), logic.take())
-    case .running(var running):
+    case .running(let running):
       let timerBusy = running.timer.isBusy
       var wakeups = Wakeups(consumer: running.consumer)
-      running.inputs.wake(proceed: false, into: &wakeups)
-      if running.inputs.busy > 0 || timerBusy { wakeups.cancel = running.task }
+      inputs.wake(proceed: false, into: &wakeups)
+      if inputs.busy > 0 || timerBusy { wakeups.cancel = running.task }
       if case .parked(let timer) = running.timer { wakeups.timer = (timer, nil) }
-      state = .cancelled(Cancelled(task: running.task, inputs: running.inputs, timerBusy: timerBusy))
+      state = .cancelled(Cancelled(task: running.task, timerBusy: timerBusy))
       return (wakeups, logic.take())
     case .cancelled, .finished:
       return (Wakeups(), nil)
@@ -287,11 +283,11 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
       state = .modifying
       running.task = task
       state = .running(running)
-      return logic!.isEnding && Self.isBusy(running.inputs, timer: running.timer.isBusy) ? task : nil
+      return logic!.isEnding && Self.isBusy(inputs, timer: running.timer.isBusy) ? task : nil
     case .cancelled(var cancelled) where cancelled.task == nil:
       cancelled.task = task
       state = .cancelled(cancelled)
-      return Self.isBusy(cancelled.inputs, timer: cancelled.timerBusy) ? task : nil
+      return Self.isBusy(inputs, timer: cancelled.timerBusy) ? task : nil
     case .idle, .running, .cancelled, .finished, .modifying:
       // `finished` needs the consumer's `next`, which is busy starting this task.
       preconditionFailure("Internal inconsistency: state \(state), event taskStarted")
@@ -307,19 +303,19 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
     return childWaits(
       input, leave: false, isCancelled: isCancelled, event: "inputWaits",
       goOn: { $0.wantsInput ? true : nil },
-      park: { running, input in
-        precondition(!running.inputs.children[index].isParked, "Internal inconsistency: state running, input parked twice")
-        running.inputs.set(index, .parked(input))
+      park: { _, inputs, input in
+        precondition(!inputs.children[index].isParked, "Internal inconsistency: state running, input parked twice")
+        inputs.set(index, .parked(input))
       },
-      leaveRunning: { $0.inputs.set(index, .left) }, leaveCancelled: { $0.inputs.set(index, .left) })
+      leaveInputs: { inputs in inputs.set(index, .left) }, leaveCancelled: { _ in })
   }
 
   /// Input `index`'s task was cancelled while it waited; returns it, to be resumed with `false`.
   @inlinable
   mutating func inputCancelled(index: Int = 0) -> Input? {
-    childCancelled(event: "inputCancelled") { running in
-      guard case .parked(let input) = running.inputs.children[index] else { return nil }
-      running.inputs.set(index, .left)
+    childCancelled(event: "inputCancelled") { _, inputs in
+      guard case .parked(let input) = inputs.children[index] else { return nil }
+      inputs.set(index, .left)
       return input
     }
   }
@@ -334,17 +330,17 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
     return childWaits(
       timer, leave: Logic.Instant?.none, isCancelled: isCancelled, event: "timerWaits",
       goOn: { logic in logic.deadline.map { .some($0) } },
-      park: { running, timer in
+      park: { running, _, timer in
         precondition(!running.timer.isParked, "Internal inconsistency: state running, two timers waiting")
         running.timer = .parked(timer)
       },
-      leaveRunning: { $0.timer = .left }, leaveCancelled: { $0.timerBusy = false })
+      leaveInputs: { _ in }, leaveRunning: { $0.timer = .left }, leaveCancelled: { $0.timerBusy = false })
   }
 
   /// The timer's task was cancelled while it waited; returns it, to be resumed with `nil`.
   @inlinable
   mutating func timerCancelled() -> Timer? {
-    childCancelled(event: "timerCancelled") { running in
+    childCancelled(event: "timerCancelled") { running, _ in
       guard case .parked(let timer) = running.timer else { return nil }
       running.timer = .left
       return timer
@@ -360,11 +356,11 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   mutating func input(_ element: Logic.Element, from index: Int = 0, at now: Logic.Instant) -> InputAnswer {
     switch state {
     case .running(var running):
-      if case .left = running.inputs.children[index] { return (Wakeups(released: element), false, false) }
+      if case .left = inputs.children[index] { return (Wakeups(released: element), false, false) }
       guard !logic!.isEnding else { return (Wakeups(released: element), false, false) }
       state = .modifying
       // Only a busy input (one that pulls) goes on at once; a parked one is woken by the wakeups.
-      let busy = running.inputs.children[index].isBusy
+      let busy = inputs.children[index].isBusy
       let verdict = logic!.input(element, at: now)
       var wakeups = wakeups(&running)
       let proceed = busy && !logic!.isEnding && logic!.wantsInput
@@ -389,11 +385,11 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   /// Input `index` ended (`nil`: it finished); it has left, and only its first end counts.
   @inlinable
   mutating func inputEnded(_ failure: Logic.InputFailure?, from index: Int = 0, at now: Logic.Instant) -> Wakeups {
-    if case .running(let running) = state, case .left = running.inputs.children[index] { return Wakeups() }
-    return logicEvent("inputEnded") { logic, running in
+    if case .running = state, case .left = inputs.children[index] { return Wakeups() }
+    return logicEvent("inputEnded") { logic, inputs in
       // Whatever it still does (a setup returning, then its cleanup) is not interrupted. A parked
       // input (a callbacks setup that returned) is left to the wakeups, which resume it.
-      if running.inputs.children[index].isBusy { running.inputs.set(index, .left) }
+      if inputs.children[index].isBusy { inputs.set(index, .left) }
       return logic.inputEnded(failure, at: now)
     }
   }
@@ -406,12 +402,12 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   /// An event that only the logic answers, once running and not ending: `body` returns the
   /// element it let go of, released with the wakeups.
   @inlinable
-  mutating func logicEvent(_ event: StaticString, _ body: (inout Logic, inout Running) -> Logic.Element?) -> Wakeups {
+  mutating func logicEvent(_ event: StaticString, _ body: (inout Logic, inout Inputs) -> Logic.Element?) -> Wakeups {
     switch state {
     case .running(var running):
       guard !logic!.isEnding else { return Wakeups() }
       state = .modifying
-      let released = body(&logic!, &running)
+      let released = body(&logic!, &inputs)
       var wakeups = wakeups(&running)
       wakeups.released = released
       state = .running(running)
@@ -436,8 +432,8 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   @inlinable
   mutating func childWaits<Waiter, Answer>(
     _ waiter: Waiter, leave: Answer, isCancelled: Bool, event: StaticString, goOn: (Logic) -> Answer?,
-    park: (inout Running, Waiter) -> Void, leaveRunning: (inout Running) -> Void,
-    leaveCancelled: (inout Cancelled) -> Void
+    park: (inout Running, inout Inputs, Waiter) -> Void, leaveInputs: (inout Inputs) -> Void,
+    leaveRunning: (inout Running) -> Void = { _ in }, leaveCancelled: (inout Cancelled) -> Void
   ) -> (Waiter, Answer)? {
     // Not the path of an element that goes on at once: the callers answer that one first.
     switch state {
@@ -445,13 +441,15 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
       state = .modifying
       defer { state = .running(running) }
       if isCancelled || logic!.isEnding {
+        leaveInputs(&inputs)
         leaveRunning(&running)
         return (waiter, leave)
       }
       if let answer = goOn(logic!) { return (waiter, answer) }
-      park(&running, waiter)
+      park(&running, &inputs, waiter)
       return nil
     case .cancelled(var cancelled):
+      leaveInputs(&inputs)
       leaveCancelled(&cancelled)
       state = .cancelled(cancelled)
       return (waiter, leave)
@@ -464,12 +462,12 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
 
   /// A parked child's task was cancelled: `unpark` takes it out of `running`, if it is parked.
   @inlinable
-  mutating func childCancelled<Waiter>(event: StaticString, unpark: (inout Running) -> Waiter?) -> Waiter? {
+  mutating func childCancelled<Waiter>(event: StaticString, unpark: (inout Running, inout Inputs) -> Waiter?) -> Waiter? {
     switch state {
     case .running(var running):
       state = .modifying
       defer { state = .running(running) }
-      return unpark(&running)
+      return unpark(&running, &inputs)
     case .cancelled, .finished:
       return nil
     case .idle, .modifying:
@@ -480,20 +478,20 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   /// The waiters that the logic's new state lets go. Once the end waits, the inputs and the timer
   /// are of no use: they are told to leave, and the task is cancelled if one of them is busy.
   @inlinable
-  func wakeups(_ running: inout Running) -> Wakeups {
+  mutating func wakeups(_ running: inout Running) -> Wakeups {
     var wakeups = Wakeups()
     let ending = logic!.isEnding
     if running.consumer != nil, ending || logic!.hasOutput {
       wakeups.consumer = running.consumer.take()
     }
-    if !running.inputs.parked.isEmpty, ending || logic!.wantsInput {
-      running.inputs.wake(proceed: !ending, into: &wakeups)
+    if !inputs.parked.isEmpty, ending || logic!.wantsInput {
+      inputs.wake(proceed: !ending, into: &wakeups)
     }
     if case .parked(let timer) = running.timer, ending || logic!.deadline != nil {
       wakeups.timer = (timer, ending ? nil : logic!.deadline)
       running.timer = ending ? .left : .busy
     }
-    if ending, Self.isBusy(running.inputs, timer: running.timer.isBusy) { wakeups.cancel = running.task }
+    if ending, Self.isBusy(inputs, timer: running.timer.isBusy) { wakeups.cancel = running.task }
     return wakeups
   }
 }

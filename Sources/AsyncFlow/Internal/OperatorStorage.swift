@@ -163,7 +163,8 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
     while proceed {
       do throws(Base.Failure) {
         guard let element = try await iterator.next(isolation: nil) else { return inputEnded(nil, from: index) }
-        proceed = offer(element, from: index).proceed && !Task.isCancelled
+        // Only the life cycle cancels the task, and then it answers `false` here as well.
+        proceed = offer(element, from: index).proceed
         if !proceed { proceed = await inputWanted(index) }
       } catch {
         return inputEnded(error, from: index)

@@ -82,8 +82,10 @@ private func running(
   inputs children: [Lifecycle.Child<Int>]? = nil, timer: Lifecycle.Child<Int> = .busy, task: Int? = 4
 ) -> Lifecycle {
   let children = children ?? [input]
-  let running = Lifecycle.Running(consumer: consumer, inputs: inputs(children), timer: timer, task: task)
-  return Lifecycle(logic: logic, inputs: children.count, state: .running(running))
+  let running = Lifecycle.Running(consumer: consumer, timer: timer, task: task)
+  var machine = Lifecycle(logic: logic, state: .running(running))
+  machine.inputs = inputs(children)
+  return machine
 }
 
 /// Running with every waiter parked and the task registered.
@@ -95,8 +97,9 @@ private func cancelled(
   task: Int? = 4, inputBusy: Bool = false, inputs children: [Lifecycle.Child<Int>]? = nil, timerBusy: Bool = false
 ) -> Lifecycle {
   let children = children ?? [inputBusy ? .busy : .left]
-  let cancelled = Lifecycle.Cancelled(task: task, inputs: inputs(children), timerBusy: timerBusy)
-  return Lifecycle(logic: nil, inputs: children.count, state: .cancelled(cancelled))
+  var machine = Lifecycle(logic: nil, state: .cancelled(Lifecycle.Cancelled(task: task, timerBusy: timerBusy)))
+  machine.inputs = inputs(children)
+  return machine
 }
 
 private func finished() -> Lifecycle { Lifecycle(logic: nil, state: .finished) }
@@ -132,10 +135,10 @@ extension OperatorLifecycle {
     switch state {
     case .idle: "idle"
     case .running(let running):
-      "running(consumer: \(running.consumer.map { "\($0)" } ?? "-"), \(running.inputs.label), "
+      "running(consumer: \(running.consumer.map { "\($0)" } ?? "-"), \(inputs.label), "
         + "timer: \(running.timer.label), task: \(running.task.map { "\($0)" } ?? "-"))"
     case .cancelled(let cancelled):
-      "cancelled(task: \(cancelled.task.map { "\($0)" } ?? "-")\(cancelled.inputs.busyLabel)"
+      "cancelled(task: \(cancelled.task.map { "\($0)" } ?? "-")\(inputs.busyLabel)"
         + "\(cancelled.timerBusy ? ", timer busy" : ""))"
     case .finished: "finished"
     case .modifying: "modifying"
