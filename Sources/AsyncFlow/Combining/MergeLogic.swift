@@ -5,16 +5,11 @@
 /// the consumer takes the buffer. The last input to finish, or the first to fail, ends it, after
 /// what is buffered. A plain value, tested as a table (`MergeLogicTests`).
 @usableFromInline
-struct MergeLogic<Element: Sendable, Failure: Error>: OperatorLogic {
+struct MergeLogic<Element: Sendable, Failure: Error>: TimelessOperatorLogic {
   @usableFromInline
   typealias Output = [Element]
   @usableFromInline
   typealias InputFailure = Failure
-  @usableFromInline
-  typealias Instant = TimelessClock.Instant
-
-  @inlinable
-  static var usesTimer: Bool { false }
 
   /// How far each input may run ahead of the consumer, on average: the buffer holds at most this
   /// many elements per input. The same as an inner of `mergeFlow`.
@@ -66,13 +61,6 @@ struct MergeLogic<Element: Sendable, Failure: Error>: OperatorLogic {
     return nil
   }
 
-  @inlinable
-  mutating func timerFired(at now: Instant) -> Element? {
-    preconditionFailure("Internal inconsistency: a merge has no timer")
-  }
-
-  @inlinable
-  var deadline: Instant? { nil }
   @inlinable
   var wantsInput: Bool { buffer.count < bufferLimit }
   @inlinable
