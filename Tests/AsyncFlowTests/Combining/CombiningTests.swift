@@ -1,8 +1,7 @@
 import AsyncFlow
-import AsyncFlowTesting
 import Testing
-@testable import AsyncFlow
 
+@testable import AsyncFlow
 
 private typealias Input = CombiningScript<String, TestError>
 
@@ -172,7 +171,7 @@ struct CombiningTests {
     // ends once the input's work has ended (as every operator waits for the work it started).
     a.send("a1")
     a.finish()
-    #expect(try await bounded(consumer, "consumer") == .some(nil))
+    #expect(try await consumer.value == nil)
     #expect(a.released.isFired)
   }
 
@@ -202,7 +201,7 @@ struct CombiningTests {
       base.send("s2")
     }
     #expect(try await iterator.next().map { "\($0.0)\($0.1)" } == "s2o2")
-    await bounded(first, "first")
+    await first.value
     base.send("s3")
     #expect(try await iterator.next().map { "\($0.0)\($0.1)" } == "s3o2")
   }
@@ -219,7 +218,7 @@ struct CombiningTests {
       base.send("s1")
     }
     #expect(try await iterator.next().map { "\($0.0)\($0.1)" } == "s1o1")
-    await bounded(script, "script")
+    await script.value
     base.send("s2")
     #expect(try await iterator.next().map { "\($0.0)\($0.1)" } == "s2o1")
     base.finish()
@@ -265,7 +264,7 @@ struct CombiningTests {
     await a.pulled(count: 1)
     await b.pulled(count: 1)
     consumer.cancel()
-    guard case let (result, inputsEnded, after)? = try await bounded(consumer, "consumer") else { return }
+    let (result, inputsEnded, after) = try await consumer.value
     #expect(result == nil)
     #expect(inputsEnded)
     #expect(after == nil)
@@ -290,7 +289,7 @@ struct CombiningTests {
     b.send("b1")
     a.finish()
     b.finish()
-    #expect(try await bounded(consumer, "consumer") == .some(nil))
+    #expect(try await consumer.value == nil)
     #expect(a.released.isFired && b.released.isFired)
   }
 
@@ -307,7 +306,7 @@ struct CombiningTests {
         a.send("a1")
       }
       #expect(try await iterator.next() != nil)
-      await bounded(script, "script")
+      await script.value
     }
     await a.released.wait()
     await b.released.wait()
@@ -327,7 +326,7 @@ struct CombiningTests {
         }
         return seen
       }
-      delivered += await bounded(consumer, "consumer") ?? []
+      delivered += await consumer.value
     }
     #expect(delivered == Array(repeating: 0, count: 20))
   }

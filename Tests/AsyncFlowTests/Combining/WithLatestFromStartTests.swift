@@ -1,5 +1,4 @@
 import AsyncFlow
-import AsyncFlowTesting
 import Testing
 
 /// `withLatestFromFlow` starts `other` first, and lets it run until it suspends before the base is
@@ -22,7 +21,7 @@ struct WithLatestFromStartTests {
       await Task.yield()
     }
     if !done.isFired { consumer.cancel() }
-    return await bounded(consumer, "the first output") ?? "stuck"
+    return await consumer.value
   }
 
   @Test func theBasesFirstElementPairsWithTheOthersCurrentValue() async {
@@ -55,7 +54,7 @@ struct WithLatestFromStartTests {
         consumer.cancel()
         return
       }
-      #expect(await bounded(consumer, "consumer") == "2b", "run \(run)")
+      #expect(await consumer.value == "2b", "run \(run)")
     }
   }
 }

@@ -89,7 +89,7 @@ struct FlowTests {
     }
     await consumerHoldsFirst.entered()
     consumer.cancel()
-    guard case let (first, second)? = await bounded(consumer, "consumer") else { return }
+    let (first, second) = await consumer.value
     #expect(first == 1)
     #expect(second == nil)
     // `next()` returned only after the body had ended: its whole log is there.
@@ -187,7 +187,7 @@ struct FlowTests {
       while let value = await iterator.next(isolation: nil) { rest.append(value) }
       return (first, rest)
     }
-    guard case let (first, rest)? = await bounded(afterCancellation, "afterCancellation") else { return }
+    let (first, rest) = await afterCancellation.value
     #expect(first == 10)
     #expect(rest.isEmpty)
   }
