@@ -25,7 +25,7 @@ struct GateTests {
     #expect(gate.parkedCount == 3)
     #expect(passed.count == 0)
     gate.release()
-    for waiter in waiters { await bounded(waiter, "waiter") }
+    for waiter in waiters { await waiter.value }
     #expect(passed.count == 3)
     #expect(gate.parkedCount == 0)
   }
@@ -35,7 +35,7 @@ struct GateTests {
     let waiter = Task { await gate.wait() }
     await gate.entered()
     waiter.cancel()
-    await bounded(waiter, "waiter")
+    await waiter.value
     #expect(gate.parkedCount == 0)
   }
 
@@ -58,7 +58,7 @@ struct GateTests {
     let parked = clock.task { await gate.entered(count: 5) }
     await clock.runCurrent()
     parked.cancel()
-    await bounded(parked, "parked")
+    await parked.value
     #expect(gate.parkedCount == 0)
   }
 }

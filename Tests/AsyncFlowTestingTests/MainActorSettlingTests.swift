@@ -109,7 +109,7 @@ struct MainActorSettlingTests {
       #expect(screen.log.last == text)
     }
     pipeline.cancel()
-    await bounded(pipeline, "pipeline")
+    await pipeline.value
   }
 }
 

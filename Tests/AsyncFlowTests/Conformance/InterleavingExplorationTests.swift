@@ -114,7 +114,7 @@ func explore<S: AsyncSequence & Sendable>(
   }.value
   await callerPause(clock)
   await clock.run()
-  await bounded(consumer, "consumer")
+  await consumer.value
   await clock.runCurrent()
   #expect(clock.pendingSleepers == 0)
   return run.withLock { $0 }

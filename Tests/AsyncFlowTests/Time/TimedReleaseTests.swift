@@ -114,7 +114,7 @@ struct TimedReleaseTests {
       consumer.cancel()
       return
     }
-    await bounded(consumer, "consumer")
+    await consumer.value
     await clock.runCurrent()
 
     #expect(witness.releasedUnderLock.isEmpty, "\(context): tokens released under a lock: \(witness.releasedUnderLock)")
