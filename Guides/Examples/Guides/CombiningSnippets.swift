@@ -25,7 +25,7 @@ public final class SignUpForm: Sendable {
 // region: combining-types
 /// What each operator returns: a concrete type, with the element and `Failure` in it.
 public func combiningTypes(a: Flow<Int, Never>, b: Flow<Int, Never>, c: Flow<Int, Never>, names: Flow<String, Never>) {
-  let merged: AsyncMergedFlowsSequence<Int, Never> = Flow.merge(a, b, c)
+  let merged: AsyncMergeInputsSequence<Int, Never> = Flow.merge(a, b, c)
   let latest: AsyncCombineLatestFlowSequence<(Int, String), Never> = Flow.combineLatest(a, names)
   let zipped: AsyncZipFlowSequence<(Int, Int, Int), Never> = Flow.zip(a, b, c)
   let rows: AsyncZipFlowSequence<[Int], Never> = Flow.zip([a, b, c])

@@ -1,6 +1,6 @@
 /// The one sequence type behind `Flow.merge`, `Flow.combineLatest`, `Flow.zip` and
 /// `withLatestFromFlow`, told apart by `Kind` (`_CombiningFlowKind`): each operator's public name
-/// is a typealias of it (``AsyncMergedFlowsSequence``, ``AsyncCombineLatestFlowSequence``,
+/// is a typealias of it (``AsyncMergeInputsSequence``, ``AsyncCombineLatestFlowSequence``,
 /// ``AsyncZipFlowSequence``, ``AsyncWithLatestFromFlowSequence``), whose documentation gives the
 /// rules. The types of the inputs stay inside the iteration it makes, so one type serves every arity.
 ///
@@ -71,10 +71,10 @@ extension AsyncCombiningFlowSequence.Iterator: Sendable {}
 /// let zipped: AsyncZipFlowSequence<(Int, Int), Never> = Flow.zip(a, b)  // not _CombiningFlowKind.Zip
 /// ```
 public enum _CombiningFlowKind {
-  /// `Flow.merge`: ``AsyncMergedFlowsSequence``.
+  /// `Flow.merge`: ``AsyncMergeInputsSequence``.
   ///
   /// ```swift
-  /// let merged: AsyncMergedFlowsSequence<Int, Never> = Flow.merge(a, b)
+  /// let merged: AsyncMergeInputsSequence<Int, Never> = Flow.merge(a, b)
   /// ```
   public enum Merge {}
   /// `Flow.combineLatest`: ``AsyncCombineLatestFlowSequence``.

@@ -40,7 +40,8 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     case ending(failure: Failure?, Stopping)
     /// The consumer has seen the end (or left before the start).
     case finished(Stopping)
-    /// Held only inside an event, while the running payload is out of the state (``takeRunning()``).
+    /// Held only inside an event on the ending or finished payload, while it is out of the state
+    /// (``updateStopping(_:_:)``).
     case modifying
   }
 
@@ -170,8 +171,8 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   @usableFromInline let policy: FlattenPolicy
   @usableFromInline var state = State.idle
 
-  /// Whether the operator is ending or finished: the only states, besides running (whose events move
-  /// its payload out first, ``takeRunning()``), in which the events of its tasks may come.
+  /// Whether the operator is ending or finished: the only states, besides running, in which the
+  /// events of its tasks may come.
   @inlinable var hasEnded: Bool {
     switch state {
     case .ending, .finished: true
@@ -584,39 +585,27 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
 
   // MARK: Helpers
 
-  /// The running payload, moved out of the state, which holds `modifying` until ``putBack(_:)``:
-  /// a `switch` binding it copies the whole `State` through its value witnesses (see ``Running``).
-  @inlinable @inline(__always) mutating func takeRunning() -> Running? {
-    switch takeState() {
-    case .running(let running):
-      return running
-    case let other:
-      state = other
-      return nil
-    }
+  /// The running payload: a reference (``Running``), mutated in place, so it stays in the state.
+  /// Moving it out and back (a swap of the whole `State` in and a switch over it, then another
+  /// swap and an initialization) cost every event two moves of `State` under the shared lock.
+  @inlinable @inline(__always) func takeRunning() -> Running? {
+    guard case .running(let running) = state else { return nil }
+    return running
   }
 
-  /// The state, moved out (``takeRunning()``); `modifying` is left in its place.
+  /// The state, moved out (``updateStopping(_:_:)``); `modifying` is left in its place.
   @inlinable @inline(__always) mutating func takeState() -> State {
     var taken = State.modifying
     swap(&taken, &state)
     return taken
   }
 
-  /// Puts the running payload back after an event, unless the event ended the operator.
-  @inlinable @inline(__always) mutating func putBack(_ running: inout Running) {
-    switch takeState() {
-    case .modifying:
-      // Initialized over `modifying` rather than assigned: it holds nothing to destroy, and an
-      // assignment destroyed it through the value witnesses of `State`.
-      withUnsafeMutablePointer(to: &state) { $0.initialize(to: .running(running)) }
-    case let ended:
-      state = ended
-    }
-  }
+  /// Ends an event on the running payload (``takeRunning()``): nothing to put back, since it never
+  /// left the state; an event that ended the operator has set the new state already.
+  @inlinable @inline(__always) func putBack(_ running: inout Running) {}
 
   /// Runs `body` on the payload of the `ending` or `finished` state (whose failure is `nil`),
-  /// moved out of the state (``takeRunning()``); `event` names the event in any other state.
+  /// moved out of the state (``takeState()``); `event` names the event in any other state.
   @inlinable mutating func updateStopping<R>(_ event: String, _ body: (inout Stopping, inout Failure?) -> R) -> R {
     switch takeState() {
     case .ending(var failure, var stopping):

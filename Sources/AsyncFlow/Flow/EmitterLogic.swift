@@ -12,15 +12,11 @@
 /// returns them, to be released after the lock; so does the retired logic. Generic over the
 /// waiter, so that its table test counts plain values.
 @usableFromInline
-struct EmitterLogic<Element: Sendable, Failure: Error, Waiter: Sendable>: OperatorLogic {
+struct EmitterLogic<Element: Sendable, Failure: Error, Waiter: Sendable>: TimelessOperatorLogic {
   @usableFromInline
   typealias InputFailure = Failure
   @usableFromInline
-  typealias Instant = TimelessClock.Instant
-  @usableFromInline
   typealias Output = EmitterBatch<Element, Waiter>
-
-  @inlinable static var usesTimer: Bool { false }
 
   @usableFromInline let bufferSize: Int
   @usableFromInline var buffer: [Element] = []
@@ -60,10 +56,6 @@ struct EmitterLogic<Element: Sendable, Failure: Error, Waiter: Sendable>: Operat
     return nil
   }
 
-  @inlinable
-  mutating func timerFired(at now: Instant) -> Element? { nil }
-
-  @inlinable var deadline: Instant? { nil }
   /// Whether an `emit` may return at once: its element is within `bufferSize` of the demand.
   @inlinable var wantsInput: Bool {
     !isEnding && buffer.count + consumerBacklog < bufferSize + (demand ? 1 : 0)

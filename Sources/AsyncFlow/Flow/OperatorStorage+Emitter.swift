@@ -11,13 +11,13 @@ extension OperatorStorage {
     let (wakeups, token) = state.withLock { lifecycle -> (Lifecycle.Wakeups?, Int?) in
       // The path of most elements: the life cycle's `input` where it would wake nobody (the
       // consumer is not parked, the body is the busy input, no timer), without its wakeups.
-      if case .running(let running) = lifecycle.state, running.consumer == nil, !running.inputEnded,
+      if case .running(let running) = lifecycle.state, running.consumer == nil, lifecycle.inputs.children[0].isBusy,
         !lifecycle.logic!.isEnding
       {
         _ = lifecycle.logic!.input(element, at: now)
         return (nil, lifecycle.logic!.wantsInput ? nil : lifecycle.logic!.makeToken())
       }
-      let (wakeups, accepted) = lifecycle.input(element, at: now)
+      let (wakeups, accepted, _) = lifecycle.input(element, at: now)
       guard accepted, !lifecycle.logic!.wantsInput else { return (wakeups, nil) }
       return (wakeups, lifecycle.logic!.makeToken())
     }

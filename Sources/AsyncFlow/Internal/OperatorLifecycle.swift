@@ -1,6 +1,6 @@
 /// The one life cycle of an operator that runs a task for its consumer, around its per-operator
-/// ``OperatorLogic``: the first `next()` starts the task; the task runs the input (pulling an
-/// upstream, or a callbacks setup) and, if the logic uses one, a timer; each waits here for the
+/// ``OperatorLogic``: the first `next()` starts the task; the task runs the inputs (each pulling
+/// an upstream, or a callbacks setup) and, if the logic uses one, a timer; each waits here for the
 /// word to go on; the consumer's cancellation or the logic's end tells them all to leave, and the
 /// consumer gets `nil` (or the failure) only once the task has ended.
 ///
@@ -10,7 +10,8 @@
 ///
 /// The task is cancelled only while a child is busy where only cancellation reaches it (an input
 /// inside its upstream's `next()` or a setup, a timer asleep): a parked child is told to leave
-/// instead, and a child that left (an input running its cleanup) is never cancelled.
+/// instead, and a child that left (an input that reported its end, running its cleanup) is never
+/// cancelled. Inputs are numbered from 0 (`index`); a single-input operator has only input 0.
 @usableFromInline
 struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   @usableFromInline
@@ -34,7 +35,7 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
     case busy
     /// Waiting on its continuation for the word to go on.
     case parked(Waiter)
-    /// Told to leave, or absent (no timer): it needs nothing more.
+    /// Told to leave, reported its end, or absent (no timer): it is never interrupted.
     case left
 
     @inlinable
@@ -44,25 +45,69 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
     }
   }
 
+  /// The inputs' children by index, with what the events ask of them kept at hand: how many are
+  /// busy, and which are parked (woken together, in the order they parked, without a scan).
+  @usableFromInline
+  struct Inputs {
+    @usableFromInline
+    var children: [Child<Input>]
+    @usableFromInline
+    var parked: [Int] = []
+    @usableFromInline
+    var busy: Int
+
+    @inlinable
+    init(count: Int) {
+      children = Array(repeating: .busy, count: count)
+      busy = count
+    }
+
+    @inlinable
+    mutating func set(_ index: Int, _ child: Child<Input>) {
+      switch children[index] {
+      case .busy: busy -= 1
+      case .parked: parked.removeAll { $0 == index }
+      case .left: break
+      }
+      switch child {
+      case .busy: busy += 1
+      case .parked: parked.append(index)
+      case .left: break
+      }
+      children[index] = child
+    }
+
+    /// Lets every parked input go, now `busy` (`proceed`) or `left`, into `wakeups`.
+    @inlinable
+    mutating func wake(proceed: Bool, into wakeups: inout Wakeups) {
+      for index in parked {
+        guard case .parked(let input) = children[index] else { continue }
+        children[index] = proceed ? .busy : .left
+        if proceed { busy += 1 }
+        if wakeups.input == nil {
+          wakeups.input = (input, proceed)
+        } else {
+          wakeups.moreInputs.append(input)
+        }
+      }
+      // Its capacity stays: a single input that parks again does not allocate.
+      parked.removeAll(keepingCapacity: true)
+    }
+  }
+
   @usableFromInline
   struct Running {
     @usableFromInline
     var consumer: Consumer?
     @usableFromInline
-    var input: Child<Input>
-    @usableFromInline
     var timer: Child<Timer>
     /// `nil` until the consumer's `next()` that started it registers it.
     @usableFromInline
     var task: Work?
-    /// The input reported its end: whatever it still does (a setup returning) is not interrupted.
-    @usableFromInline
-    var inputEnded = false
 
     @inlinable
-    init(consumer: Consumer? = nil, input: Child<Input>, timer: Child<Timer>, task: Work? = nil) {
+    init(consumer: Consumer? = nil, timer: Child<Timer>, task: Work? = nil) {
       self.consumer = consumer
-      self.input = input
       self.timer = timer
       self.task = task
     }
@@ -73,17 +118,14 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
     /// `nil` until the consumer's `next()` that started it registers it.
     @usableFromInline
     var task: Work?
-    /// Whether the input or the timer was busy at the cancellation and has not asked since: a task
-    /// registered now is cancelled, as it would have been had it been registered in time.
-    @usableFromInline
-    var inputBusy: Bool
+    /// Whether the timer was busy at the cancellation and has not asked since: a task registered
+    /// now is cancelled, as it would have been in time (so is it while an input is still busy).
     @usableFromInline
     var timerBusy: Bool
 
     @inlinable
-    init(task: Work?, inputBusy: Bool, timerBusy: Bool) {
+    init(task: Work?, timerBusy: Bool) {
       self.task = task
-      self.inputBusy = inputBusy
       self.timerBusy = timerBusy
     }
   }
@@ -94,9 +136,12 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   struct Wakeups {
     @usableFromInline
     var consumer: Consumer?
-    /// The input and whether it may go on (`false`: the operator is over, leave).
+    /// An input and whether it may go on (`false`: the operator is over, leave).
     @usableFromInline
     var input: (continuation: Input, proceed: Bool)?
+    /// The other inputs let go by the same event, with the same answer (empty for one input).
+    @usableFromInline
+    var moreInputs: [Input] = []
     /// The timer and the deadline to sleep until (`nil`: the operator is over, leave).
     @usableFromInline
     var timer: (continuation: Timer, deadline: Logic.Instant?)?
@@ -125,16 +170,27 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
     case suspend
   }
 
+  /// What an element did: `accepted`, it will reach the consumer unless it leaves first;
+  /// `proceed`, its input may pull again at once, without waiting here.
+  @usableFromInline
+  typealias InputAnswer = (wakeups: Wakeups, accepted: Bool, proceed: Bool)
+
   @usableFromInline
   var state: State
   /// The operator's logic, outside `state` so that events mutate it in place (unspecialized
   /// generic code would copy it in and out of the enum at every event); `nil` once retired.
   @usableFromInline
   var logic: Logic?
+  /// The inputs' children, outside `state` for the same reason: the running payload stays
+  /// trivial to move, and an element costs no retain of their arrays. Read in `running` and
+  /// `cancelled` only.
+  @usableFromInline
+  var inputs: Inputs
 
   @inlinable
-  init(logic: Logic?, state: State = .idle) {
+  init(logic: Logic?, inputs count: Int = 1, state: State = .idle) {
     self.logic = logic
+    self.inputs = Inputs(count: count)
     self.state = state
   }
 
@@ -146,7 +202,7 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
     switch state {
     case .idle:
       logic!.start(at: now)
-      state = .running(Running(input: .busy, timer: Logic.usesTimer ? .busy : .left))
+      state = .running(Running(timer: Logic.usesTimer ? .busy : .left))
       return .startTask
     case .running(var running):
       state = .modifying
@@ -202,12 +258,12 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
       state = .finished
       return (Wakeups(), logic.take())
     case .running(let running):
-      let inputBusy = running.input.isBusy
       let timerBusy = running.timer.isBusy
-      state = .cancelled(Cancelled(task: running.task, inputBusy: inputBusy, timerBusy: timerBusy))
-      var wakeups = Wakeups(consumer: running.consumer, cancel: inputBusy || timerBusy ? running.task : nil)
-      if case .parked(let input) = running.input { wakeups.input = (input, false) }
+      var wakeups = Wakeups(consumer: running.consumer)
+      inputs.wake(proceed: false, into: &wakeups)
+      if inputs.busy > 0 || timerBusy { wakeups.cancel = running.task }
       if case .parked(let timer) = running.timer { wakeups.timer = (timer, nil) }
+      state = .cancelled(Cancelled(task: running.task, timerBusy: timerBusy))
       return (wakeups, logic.take())
     case .cancelled, .finished:
       return (Wakeups(), nil)
@@ -227,167 +283,131 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
       state = .modifying
       running.task = task
       state = .running(running)
-      return logic!.isEnding && Self.interruptsAtEnd(running) ? task : nil
+      return logic!.isEnding && Self.isBusy(inputs, timer: running.timer.isBusy) ? task : nil
     case .cancelled(var cancelled) where cancelled.task == nil:
       cancelled.task = task
       state = .cancelled(cancelled)
-      return cancelled.inputBusy || cancelled.timerBusy ? task : nil
+      return Self.isBusy(inputs, timer: cancelled.timerBusy) ? task : nil
     case .idle, .running, .cancelled, .finished, .modifying:
       // `finished` needs the consumer's `next`, which is busy starting this task.
       preconditionFailure("Internal inconsistency: state \(state), event taskStarted")
     }
   }
 
-  /// The input asks whether to go on (pull its upstream); returns it with the answer if it must
-  /// resume at once (`false`: the operator is over, leave).
+  /// Input `index` asks whether to go on (pull its upstream); returns it with the answer if it
+  /// must resume at once (`false`: the operator is over, leave).
   @inlinable
-  mutating func inputWaits(_ input: Input, isCancelled: Bool) -> (continuation: Input, proceed: Bool)? {
+  mutating func inputWaits(_ input: Input, index: Int = 0, isCancelled: Bool) -> (Input, Bool)? {
     // The path of every element pulled: no copy of the running payload.
     if case .running = state, !isCancelled, !logic!.isEnding, logic!.wantsInput { return (input, true) }
-    switch state {
-    case .running(var running):
-      state = .modifying
-      defer { state = .running(running) }
-      if isCancelled || logic!.isEnding {
-        running.input = .left
-        return (input, false)
-      }
-      if logic!.wantsInput { return (input, true) }
-      precondition(!running.input.isParked, "Internal inconsistency: state running, two inputs waiting")
-      running.input = .parked(input)
-      return nil
-    case .cancelled(var cancelled):
-      cancelled.inputBusy = false
-      state = .cancelled(cancelled)
-      return (input, false)
-    case .finished:
-      return (input, false)
-    case .idle, .modifying:
-      preconditionFailure("Internal inconsistency: state \(state), event inputWaits")
-    }
+    return childWaits(
+      input, leave: false, isCancelled: isCancelled, event: "inputWaits",
+      goOn: { $0.wantsInput ? true : nil },
+      park: { _, inputs, input in
+        precondition(!inputs.children[index].isParked, "Internal inconsistency: state running, input parked twice")
+        inputs.set(index, .parked(input))
+      },
+      leaveInputs: { inputs in inputs.set(index, .left) }, leaveCancelled: { _ in })
   }
 
-  /// The input's task was cancelled while it waited; returns it, to be resumed with `false`.
+  /// Input `index`'s task was cancelled while it waited; returns it, to be resumed with `false`.
   @inlinable
-  mutating func inputCancelled() -> Input? {
-    switch state {
-    case .running(var running):
-      guard case .parked(let input) = running.input else { return nil }
-      state = .modifying
-      running.input = .left
-      state = .running(running)
+  mutating func inputCancelled(index: Int = 0) -> Input? {
+    childCancelled(event: "inputCancelled") { _, inputs in
+      guard case .parked(let input) = inputs.children[index] else { return nil }
+      inputs.set(index, .left)
       return input
-    case .cancelled, .finished:
-      return nil
-    case .idle, .modifying:
-      preconditionFailure("Internal inconsistency: state \(state), event inputCancelled")
     }
   }
 
   /// The timer asks for a deadline; returns it with the answer if it must resume at once (`nil`:
   /// the operator is over, leave).
   @inlinable
-  mutating func timerWaits(_ timer: Timer, isCancelled: Bool) -> (continuation: Timer, deadline: Logic.Instant?)? {
+  mutating func timerWaits(_ timer: Timer, isCancelled: Bool) -> (Timer, Logic.Instant?)? {
     if case .running = state, !isCancelled, !logic!.isEnding, let deadline = logic!.deadline {
       return (timer, deadline)
     }
-    switch state {
-    case .running(var running):
-      state = .modifying
-      defer { state = .running(running) }
-      if isCancelled || logic!.isEnding {
-        running.timer = .left
-        return (timer, nil)
-      }
-      if let deadline = logic!.deadline { return (timer, deadline) }
-      precondition(!running.timer.isParked, "Internal inconsistency: state running, two timers waiting")
-      running.timer = .parked(timer)
-      return nil
-    case .cancelled(var cancelled):
-      cancelled.timerBusy = false
-      state = .cancelled(cancelled)
-      return (timer, nil)
-    case .finished:
-      return (timer, nil)
-    case .idle, .modifying:
-      preconditionFailure("Internal inconsistency: state \(state), event timerWaits")
-    }
+    return childWaits(
+      timer, leave: Logic.Instant?.none, isCancelled: isCancelled, event: "timerWaits",
+      goOn: { logic in logic.deadline.map { .some($0) } },
+      park: { running, _, timer in
+        precondition(!running.timer.isParked, "Internal inconsistency: state running, two timers waiting")
+        running.timer = .parked(timer)
+      },
+      leaveInputs: { _ in }, leaveRunning: { $0.timer = .left }, leaveCancelled: { $0.timerBusy = false })
   }
 
   /// The timer's task was cancelled while it waited; returns it, to be resumed with `nil`.
   @inlinable
   mutating func timerCancelled() -> Timer? {
-    switch state {
-    case .running(var running):
+    childCancelled(event: "timerCancelled") { running, _ in
       guard case .parked(let timer) = running.timer else { return nil }
-      state = .modifying
       running.timer = .left
-      state = .running(running)
       return timer
-    case .cancelled, .finished:
-      return nil
-    case .idle, .modifying:
-      preconditionFailure("Internal inconsistency: state \(state), event timerCancelled")
     }
   }
 
   // MARK: Logic events
 
-  /// An element from the input; `accepted` says whether it will reach the consumer unless it
-  /// leaves first. Once the logic or the consumer is over, it is handed back in `released`.
+  /// An element from input `index`; returns whether it will reach the consumer unless it leaves
+  /// first, and whether the input may go on at once. Once the input reported its end, or the
+  /// logic or the consumer is over, it is handed back in `released`.
   @inlinable
-  mutating func input(_ element: Logic.Element, at now: Logic.Instant) -> (wakeups: Wakeups, accepted: Bool) {
+  mutating func input(_ element: Logic.Element, from index: Int = 0, at now: Logic.Instant) -> InputAnswer {
     switch state {
     case .running(var running):
-      guard !running.inputEnded, !logic!.isEnding else { return (Wakeups(released: element), false) }
+      if case .left = inputs.children[index] { return (Wakeups(released: element), false, false) }
+      guard !logic!.isEnding else { return (Wakeups(released: element), false, false) }
       state = .modifying
+      // Only a busy input (one that pulls) goes on at once; a parked one is woken by the wakeups.
+      let busy = inputs.children[index].isBusy
       let verdict = logic!.input(element, at: now)
       var wakeups = wakeups(&running)
+      let proceed = busy && !logic!.isEnding && logic!.wantsInput
       state = .running(running)
       switch verdict {
       case .kept:
-        return (wakeups, true)
+        return (wakeups, true, proceed)
       case .keptDisplacing(let displaced):
         wakeups.released = displaced
-        return (wakeups, true)
+        return (wakeups, true, proceed)
       case .refused(let refused):
         wakeups.released = refused
-        return (wakeups, false)
+        return (wakeups, false, proceed)
       }
     case .cancelled, .finished:
-      return (Wakeups(released: element), false)
+      return (Wakeups(released: element), false, false)
     case .idle, .modifying:
       preconditionFailure("Internal inconsistency: state \(state), event input")
     }
   }
 
-  /// The input ended (`nil`: it finished); the first end wins.
+  /// Input `index` ended (`nil`: it finished); it has left, and only its first end counts.
   @inlinable
-  mutating func inputEnded(_ failure: Logic.InputFailure?, at now: Logic.Instant) -> Wakeups {
-    switch state {
-    case .running(var running):
-      guard !running.inputEnded, !logic!.isEnding else { return Wakeups() }
-      state = .modifying
-      running.inputEnded = true
-      let released = logic!.inputEnded(failure, at: now)
-      var wakeups = wakeups(&running)
-      wakeups.released = released
-      state = .running(running)
-      return wakeups
-    case .cancelled, .finished:
-      return Wakeups()
-    case .idle, .modifying:
-      preconditionFailure("Internal inconsistency: state \(state), event inputEnded")
+  mutating func inputEnded(_ failure: Logic.InputFailure?, from index: Int = 0, at now: Logic.Instant) -> Wakeups {
+    if case .running = state, case .left = inputs.children[index] { return Wakeups() }
+    return logicEvent("inputEnded") { logic, inputs in
+      // Whatever it still does (a setup returning, then its cleanup) is not interrupted. A parked
+      // input (a callbacks setup that returned) is left to the wakeups, which resume it.
+      if inputs.children[index].isBusy { inputs.set(index, .left) }
+      return logic.inputEnded(failure, at: now)
     }
   }
 
   @inlinable
   mutating func timerFired(at now: Logic.Instant) -> Wakeups {
+    logicEvent("timerFired") { logic, _ in logic.timerFired(at: now) }
+  }
+
+  /// An event that only the logic answers, once running and not ending: `body` returns the
+  /// element it let go of, released with the wakeups.
+  @inlinable
+  mutating func logicEvent(_ event: StaticString, _ body: (inout Logic, inout Inputs) -> Logic.Element?) -> Wakeups {
     switch state {
     case .running(var running):
       guard !logic!.isEnding else { return Wakeups() }
       state = .modifying
-      let released = logic!.timerFired(at: now)
+      let released = body(&logic!, &inputs)
       var wakeups = wakeups(&running)
       wakeups.released = released
       state = .running(running)
@@ -395,38 +415,83 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
     case .cancelled, .finished:
       return Wakeups()
     case .idle, .modifying:
-      preconditionFailure("Internal inconsistency: state \(state), event timerFired")
+      preconditionFailure("Internal inconsistency: state \(state), event \(event)")
     }
   }
 
   // MARK: Helpers
 
-  /// Whether the logic's end must cancel the task: a child is busy where only a cancellation
-  /// reaches it. An input that reported its end is left to finish what it does (a setup returns,
-  /// then runs its cleanup uncancelled).
+  /// Whether a child is busy where only a cancellation reaches it: the task must be cancelled.
   @inlinable
-  static func interruptsAtEnd(_ running: Running) -> Bool {
-    (running.input.isBusy && !running.inputEnded) || running.timer.isBusy
+  static func isBusy(_ inputs: Inputs, timer: Bool) -> Bool {
+    inputs.busy > 0 || timer
   }
 
-  /// The waiters that the logic's new state lets go. Once the end waits, the input and the timer
+  /// One child (an input or the timer) asks for the word: `goOn` is the logic's answer that lets
+  /// it go on (`nil`: it parks), `leave` the answer that tells it to leave.
+  @inlinable
+  mutating func childWaits<Waiter, Answer>(
+    _ waiter: Waiter, leave: Answer, isCancelled: Bool, event: StaticString, goOn: (Logic) -> Answer?,
+    park: (inout Running, inout Inputs, Waiter) -> Void, leaveInputs: (inout Inputs) -> Void,
+    leaveRunning: (inout Running) -> Void = { _ in }, leaveCancelled: (inout Cancelled) -> Void
+  ) -> (Waiter, Answer)? {
+    // Not the path of an element that goes on at once: the callers answer that one first.
+    switch state {
+    case .running(var running):
+      state = .modifying
+      defer { state = .running(running) }
+      if isCancelled || logic!.isEnding {
+        leaveInputs(&inputs)
+        leaveRunning(&running)
+        return (waiter, leave)
+      }
+      if let answer = goOn(logic!) { return (waiter, answer) }
+      park(&running, &inputs, waiter)
+      return nil
+    case .cancelled(var cancelled):
+      leaveInputs(&inputs)
+      leaveCancelled(&cancelled)
+      state = .cancelled(cancelled)
+      return (waiter, leave)
+    case .finished:
+      return (waiter, leave)
+    case .idle, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event \(event)")
+    }
+  }
+
+  /// A parked child's task was cancelled: `unpark` takes it out of `running`, if it is parked.
+  @inlinable
+  mutating func childCancelled<Waiter>(event: StaticString, unpark: (inout Running, inout Inputs) -> Waiter?) -> Waiter? {
+    switch state {
+    case .running(var running):
+      state = .modifying
+      defer { state = .running(running) }
+      return unpark(&running, &inputs)
+    case .cancelled, .finished:
+      return nil
+    case .idle, .modifying:
+      preconditionFailure("Internal inconsistency: state \(state), event \(event)")
+    }
+  }
+
+  /// The waiters that the logic's new state lets go. Once the end waits, the inputs and the timer
   /// are of no use: they are told to leave, and the task is cancelled if one of them is busy.
   @inlinable
-  func wakeups(_ running: inout Running) -> Wakeups {
+  mutating func wakeups(_ running: inout Running) -> Wakeups {
     var wakeups = Wakeups()
     let ending = logic!.isEnding
     if running.consumer != nil, ending || logic!.hasOutput {
       wakeups.consumer = running.consumer.take()
     }
-    if case .parked(let input) = running.input, ending || logic!.wantsInput {
-      wakeups.input = (input, !ending)
-      running.input = ending ? .left : .busy
+    if !inputs.parked.isEmpty, ending || logic!.wantsInput {
+      inputs.wake(proceed: !ending, into: &wakeups)
     }
     if case .parked(let timer) = running.timer, ending || logic!.deadline != nil {
       wakeups.timer = (timer, ending ? nil : logic!.deadline)
       running.timer = ending ? .left : .busy
     }
-    if ending, Self.interruptsAtEnd(running) { wakeups.cancel = running.task }
+    if ending, Self.isBusy(inputs, timer: running.timer.isBusy) { wakeups.cancel = running.task }
     return wakeups
   }
 }

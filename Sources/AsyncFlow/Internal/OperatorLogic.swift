@@ -70,6 +70,22 @@ extension OperatorLogic {
   mutating func start(at now: Instant) {}
 }
 
+/// A logic that measures no time (`bufferFlow`, `Flow.callbacks`, `Flow.merge`, a Flow body): the
+/// life cycle starts no timer for it, so it has no deadline and its timer never fires.
+@usableFromInline
+protocol TimelessOperatorLogic: OperatorLogic where Instant == TimelessClock.Instant {}
+
+extension TimelessOperatorLogic {
+  @inlinable
+  static var usesTimer: Bool { false }
+  @inlinable
+  var deadline: Instant? { nil }
+  @inlinable
+  mutating func timerFired(at now: Instant) -> Element? {
+    preconditionFailure("Internal inconsistency: the timer of a logic that measures no time fired")
+  }
+}
+
 /// What a logic holds for its consumer. Elements are conflated when asked (a newer one replaces
 /// one the consumer has not taken yet), so a slow consumer sees the latest, in bounded memory; the
 /// end is never conflated away.

@@ -1,7 +1,8 @@
-/// Runs an ``OperatorLifecycle``: the consumer's `next()`, one task per iteration whose input is
-/// given by the operator (``pull(_:)`` for an upstream, a callbacks setup for `Flow.callbacks`)
-/// with a timer beside it when the logic uses one. The lock is held only around machine events;
-/// continuations are resumed, the task cancelled and released values let go after it is released.
+/// Runs an ``OperatorLifecycle``: the consumer's `next()`, one task per iteration whose inputs are
+/// given by the operator (``pull(_:as:)`` for an upstream, a callbacks setup for `Flow.callbacks`;
+/// `Flow.merge` has one per upstream) with a timer beside them when the logic uses one. The lock is
+/// held only around machine events; continuations are resumed, the task cancelled and released
+/// values let go after it is released.
 @usableFromInline
 final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.Instant == Logic.Instant {
   @usableFromInline
@@ -9,19 +10,23 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
     Logic, UnsafeContinuation<Void, Never>, UnsafeContinuation<Bool, Never>, UnsafeContinuation<C.Instant?, Never>,
     Task<Void, Never>
   >
-  /// What the task runs as the input: it reports through ``input(_:)`` and ``inputEnded(_:)``
-  /// and waits in ``inputWanted()``.
+  /// What the task runs as the input of a single-input operator: it reports through
+  /// ``input(_:from:)`` and ``inputEnded(_:from:)`` and waits in ``inputWanted(_:)``, as input 0.
   @usableFromInline
   typealias Input = @Sendable (OperatorStorage) async -> Void
+  /// An input of a many-input operator, told its index (what it passes to the same methods).
+  @usableFromInline
+  typealias IndexedInput = @Sendable (OperatorStorage, Int) async -> Void
 
   @usableFromInline
   let state: LockedState<Lifecycle>
   @usableFromInline
   let clock: C
 
+  /// `inputs`: how many inputs the task runs.
   @inlinable
-  init(logic: Logic, clock: C) {
-    self.state = LockedState(Lifecycle(logic: logic))
+  init(logic: Logic, clock: C, inputs: Int = 1) {
+    self.state = LockedState(Lifecycle(logic: logic, inputs: inputs))
     self.clock = clock
   }
 
@@ -30,7 +35,10 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
   static func perform(_ wakeups: consuming Lifecycle.Wakeups) {
     wakeups.cancel?.cancel()
     wakeups.consumer?.resume()
-    if let (input, proceed) = wakeups.input { input.resume(returning: proceed) }
+    if let (input, proceed) = wakeups.input {
+      input.resume(returning: proceed)
+      for input in wakeups.moreInputs { input.resume(returning: proceed) }
+    }
     if let (timer, deadline) = wakeups.timer { timer.resume(returning: deadline) }
   }
 
@@ -39,11 +47,25 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
   @inlinable
   func next(isolation actor: isolated (any Actor)?, input: @escaping Input) async throws(Logic.Failure) -> Logic.Output?
   {
+    try await next(isolation: actor) { startTask([{ storage, _ in await input(storage) }]) }
+  }
+
+  @inlinable
+  func next(
+    isolation actor: isolated (any Actor)?, inputs: [IndexedInput]
+  ) async throws(Logic.Failure) -> Logic.Output? {
+    try await next(isolation: actor) { startTask(inputs) }
+  }
+
+  /// `startTask` starts the iteration's task, at the first `next()`.
+  @inlinable
+  func next(isolation actor: isolated (any Actor)?, startTask: () -> Void) async throws(Logic.Failure) -> Logic.Output?
+  {
     while true {
       let now = clock.now
       switch state.withLock({ $0.next(at: now) }) {
       case .startTask:
-        startTask(input)
+        startTask()
       case .deliver(let output, let wakeups):
         Self.perform(wakeups)
         return output
@@ -77,63 +99,75 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
 
   // MARK: The iteration's task
 
-  /// The task holds `input` (and what it captures), the storage does not: a callbacks setup that
-  /// captures a socket whose callbacks hold the storage makes no cycle.
+  /// The task holds the inputs (and what they capture), the storage does not: a callbacks setup
+  /// that captures a socket whose callbacks hold the storage makes no cycle.
   @inlinable
-  func startTask(_ input: @escaping Input) {
+  func startTask(_ inputs: [IndexedInput]) {
     let task = FlowScheduling.startTask {
-      guard Logic.usesTimer else { return await input(self) }
+      if inputs.count == 1, !Logic.usesTimer { return await inputs[0](self, 0) }
       await withTaskGroup(of: Void.self) { group in
-        group.addTask { await input(self) }
-        group.addTask { await self.runTimer() }
+        for (index, input) in inputs.enumerated() { group.addTask { await input(self, index) } }
+        if Logic.usesTimer { group.addTask { await self.runTimer() } }
       }
     }
     state.withLock { $0.taskStarted(task) }?.cancel()
   }
 
-  /// Waits until the logic wants an input element; `false` once the operator is over.
+  /// Waits until the logic wants an element of input `index`; `false` once the operator is over.
   @inlinable
-  func inputWanted() async -> Bool {
+  func inputWanted(_ index: Int = 0) async -> Bool {
     await withTaskCancellationHandler {
       await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
-        if let (input, proceed) = state.withLock({ $0.inputWaits(continuation, isCancelled: Task.isCancelled) }) {
+        if let (input, proceed) = state.withLock({
+          $0.inputWaits(continuation, index: index, isCancelled: Task.isCancelled)
+        }) {
           input.resume(returning: proceed)
         }
       }
     } onCancel: {
-      state.withLock { $0.inputCancelled() }?.resume(returning: false)
+      state.withLock { $0.inputCancelled(index: index) }?.resume(returning: false)
     }
   }
 
-  /// Hands `element` to the logic; returns whether it will reach the consumer unless it leaves
-  /// first. The caller's reference outlives the lock: if the logic does not keep the element, its
-  /// last release (and `deinit`) comes after the lock, not inside it.
+  /// Hands `element` of input `index` to the logic; returns whether it will reach the consumer
+  /// unless it leaves first. The caller's reference outlives the lock: if the logic does not keep
+  /// the element, its last release (and `deinit`) comes after the lock, not inside it.
   @inlinable
   @discardableResult
-  func input(_ element: Logic.Element) -> Bool {
+  func input(_ element: Logic.Element, from index: Int = 0) -> Bool {
+    offer(element, from: index).accepted
+  }
+
+  /// As ``input(_:from:)``; `proceed`: the input may pull again without asking ``inputWanted(_:)``
+  /// (one lock per element while the logic wants more).
+  @inlinable
+  func offer(_ element: Logic.Element, from index: Int) -> (accepted: Bool, proceed: Bool) {
     let now = clock.now
-    let (wakeups, accepted) = state.withLock { $0.input(element, at: now) }
+    let (wakeups, accepted, proceed) = state.withLock { $0.input(element, from: index, at: now) }
     Self.perform(wakeups)
-    return accepted
+    return (accepted, proceed)
   }
 
   @inlinable
-  func inputEnded(_ failure: Logic.InputFailure?) {
+  func inputEnded(_ failure: Logic.InputFailure?, from index: Int = 0) {
     let now = clock.now
-    Self.perform(state.withLock { $0.inputEnded(failure, at: now) })
+    Self.perform(state.withLock { $0.inputEnded(failure, from: index, at: now) })
   }
 
-  /// The input of an operator over an upstream: pulls it while the logic wants elements.
+  /// Input `index` of an operator over upstreams: pulls `base` while the logic wants elements.
   @inlinable
-  func pull<Base: AsyncSequence>(_ base: Base) async
+  func pull<Base: AsyncSequence>(_ base: Base, as index: Int = 0) async
   where Base.Element == Logic.Element, Base.Failure == Logic.InputFailure {
     var iterator = base.makeAsyncIterator()
-    while await inputWanted() {
+    var proceed = await inputWanted(index)
+    while proceed {
       do throws(Base.Failure) {
-        guard let element = try await iterator.next(isolation: nil) else { return inputEnded(nil) }
-        input(element)
+        guard let element = try await iterator.next(isolation: nil) else { return inputEnded(nil, from: index) }
+        // Only the life cycle cancels the task, and then it answers `false` here as well.
+        proceed = offer(element, from: index).proceed
+        if !proceed { proceed = await inputWanted(index) }
       } catch {
-        return inputEnded(error)
+        return inputEnded(error, from: index)
       }
     }
     // The operator is over but the upstream has not ended (timeoutFlow holds an element and does
@@ -180,11 +214,19 @@ final class OperatorConsumer<Output, Failure: Error> {
   let cancel: @Sendable () -> Void
 
   @inlinable
-  init<Logic: OperatorLogic, C: Clock>(
+  convenience init<Logic: OperatorLogic, C: Clock>(
     _ storage: OperatorStorage<Logic, C>, input: @escaping OperatorStorage<Logic, C>.Input
   ) where Logic.Output == Output, Logic.Failure == Failure {
+    self.init(storage, inputs: [{ storage, _ in await input(storage) }])
+  }
+
+  /// The consumer of a many-input operator (`storage` made with `inputs: inputs.count`).
+  @inlinable
+  init<Logic: OperatorLogic, C: Clock>(
+    _ storage: OperatorStorage<Logic, C>, inputs: [OperatorStorage<Logic, C>.IndexedInput]
+  ) where Logic.Output == Output, Logic.Failure == Failure {
     nextOutput = { (actor: isolated (any Actor)?) async throws(Failure) -> Output? in
-      try await storage.next(isolation: actor, input: input)
+      try await storage.next(isolation: actor, inputs: inputs)
     }
     cancel = { storage.cancel() }
   }

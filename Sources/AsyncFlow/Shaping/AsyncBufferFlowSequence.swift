@@ -77,14 +77,9 @@ where Base.Element: Sendable {
 /// `bufferFlow` and `Flow.callbacks`: every input element goes into the buffer as the policy says;
 /// the end waits behind what the buffer holds. Measures no time.
 @usableFromInline
-struct BufferLogic<Element: Sendable, Failure: Error>: OperatorLogic {
+struct BufferLogic<Element: Sendable, Failure: Error>: TimelessOperatorLogic {
   @usableFromInline
   typealias InputFailure = Failure
-  @usableFromInline
-  typealias Instant = TimelessClock.Instant
-
-  @inlinable
-  static var usesTimer: Bool { false }
 
   @usableFromInline
   let policy: FlowBufferingPolicy
@@ -139,11 +134,6 @@ struct BufferLogic<Element: Sendable, Failure: Error>: OperatorLogic {
     return nil
   }
 
-  @inlinable
-  mutating func timerFired(at now: Instant) -> Element? { nil }
-
-  @inlinable
-  var deadline: Instant? { nil }
   @inlinable
   var wantsInput: Bool { isPulled && !isEnding }
   @inlinable

@@ -15,7 +15,7 @@ struct CombiningTests {
     let c = Flow.sequence([100, 200])
     let email = Flow.just("a@b.c")
     let password = Flow.just("secret12")
-    let merged: AsyncMergedFlowsSequence<Int, Never> = Flow.merge(a, b)
+    let merged: AsyncMergeInputsSequence<Int, Never> = Flow.merge(a, b)
     let form: AsyncCombineLatestFlowSequence<(String, String), Never> = Flow.combineLatest(email, password)
     let zipped: AsyncZipFlowSequence<(Int, Int, Int), Never> = Flow.zip(a, b, c)
     let latest: AsyncWithLatestFromFlowSequence<(Int, String), Never> = a.withLatestFromFlow(email)

@@ -242,7 +242,8 @@ private func checkMerge(seed: UInt64, on schedule: StressSchedule = .testClock) 
 /// a failure prints its seed and the command that replays exactly that run. The global-executor
 /// variants keep real parallel threads in the mix (races a serial schedule cannot produce), at the
 /// price of a seed that replays only the plan.
-@Suite("Flattening stress", .timeLimit(.minutes(1)))
+// Five minutes: under ThreadSanitizer on two cores its longest tests take most of one when idle.
+@Suite("Flattening stress", .timeLimit(.minutes(5)))
 struct FlatteningStressTests {
   @Test func switchToLatestHoldsItsRulesUnderSeededInterleavings() async {
     for seed in stressSeeds(0..<1500) { await checkSwitchToLatest(seed: seed) }

@@ -411,15 +411,20 @@ struct CallbacksTests {
   @Test func anElementWhoseDeinitSendsAgainDoesNotDeadlock() async {
     await #expect(processExitsWith: .success) {
       alarm(10)
-      // Dropped by the policy while a `send` holds the lock.
-      let newest = Flow<Reentrant, Never>.callbacks(bufferingPolicy: .bufferingNewest(1)) { callbacks in
+      // Dropped by the policy while a `send` holds the lock. The setup and the consumer share the
+      // main actor, so the consumer takes nothing before the setup returns: the first element is
+      // always the one dropped, however the threads are scheduled.
+      let newest = Flow<Reentrant, Never>.callbacks(bufferingPolicy: .bufferingNewest(1)) { @MainActor callbacks in
         callbacks.send(Reentrant { callbacks.send(Reentrant()) })
         callbacks.send(Reentrant())  // drops the first: its deinit sends again
         callbacks.finish()
         return {}
       }
-      var count = 0
-      for await _ in newest { count += 1 }
+      let count = await Task { @MainActor in
+        var count = 0
+        for await _ in newest { count += 1 }
+        return count
+      }.value
       precondition(count == 1, "got \(count)")
       // Discarded by a cancellation, and ignored after the end.
       let discarded = Flow<Reentrant, Never>.callbacks(bufferingPolicy: .unbounded) { callbacks in

@@ -20,6 +20,8 @@ private struct FakeLogic: OperatorLogic {
   var refuses = false
   /// Whether `timerFired` ends the logic (as a timeout does) rather than queue 99.
   var timerEnds = false
+  /// How many inputs must finish before the logic ends (as a merge does); a failure ends it at once.
+  var finishesToEnd = 1
   var isEnding: Bool { outputs.contains { if case .end = $0 { true } else { false } } || endDelivered }
   var hasOutput: Bool { !outputs.isEmpty }
   private var endDelivered = false
@@ -33,7 +35,8 @@ private struct FakeLogic: OperatorLogic {
   }
   mutating func inputEnded(_ failure: TestError?, at now: Instant) -> Int? {
     log.append("ended")
-    outputs.append(.end(failure))
+    finishesToEnd -= 1
+    if failure != nil || finishesToEnd == 0 { outputs.append(.end(failure)) }
     return nil
   }
   mutating func timerFired(at now: Instant) -> Int? {
@@ -49,7 +52,8 @@ private struct FakeLogic: OperatorLogic {
   }
 }
 
-/// The waiters and the task are plain numbers: consumer 1, input 2, timer 3, task 4.
+/// The waiters and the task are plain numbers: consumer 1, input 2, timer 3, task 4; the other
+/// inputs of a many-input operator are 5, 6, 7.
 private typealias Lifecycle = OperatorLifecycle<FakeLogic, Int, Int, Int, Int>
 private let consumer = 1
 private let input = 2
@@ -66,13 +70,22 @@ private func logic(_ configure: (inout FakeLogic) -> Void = { _ in }) -> FakeLog
 
 private func idle() -> Lifecycle { Lifecycle(logic: FakeLogic()) }
 
+private func inputs(_ children: [Lifecycle.Child<Int>]) -> Lifecycle.Inputs {
+  var inputs = Lifecycle.Inputs(count: children.count)
+  for (index, child) in children.enumerated() { inputs.set(index, child) }
+  return inputs
+}
+
+/// Running with one input (`input`), or with several (`inputs`).
 private func running(
   _ logic: FakeLogic = FakeLogic(), consumer: Int? = nil, input: Lifecycle.Child<Int> = .busy,
-  timer: Lifecycle.Child<Int> = .busy, task: Int? = 4, inputEnded: Bool = false
+  inputs children: [Lifecycle.Child<Int>]? = nil, timer: Lifecycle.Child<Int> = .busy, task: Int? = 4
 ) -> Lifecycle {
-  var running = Lifecycle.Running(consumer: consumer, input: input, timer: timer, task: task)
-  running.inputEnded = inputEnded
-  return Lifecycle(logic: logic, state: .running(running))
+  let children = children ?? [input]
+  let running = Lifecycle.Running(consumer: consumer, timer: timer, task: task)
+  var machine = Lifecycle(logic: logic, state: .running(running))
+  machine.inputs = inputs(children)
+  return machine
 }
 
 /// Running with every waiter parked and the task registered.
@@ -80,8 +93,13 @@ private func parked(_ logic: FakeLogic = FakeLogic()) -> Lifecycle {
   running(logic, consumer: consumer, input: .parked(input), timer: .parked(timer))
 }
 
-private func cancelled(task: Int? = 4, inputBusy: Bool = false, timerBusy: Bool = false) -> Lifecycle {
-  Lifecycle(logic: nil, state: .cancelled(.init(task: task, inputBusy: inputBusy, timerBusy: timerBusy)))
+private func cancelled(
+  task: Int? = 4, inputBusy: Bool = false, inputs children: [Lifecycle.Child<Int>]? = nil, timerBusy: Bool = false
+) -> Lifecycle {
+  let children = children ?? [inputBusy ? .busy : .left]
+  var machine = Lifecycle(logic: nil, state: .cancelled(Lifecycle.Cancelled(task: task, timerBusy: timerBusy)))
+  machine.inputs = inputs(children)
+  return machine
 }
 
 private func finished() -> Lifecycle { Lifecycle(logic: nil, state: .finished) }
@@ -97,16 +115,30 @@ extension OperatorLifecycle.Child {
   }
 }
 
+extension OperatorLifecycle.Inputs {
+  /// `input: busy` for one input, `inputs: busy, parked 5, left` for several.
+  fileprivate var label: String {
+    let labels = children.map(\.label).joined(separator: ", ")
+    return children.count == 1 ? "input: \(labels)" : "inputs: \(labels)"
+  }
+
+  /// The busy inputs, in a cancelled state: `input busy` for one, `inputs 0, 2 busy` for several.
+  fileprivate var busyLabel: String {
+    let busy = children.indices.filter { children[$0].isBusy }
+    guard !busy.isEmpty else { return "" }
+    return children.count == 1 ? ", input busy" : ", inputs \(busy.map(String.init).joined(separator: ", ")) busy"
+  }
+}
+
 extension OperatorLifecycle {
   fileprivate var label: String {
     switch state {
     case .idle: "idle"
     case .running(let running):
-      "running(consumer: \(running.consumer.map { "\($0)" } ?? "-"), input: \(running.input.label), "
-        + "timer: \(running.timer.label), task: \(running.task.map { "\($0)" } ?? "-")"
-        + "\(running.inputEnded ? ", input ended" : ""))"
+      "running(consumer: \(running.consumer.map { "\($0)" } ?? "-"), \(inputs.label), "
+        + "timer: \(running.timer.label), task: \(running.task.map { "\($0)" } ?? "-"))"
     case .cancelled(let cancelled):
-      "cancelled(task: \(cancelled.task.map { "\($0)" } ?? "-")\(cancelled.inputBusy ? ", input busy" : "")"
+      "cancelled(task: \(cancelled.task.map { "\($0)" } ?? "-")\(inputs.busyLabel)"
         + "\(cancelled.timerBusy ? ", timer busy" : ""))"
     case .finished: "finished"
     case .modifying: "modifying"
@@ -120,7 +152,10 @@ extension OperatorLifecycle {
 private func describe(_ wakeups: Lifecycle.Wakeups) -> String {
   var parts: [String] = []
   if let consumer = wakeups.consumer { parts.append("consumer \(consumer)") }
-  if let (input, proceed) = wakeups.input { parts.append("input \(input) \(proceed ? "pull" : "leave")") }
+  if let (input, proceed) = wakeups.input {
+    let inputs = ([input] + wakeups.moreInputs).map(String.init).joined(separator: " ")
+    parts.append("input\(wakeups.moreInputs.isEmpty ? "" : "s") \(inputs) \(proceed ? "pull" : "leave")")
+  }
   if let (timer, deadline) = wakeups.timer { parts.append("timer \(timer) \(deadline.map { "\($0)" } ?? "leave")") }
   if let task = wakeups.cancel { parts.append("cancel \(task)") }
   if let released = wakeups.released { parts.append("release \(released)") }
@@ -142,22 +177,24 @@ private func describe(_ action: Lifecycle.NextAction) -> String {
   }
 }
 
-private func describe(_ answer: (continuation: Int, proceed: Bool)?) -> String {
-  answer.map { "\($0.continuation) \($0.proceed ? "pull" : "leave")" } ?? "parked"
+private func describe(_ answer: (Int, Bool)?) -> String {
+  answer.map { "\($0.0) \($0.1 ? "pull" : "leave")" } ?? "parked"
 }
 
-private func describe(_ answer: (continuation: Int, deadline: TestClock.Instant?)?) -> String {
-  answer.map { "\($0.continuation) \($0.deadline.map { "\($0)" } ?? "leave")" } ?? "parked"
+private func describe(_ answer: (Int, TestClock.Instant?)?) -> String {
+  answer.map { "\($0.0) \($0.1.map { "\($0)" } ?? "leave")" } ?? "parked"
 }
 
-private func describe(_ answer: (wakeups: Lifecycle.Wakeups, accepted: Bool)) -> String {
-  "\(answer.accepted ? "accepted" : "refused") [\(describe(answer.wakeups))]"
+/// `accepted`/`refused`, then `, proceed` when the input may pull again without waiting.
+private func describe(_ answer: Lifecycle.InputAnswer) -> String {
+  "\(answer.accepted ? "accepted" : "refused")\(answer.proceed ? ", proceed" : "") [\(describe(answer.wakeups))]"
 }
 
 /// The whole grid: 5 states (idle, running, cancelled, finished, modifying) x 11 events = 55
 /// cells, one test each (a few cells have a second test for another answer of the logic). 34 cells
 /// are possible; the 21 impossible ones (and 2 impossible variants of `taskStarted`) stop the
-/// process, checked by exit tests.
+/// process, checked by exit tests. The cells where several inputs differ from one (`Many inputs`)
+/// have a test of their own each, and input parked twice is an impossible variant of `inputWaits`.
 @Suite("OperatorLifecycle", .timeLimit(.minutes(1)))
 struct OperatorLifecycleTests {
   // MARK: next
@@ -283,7 +320,7 @@ struct OperatorLifecycleTests {
 
   @Test func testTaskStarted_whenRunningAndTheInputEndedItDuringItsSetup() {
     // `Flow.callbacks`: `finish()` from inside the setup; the setup goes on, then its cleanup.
-    var machine = running(logic { $0.outputs = [.end(nil)] }, input: .busy, timer: .left, task: nil, inputEnded: true)
+    var machine = running(logic { $0.outputs = [.end(nil)] }, input: .left, timer: .left, task: nil)
     #expect(machine.taskStarted(task) == nil)
   }
 
@@ -427,17 +464,17 @@ struct OperatorLifecycleTests {
 
   @Test func testInput_whenRunningAndTheLogicDisplacesOne() {
     var machine = running(logic { $0.displaced = 5 })
-    #expect(describe(machine.input(7, at: now)) == "accepted [release 5]")
+    #expect(describe(machine.input(7, at: now)) == "accepted, proceed [release 5]")
   }
 
   @Test func testInput_whenRunningAndTheLogicRefusesIt() {
     var machine = running(logic { $0.refuses = true })
-    #expect(describe(machine.input(7, at: now)) == "refused [release 7]")
+    #expect(describe(machine.input(7, at: now)) == "refused, proceed [release 7]")
   }
 
   @Test func testInput_whenRunningAfterTheInputEnded() {
     // What a callback sends after `finish()` is ignored, and the logic not asked.
-    var machine = running(inputEnded: true)
+    var machine = running(input: .left)
     #expect(describe(machine.input(7, at: now)) == "refused [release 7]")
     #expect(machine.log.isEmpty)
   }
@@ -460,7 +497,7 @@ struct OperatorLifecycleTests {
     var machine = running(consumer: consumer, input: .busy, timer: .busy)
     #expect(describe(machine.inputEnded(TestError(id: 1), at: now)) == "consumer 1, cancel 4")
     #expect(machine.log == ["ended"])
-    #expect(machine.label == "running(consumer: -, input: busy, timer: busy, task: 4, input ended)")
+    #expect(machine.label == "running(consumer: -, input: left, timer: busy, task: 4)")
     #expect(describe(machine.next(at: now)) == "end failure 1 [cancel 4, retire] awaiting 4")
   }
 
@@ -468,12 +505,12 @@ struct OperatorLifecycleTests {
     // `Flow.callbacks` ended: the parked task runs its cleanup, uncancelled.
     var machine = running(consumer: consumer, input: .parked(input), timer: .left)
     #expect(describe(machine.inputEnded(nil, at: now)) == "consumer 1, input 2 leave")
-    #expect(machine.label == "running(consumer: -, input: left, timer: left, task: 4, input ended)")
+    #expect(machine.label == "running(consumer: -, input: left, timer: left, task: 4)")
   }
 
   @Test func testInputEnded_whenRunningAndAlreadyEnded() {
     // The first end wins.
-    var machine = running(inputEnded: true)
+    var machine = running(input: .left)
     #expect(describe(machine.inputEnded(nil, at: now)) == "")
     #expect(machine.log.isEmpty)
   }
@@ -521,6 +558,78 @@ struct OperatorLifecycleTests {
     #expect(machine.log == ["timer"])
   }
 
+  // MARK: Many inputs (Flow.merge): input 0 is 2, input 1 is 5, input 2 is 6
+
+  @Test func testNext_whenIdleWithManyInputs() {
+    var machine = Lifecycle(logic: FakeLogic(), inputs: 3)
+    #expect(describe(machine.next(at: now)) == "startTask")
+    #expect(machine.label == "running(consumer: -, inputs: busy, busy, busy, timer: busy, task: -)")
+  }
+
+  @Test func testNext_whenRunningWithManyInputsParked() {
+    // The consumer took what made room: every parked input goes on, in one event.
+    var machine = running(logic { $0.outputs = [.element(7)] }, inputs: [.parked(2), .busy, .parked(6)], timer: .left)
+    #expect(describe(machine.next(at: now)) == "deliver 7 [inputs 2 6 pull]")
+    #expect(machine.label == "running(consumer: -, inputs: busy, busy, busy, timer: left, task: 4)")
+  }
+
+  @Test func testCancel_whenRunningWithManyInputs() {
+    var machine = running(consumer: consumer, inputs: [.parked(2), .busy, .left], timer: .left)
+    #expect(describe(machine.cancel()) == "consumer 1, input 2 leave, cancel 4, retire")
+    #expect(machine.label == "cancelled(task: 4, inputs 1 busy)")
+  }
+
+  @Test func testTaskStarted_whenCancelledWithManyInputs() {
+    var machine = cancelled(task: nil, inputs: [.left, .busy, .left])
+    #expect(machine.taskStarted(task) == task)
+  }
+
+  @Test func testInputWaits_whenRunningWithManyInputs() {
+    var machine = running(logic { $0.wantsInput = false }, inputs: [.busy, .busy, .busy])
+    #expect(describe(machine.inputWaits(5, index: 1, isCancelled: false)) == "parked")
+    #expect(machine.label == "running(consumer: -, inputs: busy, parked 5, busy, timer: busy, task: 4)")
+  }
+
+  @Test func testInputWaits_whenCancelledWithManyInputs() {
+    var machine = cancelled(task: nil, inputs: [.busy, .busy])
+    #expect(describe(machine.inputWaits(5, index: 1, isCancelled: false)) == "5 leave")
+    #expect(machine.label == "cancelled(task: -, inputs 0 busy)")
+    #expect(machine.taskStarted(task) == task)  // input 0 is still busy
+  }
+
+  @Test func testInputCancelled_whenRunningWithManyInputs() {
+    var machine = running(inputs: [.parked(2), .parked(5)])
+    #expect(machine.inputCancelled(index: 1) == 5)
+    #expect(machine.label == "running(consumer: -, inputs: parked 2, left, timer: busy, task: 4)")
+  }
+
+  @Test func testInput_whenRunningWithManyInputs() {
+    // Input 0 ended: what it still sends is ignored. Input 1 goes on at once; the parked input 2
+    // is woken, the logic wanting more.
+    var machine = running(consumer: consumer, inputs: [.left, .busy, .parked(6)])
+    #expect(describe(machine.input(7, from: 0, at: now)) == "refused [release 7]")
+    #expect(describe(machine.input(8, from: 1, at: now)) == "accepted, proceed [consumer 1, input 6 pull]")
+    #expect(machine.log == ["input 8"])
+  }
+
+  @Test func testInputEnded_whenRunningWithManyInputs() {
+    // Only the last finish ends the logic; each input's first end counts, once.
+    var machine = running(logic { $0.finishesToEnd = 2 }, consumer: consumer, inputs: [.busy, .busy], timer: .left)
+    #expect(describe(machine.inputEnded(nil, from: 0, at: now)) == "")
+    #expect(machine.label == "running(consumer: 1, inputs: left, busy, timer: left, task: 4)")
+    #expect(describe(machine.inputEnded(nil, from: 0, at: now)) == "")
+    #expect(describe(machine.inputEnded(nil, from: 1, at: now)) == "consumer 1")
+    #expect(machine.log == ["ended", "ended"])
+  }
+
+  @Test func testInputEnded_whenRunningWithManyInputsAndOneFails() {
+    // The first failure ends it: the parked input leaves, the busy one is cancelled with the task.
+    var machine = running(
+      logic { $0.finishesToEnd = 3 }, consumer: consumer, inputs: [.busy, .parked(5), .busy], timer: .left)
+    #expect(describe(machine.inputEnded(TestError(id: 2), from: 0, at: now)) == "consumer 1, input 5 leave, cancel 4")
+    #expect(machine.label == "running(consumer: -, inputs: left, left, busy, timer: left, task: 4)")
+  }
+
   // MARK: Impossible cells
 
   /// A cell that cannot happen: the machine stops the process, naming the state and the event.
@@ -532,6 +641,7 @@ struct OperatorLifecycleTests {
     case nextWhenModifying, suspendConsumerWhenModifying, cancelWhenModifying, taskStartedWhenModifying
     case inputWaitsWhenModifying, inputCancelledWhenModifying, timerWaitsWhenModifying, timerCancelledWhenModifying
     case inputWhenModifying, inputEndedWhenModifying, timerFiredWhenModifying
+    case inputWaitsWhenRunningAndThatInputIsParked
 
     func run() {
       var machine: Lifecycle
@@ -542,6 +652,8 @@ struct OperatorLifecycleTests {
       case .taskStartedWhenFinished: machine = finished()
       case .taskStartedWhenRunningWithATask: machine = running(task: task)
       case .taskStartedWhenCancelledWithATask: machine = cancelled(task: task)
+      case .inputWaitsWhenRunningAndThatInputIsParked:
+        machine = running(logic { $0.wantsInput = false }, inputs: [.busy, .parked(5)])
       default: machine = modifying()
       }
       switch self {
@@ -552,6 +664,7 @@ struct OperatorLifecycleTests {
         .taskStartedWhenCancelledWithATask, .taskStartedWhenModifying:
         _ = machine.taskStarted(task)
       case .inputWaitsWhenIdle, .inputWaitsWhenModifying: _ = machine.inputWaits(input, isCancelled: false)
+      case .inputWaitsWhenRunningAndThatInputIsParked: _ = machine.inputWaits(7, index: 1, isCancelled: false)
       case .inputCancelledWhenIdle, .inputCancelledWhenModifying: _ = machine.inputCancelled()
       case .timerWaitsWhenIdle, .timerWaitsWhenModifying: _ = machine.timerWaits(timer, isCancelled: false)
       case .timerCancelledWhenIdle, .timerCancelledWhenModifying: _ = machine.timerCancelled()

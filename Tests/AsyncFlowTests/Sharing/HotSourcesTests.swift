@@ -53,7 +53,7 @@ struct HotSourcesTests {
 
   /// The bound holds for what the subscriber receives: the elements it has not received yet are
   /// inside the policy, not in a batch it took earlier.
-  @Test func boundedPoliciesHoldForWhatTheSubscriberReceives() async {
+  @Test func boundedPoliciesHoldForWhatTheSubscriberReceives() async throws {
     let newest = PassthroughFlow<Int, Never>(bufferingPolicy: .bufferingNewest(3))
     let oldest = PassthroughFlow<Int, Never>(bufferingPolicy: .bufferingOldest(3))
     var newestIterator = newest.makeAsyncIterator()
@@ -62,8 +62,8 @@ struct HotSourcesTests {
       newest.send(value)
       oldest.send(value)
     }
-    var newestValues = [await newestIterator.next()!]
-    var oldestValues = [await oldestIterator.next()!]
+    var newestValues = [try #require(await newestIterator.next())]
+    var oldestValues = [try #require(await oldestIterator.next())]
     for value in 4...10 {
       newest.send(value)
       oldest.send(value)

@@ -1,7 +1,7 @@
 extension Flow where Element == Never, Failure == Never {
   /// The elements of both inputs, as they arrive. Both inputs have one element type and one
   /// `Failure` (give a `Never` input the other's with `setFailureType(to:)`); the first failure
-  /// fails the result and cancels the other input. See ``AsyncMergedFlowsSequence`` for the rules.
+  /// fails the result and cancels the other input. See ``AsyncMergeInputsSequence`` for the rules.
   ///
   /// ```swift
   /// let pushed = PassthroughFlow<Item, APIError>(), polled = PassthroughFlow<Item, APIError>()  // one inbox's feeds
@@ -11,13 +11,13 @@ extension Flow where Element == Never, Failure == Never {
   /// Called as `Flow.merge(a, b)`: the `Flow` it is declared on is only a namespace.
   @inlinable
   public static func merge<A: AsyncSequence & Sendable, B: AsyncSequence & Sendable>(_ a: A, _ b: B)
-    -> AsyncMergedFlowsSequence<A.Element, A.Failure>
+    -> AsyncMergeInputsSequence<A.Element, A.Failure>
   where A.Element: Sendable, B.Element == A.Element, B.Failure == A.Failure {
-    AsyncMergedFlowsSequence(MergeIteration.make([MergeIteration.pump(a), MergeIteration.pump(b)]))
+    AsyncMergeInputsSequence(MergeIteration.make([MergeIteration.pump(a), MergeIteration.pump(b)]))
   }
 
   /// The elements of three inputs, as they arrive; one element type and one `Failure`. See
-  /// ``AsyncMergedFlowsSequence`` for the rules.
+  /// ``AsyncMergeInputsSequence`` for the rules.
   ///
   /// ```swift
   /// let taps = Flow.sequence(["tap"]), swipes = Flow.sequence(["swipe"]), keys = Flow.sequence(["key"])
@@ -26,17 +26,17 @@ extension Flow where Element == Never, Failure == Never {
   @inlinable
   public static func merge<A: AsyncSequence & Sendable, B: AsyncSequence & Sendable, C: AsyncSequence & Sendable>(
     _ a: A, _ b: B, _ c: C
-  ) -> AsyncMergedFlowsSequence<A.Element, A.Failure>
+  ) -> AsyncMergeInputsSequence<A.Element, A.Failure>
   where
     A.Element: Sendable, B.Element == A.Element, C.Element == A.Element, B.Failure == A.Failure,
     C.Failure == A.Failure
   {
-    AsyncMergedFlowsSequence(
+    AsyncMergeInputsSequence(
       MergeIteration.make([MergeIteration.pump(a), MergeIteration.pump(b), MergeIteration.pump(c)]))
   }
 
   /// The elements of four inputs, as they arrive; one element type and one `Failure`. See
-  /// ``AsyncMergedFlowsSequence`` for the rules.
+  /// ``AsyncMergeInputsSequence`` for the rules.
   ///
   /// ```swift
   /// let app = Flow.sequence(["launched"]), network = Flow.sequence(["GET /items"])
@@ -48,19 +48,19 @@ extension Flow where Element == Never, Failure == Never {
     A: AsyncSequence & Sendable, B: AsyncSequence & Sendable, C: AsyncSequence & Sendable, D: AsyncSequence & Sendable
   >(
     _ a: A, _ b: B, _ c: C, _ d: D
-  ) -> AsyncMergedFlowsSequence<A.Element, A.Failure>
+  ) -> AsyncMergeInputsSequence<A.Element, A.Failure>
   where
     A.Element: Sendable, B.Element == A.Element, C.Element == A.Element, D.Element == A.Element,
     B.Failure == A.Failure, C.Failure == A.Failure, D.Failure == A.Failure
   {
-    AsyncMergedFlowsSequence(
+    AsyncMergeInputsSequence(
       MergeIteration.make([
         MergeIteration.pump(a), MergeIteration.pump(b), MergeIteration.pump(c), MergeIteration.pump(d),
       ]))
   }
 
   /// The elements of every input of an array, as they arrive; an empty array finishes at once. See
-  /// ``AsyncMergedFlowsSequence`` for the rules.
+  /// ``AsyncMergeInputsSequence`` for the rules.
   ///
   /// ```swift
   /// let servers = ["eu", "us"].map { name in Flow.just("\(name): up") }  // [Flow<String, Never>]
@@ -68,9 +68,9 @@ extension Flow where Element == Never, Failure == Never {
   /// ```
   @inlinable
   public static func merge<Input: AsyncSequence & Sendable>(_ inputs: [Input])
-    -> AsyncMergedFlowsSequence<Input.Element, Input.Failure>
+    -> AsyncMergeInputsSequence<Input.Element, Input.Failure>
   where Input.Element: Sendable {
-    AsyncMergedFlowsSequence(MergeIteration.make(inputs.map { MergeIteration.pump($0) }))
+    AsyncMergeInputsSequence(MergeIteration.make(inputs.map { MergeIteration.pump($0) }))
   }
 
   /// The elements of every input, as they arrive: the variadic form of ``merge(_:)``,
@@ -83,7 +83,7 @@ extension Flow where Element == Never, Failure == Never {
   @inlinable
   public static func merge<Input: AsyncSequence & Sendable>(
     _ first: Input, _ second: Input, _ third: Input, _ fourth: Input, _ fifth: Input, _ more: Input...
-  ) -> AsyncMergedFlowsSequence<Input.Element, Input.Failure>
+  ) -> AsyncMergeInputsSequence<Input.Element, Input.Failure>
   where Input.Element: Sendable {
     merge([first, second, third, fourth, fifth] + more)
   }
@@ -101,11 +101,24 @@ extension Flow where Element == Never, Failure == Never {
 ///   started has ended (a dropped iterator: has been cancelled). A cancelled consumer finishes
 ///   (`nil`), it does not throw.
 ///
+/// Named after what it merges, the inputs given to `Flow.merge`, so that it cannot be taken for
+/// ``AsyncMergeFlowSequence``, which `mergeFlow` returns: the merge of the inner sequences that
+/// an outer sequence's elements make.
+///
 /// ```swift
 /// let pushed = PassthroughFlow<Item, APIError>(), polled = PassthroughFlow<Item, APIError>()  // one inbox's feeds
-/// let merged: AsyncMergedFlowsSequence<Item, APIError> = Flow.merge(pushed, polled)
+/// let merged: AsyncMergeInputsSequence<Item, APIError> = Flow.merge(pushed, polled)
 /// for try await item in merged { print("new:", item.title) }
 /// ```
-public typealias AsyncMergedFlowsSequence<Element: Sendable, Failure: Error> = AsyncCombiningFlowSequence<
+public typealias AsyncMergeInputsSequence<Element: Sendable, Failure: Error> = AsyncCombiningFlowSequence<
   _CombiningFlowKind.Merge, Element, Failure
 >
+
+/// The former name of ``AsyncMergeInputsSequence``, the sequence `Flow.merge` returns: renamed
+/// because it read as `mergeFlow`'s ``AsyncMergeFlowSequence``.
+///
+/// ```swift
+/// let merged: AsyncMergeInputsSequence<Int, Never> = Flow.merge(Flow.just(1), Flow.just(2))  // not AsyncMergedFlowsSequence
+/// ```
+@available(*, deprecated, renamed: "AsyncMergeInputsSequence")
+public typealias AsyncMergedFlowsSequence<Element: Sendable, Failure: Error> = AsyncMergeInputsSequence<Element, Failure>

@@ -1,0 +1,142 @@
+/// The logic of `Flow.merge` on the one life cycle: every input appends to one buffer, in the
+/// order the elements arrive, and the consumer takes everything buffered in one step (a batch, its
+/// `Output`). The inputs together run ahead of the consumer by at most `bufferLimit` elements (plus
+/// the batch the consumer holds): at the limit, `wantsInput` is `false` and the inputs park until
+/// the consumer takes the buffer. The last input to finish, or the first to fail, ends it, after
+/// what is buffered. A plain value, tested as a table (`MergeLogicTests`).
+@usableFromInline
+struct MergeLogic<Element: Sendable, Failure: Error>: TimelessOperatorLogic {
+  @usableFromInline
+  typealias Output = [Element]
+  @usableFromInline
+  typealias InputFailure = Failure
+
+  /// How far each input may run ahead of the consumer, on average: the buffer holds at most this
+  /// many elements per input. The same as an inner of `mergeFlow`.
+  @inlinable
+  static var bufferPerInput: Int { 64 }
+
+  @usableFromInline
+  let count: Int
+  @usableFromInline
+  let bufferLimit: Int
+  @usableFromInline
+  var buffer: [Element] = []
+  @usableFromInline
+  var finished = 0
+  /// The end, once every input finished (`.end(nil)`) or one failed; `nil` once delivered too.
+  @usableFromInline
+  var end: OperatorOutput<[Element], Failure>?
+  @usableFromInline
+  var isEnding = false
+
+  /// A merge of `count` inputs.
+  @inlinable
+  init(count: Int) {
+    self.count = count
+    self.bufferLimit = Self.bufferPerInput * max(count, 1)
+  }
+
+  @inlinable
+  mutating func start(at now: Instant) {
+    // No inputs (an empty array): the result is empty.
+    if count == 0 { ends(nil) }
+  }
+
+  @inlinable
+  mutating func input(_ element: Element, at now: Instant) -> InputVerdict<Element> {
+    buffer.append(element)
+    return .kept
+  }
+
+  /// The life cycle passes only the first end of each input, and none once the merge ends.
+  @inlinable
+  mutating func inputEnded(_ failure: Failure?, at now: Instant) -> Element? {
+    if let failure {
+      ends(failure)
+    } else {
+      finished += 1
+      if finished == count { ends(nil) }
+    }
+    return nil
+  }
+
+  @inlinable
+  var wantsInput: Bool { buffer.count < bufferLimit }
+  @inlinable
+  var hasOutput: Bool { !buffer.isEmpty || end != nil }
+
+  @inlinable
+  mutating func nextOutput(at now: Instant) -> OperatorOutput<[Element], Failure>? {
+    if !buffer.isEmpty {
+      // The whole buffer at once: one lock per batch for the consumer, not one per element. The
+      // next buffer starts at the same capacity (one allocation, no growth while it fills).
+      defer { buffer.removeAll(keepingCapacity: true) }
+      return .element(buffer)
+    }
+    return end.take()
+  }
+
+  @inlinable
+  mutating func ends(_ failure: Failure?) {
+    end = .end(failure)
+    isEnding = true
+  }
+}
+
+/// The consumer's end of one merge: it serves the current batch without locking; releasing it
+/// ends the iteration as a cancellation does.
+@usableFromInline
+final class MergeConsumer<Element: Sendable, Failure: Error> {
+  @usableFromInline
+  let consumer: OperatorConsumer<[Element], Failure>
+  @usableFromInline
+  var batch: [Element] = []
+  @usableFromInline
+  var position = 0
+
+  @inlinable
+  init(_ inputs: [OperatorStorage<MergeLogic<Element, Failure>, TimelessClock>.IndexedInput]) {
+    let logic = MergeLogic<Element, Failure>(count: inputs.count)
+    consumer = OperatorConsumer(OperatorStorage(logic: logic, clock: TimelessClock(), inputs: inputs.count), inputs: inputs)
+  }
+
+  @inlinable
+  func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+    // A cancelled consumer gets nothing more from its batch: it goes to the life cycle and ends.
+    if position < batch.count, !Task.isCancelled {
+      defer { position += 1 }
+      return batch[position]
+    }
+    position = 0
+    // The batch's elements are let go here, not under the storage's lock.
+    batch = []
+    guard let next = try await consumer.next(isolation: actor) else { return nil }
+    batch = next
+    position = 1
+    return batch[0]
+  }
+}
+
+/// Makes one iteration of `Flow.merge` from its inputs: each input is pulled as input `index`.
+@usableFromInline
+enum MergeIteration {
+  @inlinable
+  static func pump<Input: AsyncSequence & Sendable>(_ input: Input)
+    -> OperatorStorage<MergeLogic<Input.Element, Input.Failure>, TimelessClock>.IndexedInput
+  {
+    { storage, index in await storage.pull(input, as: index) }
+  }
+
+  @inlinable
+  static func make<Element: Sendable, Failure: Error>(
+    _ pumps: [OperatorStorage<MergeLogic<Element, Failure>, TimelessClock>.IndexedInput]
+  ) -> @Sendable () -> CombiningPull<Element, Failure> {
+    {
+      let consumer = MergeConsumer(pumps)
+      return { (actor: isolated (any Actor)?) async throws(Failure) -> Element? in
+        try await consumer.next(isolation: actor)
+      }
+    }
+  }
+}
