@@ -84,9 +84,14 @@ final class SubjectMailbox<Element: Sendable, Failure: Error>: FlowSubscriptionT
             await receive(element)
           }
         case .syncSink(let receive, _):
+          // Called as the plain synchronous function it is: this loop runs on `isolation`, which is
+          // `receive.isolation` (`drain()` passes it), so the hop an `await receive(element)` makes
+          // to that isolation and back finds itself there each time. Those two executor checks were
+          // half of `W2.sink1`'s samples (perf: `swift_task_switch`, `getPreferredTaskExecutor`).
+          let call = Self.callingInPlace(receive)
           for element in elements {
             guard !gate.isCancelled else { return nil }
-            await receive(element)  // only the hop to its isolation, which is already this one
+            call(element)
           }
         case .assign(_, let write):
           // The first write that finds the object gone (or the subscription cancelled) ends it.
@@ -101,6 +106,25 @@ final class SubjectMailbox<Element: Sendable, Failure: Error>: FlowSubscriptionT
         return .some(failure)
       }
     }
+  }
+}
+
+extension SubjectMailbox {
+  /// `receive` without its isolation: to be called only where that isolation is the current one.
+  ///
+  /// An `@isolated(any)` function value is a plain function value (pointer and context) whose
+  /// context also carries the isolation (the compiler's `partial_apply [isolated_any]`): it is
+  /// called with the same convention, and the isolation only tells a caller where to hop first.
+  /// Swift has no safe spelling for "call it here, I am on its isolation", hence the cast; the
+  /// sizes are checked so that a different representation fails at once rather than misbehaves.
+  @inlinable
+  static func callingInPlace(
+    _ receive: @escaping @Sendable @isolated(any) (Element) -> Void
+  ) -> @Sendable (Element) -> Void {
+    precondition(
+      MemoryLayout<@Sendable @isolated(any) (Element) -> Void>.size == MemoryLayout<@Sendable (Element) -> Void>.size,
+      "Internal inconsistency: an @isolated(any) function value is not a plain function value")
+    return unsafeBitCast(receive, to: (@Sendable (Element) -> Void).self)
   }
 }
 
