@@ -43,12 +43,18 @@ final class SubjectMailbox<Element: Sendable, Failure: Error>: FlowSubscriptionT
     /// specialized for the element type where `sink` is called: the drain that runs it is not
     /// (it starts in the library), and each element it moved cost value-witness calls there.
     /// `deliver` returns `false` at the first element that finds the subscription cancelled.
+    ///
+    /// `deliver` runs only on `value`'s isolation (the drain's), so it calls `value` in place,
+    /// cast to a plain function: an `@isolated(any)` function value is one (pointer and context,
+    /// called alike) whose context also carries the isolation (the compiler's `partial_apply
+    /// [isolated_any]`), which only tells a caller where to hop first. Swift has no safe spelling
+    /// for "call it here, I am on its isolation"; `unsafeBitCast` traps if the sizes ever differ.
     @inlinable
     static func synchronous(
       value: @escaping @Sendable @isolated(any) (Element) -> Void,
       completion: @escaping @Sendable @isolated(any) (FlowCompletion<Failure>) async -> Void
     ) -> Receiver {
-      let call = SubjectMailbox.callingInPlace(value)
+      let call = unsafeBitCast(value, to: (@Sendable (Element) -> Void).self)
       return .syncSink(value: value, completion: completion) { elements, gate in
         for element in elements {
           guard !gate.isCancelled else { return false }
@@ -124,25 +130,6 @@ final class SubjectMailbox<Element: Sendable, Failure: Error>: FlowSubscriptionT
         return .some(failure)
       }
     }
-  }
-}
-
-extension SubjectMailbox {
-  /// `receive` without its isolation: to be called only where that isolation is the current one.
-  ///
-  /// An `@isolated(any)` function value is a plain function value (pointer and context) whose
-  /// context also carries the isolation (the compiler's `partial_apply [isolated_any]`): it is
-  /// called with the same convention, and the isolation only tells a caller where to hop first.
-  /// Swift has no safe spelling for "call it here, I am on its isolation", hence the cast; the
-  /// sizes are checked so that a different representation fails at once rather than misbehaves.
-  @inlinable
-  static func callingInPlace(
-    _ receive: @escaping @Sendable @isolated(any) (Element) -> Void
-  ) -> @Sendable (Element) -> Void {
-    precondition(
-      MemoryLayout<@Sendable @isolated(any) (Element) -> Void>.size == MemoryLayout<@Sendable (Element) -> Void>.size,
-      "Internal inconsistency: an @isolated(any) function value is not a plain function value")
-    return unsafeBitCast(receive, to: (@Sendable (Element) -> Void).self)
   }
 }
 
