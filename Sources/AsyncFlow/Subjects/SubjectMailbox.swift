@@ -16,7 +16,7 @@ final class SubjectMailbox<Element: Sendable, Failure: Error>: FlowSubscriptionT
     case syncSink(
       value: @Sendable @isolated(any) (Element) -> Void,
       completion: @Sendable @isolated(any) (FlowCompletion<Failure>) async -> Void,
-      deliver: @Sendable ([Element], SinkDeliveryGate) -> Bool)
+      deliver: @Sendable ([Element], SinkDeliveryGate, isolated (any Actor)?) async -> Bool)
     /// `assignFlow`: each value written on `isolation`; `false` once the object is gone.
     case assign(isolation: (any Actor)?, write: @Sendable (Element, isolated (any Actor)?) -> Bool)
 
@@ -42,23 +42,17 @@ final class SubjectMailbox<Element: Sendable, Failure: Error>: FlowSubscriptionT
     /// A synchronous sink. Its batch loop is written here, in inlinable code, so that it is
     /// specialized for the element type where `sink` is called: the drain that runs it is not
     /// (it starts in the library), and each element it moved cost value-witness calls there.
-    /// `deliver` returns `false` at the first element that finds the subscription cancelled.
-    ///
-    /// `deliver` runs only on `value`'s isolation (the drain's), so it calls `value` in place,
-    /// cast to a plain function: an `@isolated(any)` function value is one (pointer and context,
-    /// called alike) whose context also carries the isolation (the compiler's `partial_apply
-    /// [isolated_any]`), which only tells a caller where to hop first. Swift has no safe spelling
-    /// for "call it here, I am on its isolation"; `unsafeBitCast` traps if the sizes ever differ.
+    /// `deliver` runs on the drain's isolation, which is `value`'s, so each call's hop finds itself
+    /// there; it returns `false` at the first element that finds the subscription cancelled.
     @inlinable
     static func synchronous(
       value: @escaping @Sendable @isolated(any) (Element) -> Void,
       completion: @escaping @Sendable @isolated(any) (FlowCompletion<Failure>) async -> Void
     ) -> Receiver {
-      let call = unsafeBitCast(value, to: (@Sendable (Element) -> Void).self)
-      return .syncSink(value: value, completion: completion) { elements, gate in
+      .syncSink(value: value, completion: completion) { elements, gate, _ in
         for element in elements {
           guard !gate.isCancelled else { return false }
-          call(element)
+          await value(element)
         }
         return true
       }
@@ -111,12 +105,8 @@ final class SubjectMailbox<Element: Sendable, Failure: Error>: FlowSubscriptionT
             await receive(element)
           }
         case .syncSink(_, _, let deliver):
-          // `deliver` calls the closure as the plain synchronous function it is: this runs on
-          // `isolation`, which is the closure's (`drain()` passes it), so the hop an
-          // `await receive(element)` makes to that isolation and back finds itself there each
-          // time. Those two executor checks were 18 % of `W2.sink1`'s samples (perf:
-          // `swift_task_switch`, `getPreferredTaskExecutor`).
-          guard deliver(elements, gate) else { return nil }
+          // On `isolation`, the closure's (`drain()` passes it): no hop per batch into `deliver`.
+          guard await deliver(elements, gate, isolation) else { return nil }
         case .assign(_, let write):
           // The first write that finds the object gone (or the subscription cancelled) ends it.
           for element in elements where !write(element, isolation) {

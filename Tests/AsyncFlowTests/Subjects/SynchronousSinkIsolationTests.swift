@@ -13,8 +13,8 @@ import Testing
   var received: [Int] = []
 }
 
-/// The synchronous overload's closure is called in place, with no hop (the drain runs on its
-/// isolation): it still runs on that isolation, in order, and on the scheduling executor.
+/// The synchronous overload's batch loop runs on the drain, which runs on the closure's isolation:
+/// the closure still runs on that isolation, in order, and on the scheduling executor.
 @Suite("sink on hot sources: the synchronous closure's isolation", .timeLimit(.minutes(1)))
 struct SynchronousSinkIsolationTests {
   @Test func aClosureOnAnotherGlobalActorRunsOnItInOrder() async {
