@@ -45,7 +45,7 @@ struct LosslessAccountingTests {
     }
     subject.finish()
     for subscriber in subscribers {
-      let received = await subscriber.value
+      guard let received = await bounded(subscriber, "subscriber") else { return }
       #expect(unaccounted(received, producers: producers, each: each) == nil)
     }
     #expect(subject.subscriberCount == 0)
@@ -66,7 +66,7 @@ struct LosslessAccountingTests {
     let last = subject.value
     subject.finish()
     for subscriber in subscribers {
-      let received = await subscriber.value
+      guard let received = await bounded(subscriber, "subscriber") else { return }
       for producer in 0..<producers {
         let seqs = received.filter { $0.producer == producer && $0.seq >= 0 }.map(\.seq)
         #expect(zip(seqs, seqs.dropFirst()).allSatisfy { $0 < $1 }, "producer \(producer) out of order")
@@ -96,7 +96,7 @@ struct LosslessAccountingTests {
     }
     await clock.run()
     for (index, subscriber) in subscribers.enumerated() {
-      let received = await subscriber.value
+      guard let received = await bounded(subscriber, "subscriber") else { return }
       #expect(received.last == total - 1, "subscriber \(index)")
       #expect(received == Array((received.first ?? 0)..<total), "subscriber \(index) has a gap")
       if index == 0 { #expect(received.count == total) }

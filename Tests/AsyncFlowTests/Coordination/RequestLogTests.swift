@@ -83,8 +83,8 @@ struct RequestLogTests {
     let joiner = Task { await flight.run("token", trigger: "401 /profile") { "unused" } }  // #3
     #expect(await Reentry.eventually { log.entries.count == 4 })  // the joiner joined
     gate.release()
-    #expect(await first.value == "t")
-    #expect(await joiner.value == "t")
+    #expect(await bounded(first, "first") == "t")
+    #expect(await bounded(joiner, "joiner") == "t")
     #expect(log.entries(ofRun: 2).map(\.event) == [.started, .finished])
     #expect(log.entries(ofRun: 3) == [Entry(run: 3, id: "token", trigger: "401 /profile", event: .joined(run: 2))])
   }
@@ -96,7 +96,7 @@ struct RequestLogTests {
     let caller = Task { await flight.run("token") { await calls.call(0) } }
     await calls.parked(count: 1)
     caller.cancel()
-    #expect(await caller.value == nil)
+    #expect(await bounded(caller, "caller") == .some(nil))
     calls.respond(toCall: 0, with: 1)
     #expect(await Reentry.eventually { log.entries.count == 2 })
     #expect(log.entries(ofRun: 1).map(\.event) == [.started, .cancelled])

@@ -80,6 +80,6 @@ extension TimedUpstreamStallTests {
     await clock.runCurrent()
     #expect(produced.withLock { $0 } == 10, "\(row.name): the producer was held back")
     consumer.cancel()
-    await consumer.value
+    await bounded(consumer, "consumer")
   }
 }
