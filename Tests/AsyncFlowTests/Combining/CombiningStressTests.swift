@@ -1,7 +1,8 @@
 import AsyncFlow
+import AsyncFlowTesting
 import Testing
-
 @testable import AsyncFlow
+
 
 /// A small deterministic generator, so that a failing interleaving can be replayed by its seed.
 private struct SplitMix: RandomNumberGenerator {
@@ -110,7 +111,7 @@ struct CombiningStressTests {
         }
         return afterCancel
       }
-      #expect(await consumer.value == 0, "seed \(seed)")
+      #expect(await bounded(consumer, "consumer") == 0, "seed \(seed)")
     }
   }
 }

@@ -89,7 +89,7 @@ struct FlowTests {
     }
     await consumerHoldsFirst.entered()
     consumer.cancel()
-    let (first, second) = await consumer.value
+    guard case let (first, second)? = await bounded(consumer, "consumer") else { return }
     #expect(first == 1)
     #expect(second == nil)
     // `next()` returned only after the body had ended: its whole log is there.
@@ -187,7 +187,7 @@ struct FlowTests {
       while let value = await iterator.next(isolation: nil) { rest.append(value) }
       return (first, rest)
     }
-    let (first, rest) = await afterCancellation.value
+    guard case let (first, rest)? = await bounded(afterCancellation, "afterCancellation") else { return }
     #expect(first == 10)
     #expect(rest.isEmpty)
   }

@@ -127,7 +127,7 @@ struct SinkMailboxTests {
       for value in 1...500 { subject.send(value) }
       subject.finish()
     }
-    await sender.value
+    await bounded(sender, "sender")
     await done.wait()
     #expect(box.received == Array(1...500))
     withExtendedLifetime(subscription) {}
