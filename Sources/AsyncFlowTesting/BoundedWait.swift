@@ -28,16 +28,25 @@ public func bounded<Success: Sendable, Failure: Error>(
   _ task: Task<Success, Failure>, _ what: String = "the task", fileID: String = #fileID,
   filePath: String = #filePath, line: Int = #line, column: Int = #column
 ) async throws(Failure) -> Success? {
-  let race = CancellationRace<Result<Success, Failure>>()
+  let race = CancellationRace()
   // The watcher is the only way to see `task` end without awaiting it here; it holds no thread
   // while `task` runs. On a test clock's schedule it runs there, so settling waits for its wake-up.
-  Task(executorPreference: FlowScheduling.executor) { race.finish(await task.result) }
-  let outcome = await withTaskCancellationHandler {
+  let watcher = Task(executorPreference: FlowScheduling.executor) { () async -> Result<Success, Failure> in
+    let result = await task.result
+    race.finish(ended: true)
+    return result
+  }
+  let ended = await withTaskCancellationHandler {
     await race.wait()
   } onCancel: {
-    race.finish(nil)
+    race.finish(ended: false)
   }
-  if let outcome { return try outcome.get() }
+  // The value comes from the watcher's end (which follows its wake-up of this wait at once), not
+  // through the wake-up: a continuation resumed before its task has suspended lets the task go on
+  // by the runtime's fast path, with no order that ThreadSanitizer sees. Everything `task` did, and
+  // the watcher's resume itself, then looked unordered with what the test did next: a data race
+  // reported in the test's next wait. A task's end is ordered for it, as `await task.value` was.
+  if ended { return try await watcher.value.get() }
   reportStuck(
     "\(what) did not end before the waiting test was cancelled (by its time limit?): the code under test is stuck",
     fileID: fileID, filePath: filePath, line: line, column: column)
@@ -83,25 +92,26 @@ public func bounded<T: Sendable, Failure: Error>(
   return try result.get()
 }
 
-/// One suspension ended once, by the first of the awaited outcome (`finish(value)`) and the
-/// waiter's cancellation (`finish(nil)`), in either order relative to `wait()` parking.
-private final class CancellationRace<Value: Sendable>: Sendable {
+/// One suspension ended once, by the first of the awaited task's end (`finish(ended: true)`) and
+/// the waiter's cancellation (`finish(ended: false)`), in either order relative to `wait()` parking.
+/// It says only which came first: the awaited value travels through the watcher's end (see above).
+private final class CancellationRace: Sendable {
   private enum State {
     case pending
-    case parked(UnsafeContinuation<Value?, Never>)
-    case done(Value?)
+    case parked(UnsafeContinuation<Bool, Never>)
+    case done(ended: Bool)
   }
 
   private let state = LockedState(State.pending)
 
-  func wait() async -> Value? {
+  func wait() async -> Bool {
     await withUnsafeContinuation { continuation in
-      let early = state.withLock { state -> Value?? in
+      let early = state.withLock { state -> Bool? in
         switch state {
         case .pending:
           state = .parked(continuation)
-          return .none
-        case .done(let value): return .some(value)
+          return nil
+        case .done(let ended): return ended
         case .parked: preconditionFailure("Internal inconsistency: state parked, event wait")
         }
       }
@@ -110,19 +120,19 @@ private final class CancellationRace<Value: Sendable>: Sendable {
     }
   }
 
-  func finish(_ value: Value?) {
-    let parked = state.withLock { state -> UnsafeContinuation<Value?, Never>? in
+  func finish(ended: Bool) {
+    let parked = state.withLock { state -> UnsafeContinuation<Bool, Never>? in
       switch state {
       case .pending:
-        state = .done(value)
+        state = .done(ended: ended)
         return nil
       case .parked(let continuation):
-        state = .done(value)
+        state = .done(ended: ended)
         return continuation
       case .done: return nil  // the other side won
       }
     }
-    parked?.resume(returning: value)
+    parked?.resume(returning: ended)
   }
 }
 

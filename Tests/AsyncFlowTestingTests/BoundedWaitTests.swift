@@ -33,6 +33,31 @@ struct BoundedWaitTests {
     #expect(await bounded(work, "the sum") == 42)
   }
 
+  /// What the task did is ordered before what the test does once the wait returns, for
+  /// ThreadSanitizer too. The task's value used to come through the continuation that its end
+  /// resumed; a continuation resumed before its task suspends (the runtime's fast path) carries no
+  /// order that ThreadSanitizer sees, so in a few runs in ten of
+  /// `swift test --sanitize=thread --filter BoundedWaitTests` it reported the plain write below
+  /// as racing with the read after the wait (or the resume racing with the test's next wait). A
+  /// wait per round on purpose: each round is one more chance for the resume to beat the suspension.
+  @Test func whatTheTaskDidIsOrderedBeforeTheWaitReturns() async {
+    final class Box: @unchecked Sendable { var value = -1 }  // unsynchronised on purpose
+    var seen = 0
+    for round in 0..<10_000 {
+      let box = Box()
+      let gate = Gate()
+      let writer = Task {
+        await gate.wait()
+        box.value = round
+      }
+      await gate.entered()
+      gate.release()  // the writer ends on another thread while the wait below begins
+      await bounded(writer, "the writer")
+      if box.value == round { seen += 1 }
+    }
+    #expect(seen == 10_000)
+  }
+
   @Test func rethrowsTheErrorOfAThrowingTask() async {
     let work = Task<Int, any Error> { throw Offline() }
     await #expect(throws: Offline.self) { try await bounded(work) }
