@@ -248,21 +248,24 @@ struct BoundedMemoryTests {
     let passthrough = PassthroughFlow<Int, Never>()
     let current = CurrentValueFlow(0)
     let shared = passthrough.shareFlow()
-    for _ in 0..<100 {
-      let tasks = (0..<100).map { index in
-        Task {
-          switch index % 3 {
-          case 0: for await _ in passthrough {}
-          case 1: for await _ in current {}
-          default: for await _ in shared {}
+    // One bound around the 100 rounds, not one per task.
+    await bounded("100 rounds of 100 subscribers cancelled") {
+      for _ in 0..<100 {
+        let tasks = (0..<100).map { index in
+          Task {
+            switch index % 3 {
+            case 0: for await _ in passthrough {}
+            case 1: for await _ in current {}
+            default: for await _ in shared {}
+            }
           }
         }
+        await passthrough.subscribers(count: 34 + 1)  // 34 direct, and the shared upstream
+        await current.subscribers(count: 33)
+        await shared.subscribers(count: 33)
+        for task in tasks { task.cancel() }
+        for task in tasks { await task.value }
       }
-      await passthrough.subscribers(count: 34 + 1)  // 34 direct, and the shared upstream
-      await current.subscribers(count: 33)
-      await shared.subscribers(count: 33)
-      for task in tasks { task.cancel() }
-      for task in tasks { await bounded(task, "task") }
     }
     for _ in 0..<10_000 {
       _ = passthrough.makeAsyncIterator()
