@@ -114,7 +114,7 @@ struct LosslessAccountingTests {
         for seq in 0..<each { await emitter.emit(Tagged(producer: producer, seq: seq)) }
       }
     }
-    let received = await Task.detached { await collect(merged).elements }.value
+    let received = await bounded(Task.detached { await collect(merged).elements }, "the collected flow") ?? []
     #expect(unaccounted(received, producers: inners, each: each) == nil)
   }
 
@@ -125,7 +125,7 @@ struct LosslessAccountingTests {
         for seq in 0..<each { await emitter.emit(Tagged(producer: producer, seq: seq)) }
       }
     }
-    let received = await Task.detached { await collect(concatenated).elements }.value
+    let received = await bounded(Task.detached { await collect(concatenated).elements }, "the collected flow") ?? []
     #expect(unaccounted(received, producers: inners, each: each) == nil)
     #expect(received.map(\.producer) == received.map(\.producer).sorted())
   }
@@ -147,7 +147,7 @@ struct LosslessAccountingTests {
         }
       }
     }
-    let received = await Task.detached { await collect(flow).elements }.value
+    let received = await bounded(Task.detached { await collect(flow).elements }, "the collected flow") ?? []
     #expect(unaccounted(received, producers: children, each: each) == nil)
     #expect(ended.withLock { $0 } == children)
   }

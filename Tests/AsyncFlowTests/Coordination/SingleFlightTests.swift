@@ -189,7 +189,7 @@ struct SingleFlightTests {
     await clock.runCurrent()
     #expect(clock.pendingSleepers == 1)  // one run sleeps
     await clock.advance(by: .seconds(5))
-    let results = Set(await tasks.asyncMap { await $0.value })
+    let results = Set(await tasks.asyncMap { await bounded($0, "caller") })
     #expect(results.count == 1)
     #expect(clock.pendingSleepers == 0)
   }

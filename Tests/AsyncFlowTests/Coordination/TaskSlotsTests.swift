@@ -20,13 +20,13 @@ struct TaskSlotsTests {
       log.append("second started, first cancelled: \(firstTask.isCancelled)")
       await gate.wait()
     }
-    await first?.value
+    await bounded(run: first, "first")
     // The superseded task's completion left its successor in the slot.
     #expect(slots.isRunning("load"))
     #expect(slots.runningCount == 1)
     await gate.entered()
     gate.release()
-    await second?.value
+    await bounded(run: second, "second")
     #expect(log.all.contains("second started, first cancelled: true"))
     #expect(log.all.contains("first ended, cancelled: true"))
     #expect(slots.runningCount == 0)
@@ -43,10 +43,10 @@ struct TaskSlotsTests {
     await gate.entered()
     #expect(slots.run("submit", policy: .firstWins) { runs.withLock { $0 += 1 } } == nil)
     gate.release()
-    await first?.value
+    await bounded(run: first, "first")
     let third = slots.run("submit", policy: .firstWins) { runs.withLock { $0 += 1 } }
     #expect(third != nil)
-    await third?.value
+    await bounded(run: third, "third")
     #expect(runs.withLock { $0 } == 2)
   }
 
@@ -205,7 +205,7 @@ struct TaskSlotsTests {
         model.count += 1
       }
     }.value
-    await task?.value
+    await bounded(run: task, "task")
     #expect(await model.count == 1)
   }
 
@@ -267,7 +267,7 @@ struct TaskSlotsTests {
     switch new {
     case .latestWins:
       await bounded(old, "old")
-      await started?.value
+      await bounded(run: started, "started")
       #expect(old.isCancelled)
       #expect(Set(log.all) == ["old cancelled", "new started"])
     case .firstWins:
@@ -277,13 +277,13 @@ struct TaskSlotsTests {
       #expect(log.all == ["old ended"])
     case .queue:
       gate.release()
-      await started?.value
+      await bounded(run: started, "started")
       #expect(log.all == ["old ended", "new started"])  // after the old one, never beside it
     default:
       await gate.entered(count: 2)  // the new one is parked while the old one still is
       gate.release()
       await bounded(old, "old")
-      await started?.value
+      await bounded(run: started, "started")
       #expect(!old.isCancelled)
       #expect(Set(log.all) == ["old ended", "new started"])
     }
@@ -313,7 +313,7 @@ struct TaskSlotsTests {
     await gate.entered()
     let refresh = slots.run("form") {}
     await bounded(submit, "submit")
-    await refresh?.value
+    await bounded(run: refresh, "refresh")
     #expect(submit.isCancelled)  // why writes get an identity of their own
   }
 
@@ -463,12 +463,12 @@ struct TaskSlotsTests {
     await clock.runCurrent()
     #expect(model.isRefreshing)
     let second = await clock.onSchedule { model.refresh() }
-    await first?.value  // superseded: its call returned at its cancellation, its cleanup ran
+    await bounded(run: first, "first")  // superseded: its call returned at its cancellation, its cleanup ran
     await calls.calls(count: 2)
     await clock.runCurrent()
     #expect(model.isRefreshing == (style != .naiveDefer), "the second refresh is in flight")
     calls.respond(toCall: 1, with: ())
-    await second?.value
+    await bounded(run: second, "second")
     await clock.runCurrent()
     #expect(!model.isRefreshing)
     // Cancelled with nothing after it: the spinner goes off too.
@@ -500,7 +500,7 @@ struct TaskSlotsTests {
       slots.cancel("refresh")
       return task
     }
-    await task?.value
+    await bounded(run: task, "task")
     #expect(!operationRan.withLock { $0 })
     #expect(!isRefreshing.withLock { $0 })
   }

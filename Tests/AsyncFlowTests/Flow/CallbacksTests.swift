@@ -147,7 +147,7 @@ struct CallbacksTests {
       callbacks.finish()
       return {}
     }
-    let received = await clock.task { await collect(flow).elements }.value
+    let received = await bounded(clock.task { await collect(flow).elements }, "the collected flow")
     #expect(received == Array(0..<64))
     #expect(accepted.withLock { $0 } == Array(repeating: true, count: 64) + Array(repeating: false, count: 6))
   }
@@ -161,7 +161,7 @@ struct CallbacksTests {
       callbacks.finish()
       return {}
     }
-    #expect(await clock.task { await collect(flow).elements }.value == [2, 3])
+    #expect(await bounded(clock.task { await collect(flow).elements }, "the collected flow") == [2, 3])
     #expect(accepted.withLock { $0 } == [true, true, true])
   }
 
@@ -398,7 +398,7 @@ struct CallbacksTests {
       callbacks.finish()
       return { @MainActor in log.append("cleanup on main: \(#isolation === MainActor.shared)") }
     }
-    _ = await clock.task { await collect(flow) }.value
+    await bounded(clock.task { await collect(flow) }, "the collected flow")
     #expect(log.all == ["setup on main: true", "cleanup on main: true"])
   }
 

@@ -115,7 +115,7 @@ struct ShareGracePeriodTests {
     source.finish()  // the upstream fails during the grace period
     await clock.runCurrent()
     #expect(clock.pendingSleepers == 0)  // its timer ended with it
-    let late = await clock.task { await collect(share) }.value
+    guard let late = await bounded(clock.task { await collect(share) }, "the late subscriber") else { return }
     #expect(late.elements.isEmpty)
     #expect(late.failure == TestError(id: 3))
   }

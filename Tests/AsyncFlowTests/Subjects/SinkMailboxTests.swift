@@ -318,7 +318,7 @@ struct SinkMailboxTests {
     let generic = sinkGenerically(subject)
     #expect(generic.task != nil)
     generic.cancel()
-    await generic.task?.value
+    if let task = generic.task { await bounded(task, "the generic sink's task") }
     withExtendedLifetime(direct) {}
   }
 

@@ -1,4 +1,5 @@
 @testable import AsyncFlow
+import AsyncFlowTesting
 
 struct TestError: Error, Hashable {
   var id = 0
@@ -35,4 +36,15 @@ func inCancelledTask<T: Sendable>(_ body: @escaping @Sendable () async -> T) asy
     return await body()
   }
   return await task.value
+}
+
+/// `bounded(_:)` for the run that `TaskSlots.run` returns, if it started one (`nil`: nothing to
+/// wait for, as `await run?.value` did).
+@discardableResult
+func bounded<Success: Sendable>(
+  run task: Task<Success, Never>?, _ what: String = "the run", fileID: String = #fileID,
+  filePath: String = #filePath, line: Int = #line, column: Int = #column
+) async -> Success? {
+  guard let task else { return nil }
+  return await AsyncFlowTesting.bounded(task, what, fileID: fileID, filePath: filePath, line: line, column: column)
 }
