@@ -52,7 +52,8 @@ struct BoundedWaitTests {
       }
       await gate.entered()
       gate.release()  // the writer ends on another thread while the wait below begins
-      await bounded(writer, "the writer")
+      // Given up (the time limit, on a loaded machine): one issue, not one per round left.
+      guard await bounded(writer, "the writer") != nil else { return }
       if box.value == round { seen += 1 }
     }
     #expect(seen == 10_000)
