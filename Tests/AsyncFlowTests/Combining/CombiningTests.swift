@@ -1,8 +1,8 @@
 import AsyncFlow
 import AsyncFlowTesting
 import Testing
-@testable import AsyncFlow
 
+@testable import AsyncFlow
 
 private typealias Input = CombiningScript<String, TestError>
 
