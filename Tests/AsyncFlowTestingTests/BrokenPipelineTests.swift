@@ -65,7 +65,7 @@ struct BrokenPipelineTests {
       let test = clock.task { await searchTestOfTheBrokenModel() }
       await clock.runCurrent()
       test.cancel()
-      await test.value
+      await bounded(test, "test")
     }
   }
 
@@ -87,7 +87,7 @@ struct BrokenPipelineTests {
     }
     await clock.runCurrent()
     waiter.cancel()
-    #expect(await waiter.value)  // it returned because it was cancelled, not because the wait was met
+    #expect(await bounded(waiter, "waiter") == true)  // it returned because it was cancelled, not because the wait was met
     #expect(calls.log.isEmpty && gate.parkedCount == 0 && clock.pendingSleepers == 0)
   }
 }

@@ -25,7 +25,7 @@ struct GateTests {
     #expect(gate.parkedCount == 3)
     #expect(passed.count == 0)
     gate.release()
-    for waiter in waiters { await waiter.value }
+    for waiter in waiters { await bounded(waiter, "waiter") }
     #expect(passed.count == 3)
     #expect(gate.parkedCount == 0)
   }
@@ -35,7 +35,7 @@ struct GateTests {
     let waiter = Task { await gate.wait() }
     await gate.entered()
     waiter.cancel()
-    await waiter.value
+    await bounded(waiter, "waiter")
     #expect(gate.parkedCount == 0)
   }
 
@@ -58,7 +58,7 @@ struct GateTests {
     let parked = clock.task { await gate.entered(count: 5) }
     await clock.runCurrent()
     parked.cancel()
-    await parked.value
+    await bounded(parked, "parked")
     #expect(gate.parkedCount == 0)
   }
 }

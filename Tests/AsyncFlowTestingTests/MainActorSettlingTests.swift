@@ -109,7 +109,7 @@ struct MainActorSettlingTests {
       #expect(screen.log.last == text)
     }
     pipeline.cancel()
-    await pipeline.value
+    await bounded(pipeline, "pipeline")
   }
 }
 

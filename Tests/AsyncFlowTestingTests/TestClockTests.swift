@@ -100,7 +100,7 @@ struct TestClockTests {
     }
     await clock.sleepers(count: 1)
     sleeper.cancel()
-    #expect(await sleeper.value)
+    #expect(await bounded(sleeper, "sleeper") == true)
     #expect(clock.pendingSleepers == 0)
     #expect(clock.now == .init(offset: .zero))
   }
@@ -127,7 +127,7 @@ struct TestClockTests {
       await clock.advance(by: .seconds(2))
       await clock.run()
     }
-    await driver.value
+    await bounded(driver, "driver")
     #expect(log.all == ["slept@1.0 seconds"])
     #expect(clock.now == .init(offset: .seconds(2)))
   }
@@ -152,7 +152,7 @@ struct TestClockTests {
       issue.comments.contains { $0.rawValue.contains("Start the code under test with `clock.task { }`") }
     }
     plain.cancel()  // its second sleep throws: nothing is left hanging
-    await plain.value
+    await bounded(plain, "plain")
     #expect(clock.pendingSleepers == 0)
   }
 
@@ -166,7 +166,7 @@ struct TestClockTests {
     }
     await clock.sleepers(count: 1)
     await clock.run()
-    await onClock.value
+    await bounded(onClock, "onClock")
     #expect(clock.now == .init(offset: .seconds(2)))
   }
 
@@ -178,13 +178,13 @@ struct TestClockTests {
     let parked = clock.task { await clock.sleepers(count: 5) }
     await clock.runCurrent()
     parked.cancel()
-    await parked.value
+    await bounded(parked, "parked")
     // Cancelled before it waits.
     let early = Task {
       withUnsafeCurrentTask { $0?.cancel() }
       await clock.sleepers(count: 5)
     }
-    await early.value
+    await bounded(early, "early")
     #expect(clock.pendingSleepers == 0)
   }
 
@@ -206,11 +206,11 @@ struct TestClockTests {
       if advances { await clock.advance(by: .seconds(1_000_000_000)) } else { await clock.run() }
     }
     driver.withLock { $0 = task }
-    await task.value
+    await bounded(task, "task")
     #expect(clock.now >= .init(offset: .seconds(50)))
     #expect(clock.now < .init(offset: .seconds(1_000_000_000)))
     ticker.cancel()
-    await ticker.value
+    await bounded(ticker, "ticker")
   }
 
   @Test func aCancelledRunCurrentReturnsThoughTheExecutorNeverIdles() async {

@@ -82,7 +82,7 @@ struct ValueOfTests {
     }
     await released.parked(count: 1)
     released.respond(toCall: 0, with: ())
-    _ = await never.value  // bounded: released above
+    await bounded(never, "never")  // bounded: released above
   }
 }
 

@@ -7,18 +7,18 @@ import Testing
 struct CombiningSnippetsTests {
   @Test func formValidationFollowsBothFields() async {
     let form = SignUpForm()
-    var states = form.canSubmit.makeAsyncIterator()
-    #expect(await states.next() == false)  // "" and "": both fields have a value from the start
-    form.email.send("ada@example.com")
-    form.password.send("correct horse")
-    var enabled = false
-    while let state = await states.next() {
-      if state {
-        enabled = true
-        break
+    let states = await bounded("canSubmit's first state, then its enabling") {
+      var states = form.canSubmit.makeAsyncIterator()
+      let first = await states.next()
+      form.email.send("ada@example.com")
+      form.password.send("correct horse")
+      while let state = await states.next() {
+        if state { return (first: first, enabled: true) }
       }
+      return (first: first, enabled: false)
     }
-    #expect(enabled)
+    #expect(states?.first == false)  // "" and "": both fields have a value from the start
+    #expect(states?.enabled == true)
   }
 
   /// The guide's type annotations compile (`combiningTypes`), and a value of such a stored type
@@ -26,8 +26,11 @@ struct CombiningSnippetsTests {
   @Test func theStoredTypesDeliver() async {
     combiningTypes(a: Flow.sequence([1]), b: Flow.sequence([2]), c: Flow.sequence([3]), names: Flow.just("x"))
     let rows: AsyncZipFlowSequence<[Int], Never> = Flow.zip([Flow.sequence([1]), Flow.sequence([2]), Flow.sequence([3])])
-    var delivered: [[Int]] = []
-    for await row in rows { delivered.append(row) }
+    let delivered = await bounded("the zipped rows") {
+      var delivered: [[Int]] = []
+      for await row in rows { delivered.append(row) }
+      return delivered
+    }
     #expect(delivered == [[1, 2, 3]])
   }
 
@@ -57,8 +60,11 @@ struct CombiningSnippetsTests {
       await emitter.emit(())
       await emitter.emit(())
     }
-    var saved: [String] = []
-    for await draft in savedDrafts(taps: taps, draft: draft) { saved.append(draft) }
+    let saved = await bounded("the saved drafts") {
+      var saved: [String] = []
+      for await draft in savedDrafts(taps: taps, draft: draft) { saved.append(draft) }
+      return saved
+    }
     #expect(saved == ["v1", "v1"])
   }
 }

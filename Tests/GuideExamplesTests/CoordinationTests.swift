@@ -201,6 +201,6 @@ struct CoordinationTests {
     searches.respond(to: "sw", with: ["sw results"])  // late and stale: never delivered
     await clock.runCurrent()
     collected.cancel()  // a no-op once the stream has ended; ends it if something went wrong
-    #expect(await collected.value == [["swift results"]])
+    #expect(await bounded(collected, "collected") == [["swift results"]])
   }
 }

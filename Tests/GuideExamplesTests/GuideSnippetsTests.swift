@@ -14,9 +14,12 @@ struct GuideSnippetsTests {
     #expect(states.count == 3 && states[0].isLoading && states[2].value?.count == 2)
     let failing = await pageStates(from: ArticlesClient(pages: [[Article(title: "a")]]))
     #expect(failing.last?.failure is ClientError)
-    var found: [[Article]] = []
-    for await result in searches(Flow.sequence(["swift", "fail", "kotlin"]), client: client) { found.append(result) }
-    #expect(found.last == [Article(title: "kotlin")])  // the failed search did not end the stream
+    let found = await bounded("the searches") { [client] in
+      var found: [[Article]] = []
+      for await result in searches(Flow.sequence(["swift", "fail", "kotlin"]), client: client) { found.append(result) }
+      return found
+    }
+    #expect(found?.last == [Article(title: "kotlin")])  // the failed search did not end the stream
   }
 
   @Test func flatteningPoliciesCompileAndRun() async {
@@ -30,7 +33,7 @@ struct GuideSnippetsTests {
     queries.send("kotlin")
     await clock.runCurrent()  // and handled the query
     collected.cancel()  // a no-op once it has both states; ends it if something went wrong
-    let states = await collected.value
+    guard let states = await bounded(collected, "collected") else { return }
     #expect(states.last?.value == [Article(title: "kotlin")])
   }
 
@@ -40,7 +43,7 @@ struct GuideSnippetsTests {
     let states = clock.task { await Array(searchBox(text, client: self.client, clock: clock)) }
     await clock.run()
     states.cancel()  // a no-op once the pipeline has finished; ends it if something went wrong
-    let result = await states.value
+    guard let result = await bounded(states, "states") else { return }
     #expect(result.last?.value == [Article(title: "swiftui")])
   }
 

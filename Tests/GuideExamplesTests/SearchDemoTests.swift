@@ -80,7 +80,7 @@ struct InteractiveSearchTests {
     await clock.advance(to: .init(offset: .seconds(10)))
     // Whatever is left on the clock runs now, so a broken loop fails here instead of hanging.
     await clock.run()
-    await run.value
+    await bounded(run, "run")
     // B ends with the input, and not before.
     #expect(shown.withLock { $0.last } == DemoEvent(at: .seconds(10), shows: "B: (stream over)"))
   }

@@ -34,7 +34,7 @@ struct ShapingSnippetsTests {
           }))
     }
     await clock.run()
-    #expect(await states.value.last == .loaded(["swift"]))
+    #expect(await bounded(states, "states")?.last == .loaded(["swift"]))
     // "sw" was started, then cancelled by "swift", which answered.
     #expect(
       log.withLock { $0 } == [

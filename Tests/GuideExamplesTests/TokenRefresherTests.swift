@@ -31,7 +31,7 @@ struct TokenRefresherTests {
       for path in paths { sends.respond(to: "\(path) \(token)", with: .success("body of \(path)")) }
     }
     var results: [Result<String?, APIError>] = []
-    for caller in callers { results.append(await caller.value) }
+    for caller in callers { if let result = await bounded(caller, "caller") { results.append(result) } }
     return results
   }
 

@@ -49,7 +49,7 @@ struct CombiningReadAheadTests {
     // The base reads ahead 64 (withLatestFrom's other is pulled as fast as it produces).
     #expect(made >= 64 + 2, "\(op): made \(made): the inputs did not read ahead")
     consumer.cancel()
-    await consumer.value
+    await bounded(consumer, "consumer")
     await clock.runCurrent()
     #expect(tracker.live == 0, "\(op): \(tracker.live) elements alive after the iteration was cancelled")
   }

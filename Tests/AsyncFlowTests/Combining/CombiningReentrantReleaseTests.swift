@@ -52,7 +52,7 @@ struct CombiningReentrantReleaseTests {
       await clock.runCurrent()
       a.send(CallbackToken())
       await clock.runCurrent()
-      await task.value
+      await bounded(task, "task")
     }
   }
 
@@ -75,7 +75,7 @@ struct CombiningReentrantReleaseTests {
       await clock.runCurrent()
       other.send(CallbackToken())
       await clock.runCurrent()
-      await task.value
+      await bounded(task, "task")
     }
   }
 }

@@ -1,4 +1,5 @@
 import AsyncFlow
+import AsyncFlowTesting
 import Testing
 
 @testable import AsyncFlow
@@ -85,33 +86,36 @@ struct CombiningStressTests {
   /// `CombiningTests`; a `Flow` input's body is its own, cancelled but not awaited when released.)
   @Test(arguments: 0..<4)
   func randomCancellationsEndEverything(_ batch: Int) async {
-    for run in 0..<50 {
-      let seed = UInt64(10_000 + batch * 1000 + run)
-      var random = SplitMix(state: seed)
-      let cancelAfter = Int.random(in: 1...10, using: &random)
-      let operatorIndex = Int.random(in: 0...3, using: &random)
-      let ended = EventLog<Int>()
-      let a = jittery(1000, seed: seed &+ 1, ended: ended, id: 0)
-      let b = jittery(1000, seed: seed &+ 2, ended: ended, id: 1)
-      let consumer = Task {
-        var count = 0
-        var afterCancel = 0
-        func consume<S: AsyncSequence>(_ sequence: S) async where S.Failure == Never {
-          for await _ in sequence {
-            if Task.isCancelled { afterCancel += 1 }
-            count += 1
-            if count == cancelAfter { withUnsafeCurrentTask { $0?.cancel() } }
+    // One bound around the runs, not one per run.
+    await bounded("50 runs of random cancellations") {
+      for run in 0..<50 {
+        let seed = UInt64(10_000 + batch * 1000 + run)
+        var random = SplitMix(state: seed)
+        let cancelAfter = Int.random(in: 1...10, using: &random)
+        let operatorIndex = Int.random(in: 0...3, using: &random)
+        let ended = EventLog<Int>()
+        let a = jittery(1000, seed: seed &+ 1, ended: ended, id: 0)
+        let b = jittery(1000, seed: seed &+ 2, ended: ended, id: 1)
+        let consumer = Task {
+          var count = 0
+          var afterCancel = 0
+          func consume<S: AsyncSequence>(_ sequence: S) async where S.Failure == Never {
+            for await _ in sequence {
+              if Task.isCancelled { afterCancel += 1 }
+              count += 1
+              if count == cancelAfter { withUnsafeCurrentTask { $0?.cancel() } }
+            }
           }
+          switch operatorIndex {
+          case 0: await consume(Flow.merge(a, b))
+          case 1: await consume(Flow.zip(a, b))
+          case 2: await consume(Flow.combineLatest(a, b))
+          default: await consume(a.withLatestFromFlow(b))
+          }
+          return afterCancel
         }
-        switch operatorIndex {
-        case 0: await consume(Flow.merge(a, b))
-        case 1: await consume(Flow.zip(a, b))
-        case 2: await consume(Flow.combineLatest(a, b))
-        default: await consume(a.withLatestFromFlow(b))
-        }
-        return afterCancel
+        #expect(await consumer.value == 0, "seed \(seed)")
       }
-      #expect(await consumer.value == 0, "seed \(seed)")
     }
   }
 }

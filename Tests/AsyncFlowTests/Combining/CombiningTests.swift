@@ -1,4 +1,5 @@
 import AsyncFlow
+import AsyncFlowTesting
 import Testing
 
 @testable import AsyncFlow
@@ -171,7 +172,7 @@ struct CombiningTests {
     // ends once the input's work has ended (as every operator waits for the work it started).
     a.send("a1")
     a.finish()
-    #expect(try await consumer.value == nil)
+    #expect(try await bounded(consumer, "consumer") == .some(nil))
     #expect(a.released.isFired)
   }
 
@@ -201,7 +202,7 @@ struct CombiningTests {
       base.send("s2")
     }
     #expect(try await iterator.next().map { "\($0.0)\($0.1)" } == "s2o2")
-    await first.value
+    await bounded(first, "first")
     base.send("s3")
     #expect(try await iterator.next().map { "\($0.0)\($0.1)" } == "s3o2")
   }
@@ -218,7 +219,7 @@ struct CombiningTests {
       base.send("s1")
     }
     #expect(try await iterator.next().map { "\($0.0)\($0.1)" } == "s1o1")
-    await script.value
+    await bounded(script, "script")
     base.send("s2")
     #expect(try await iterator.next().map { "\($0.0)\($0.1)" } == "s2o1")
     base.finish()
@@ -264,7 +265,7 @@ struct CombiningTests {
     await a.pulled(count: 1)
     await b.pulled(count: 1)
     consumer.cancel()
-    let (result, inputsEnded, after) = try await consumer.value
+    guard case let (result, inputsEnded, after)? = try await bounded(consumer, "consumer") else { return }
     #expect(result == nil)
     #expect(inputsEnded)
     #expect(after == nil)
@@ -289,7 +290,7 @@ struct CombiningTests {
     b.send("b1")
     a.finish()
     b.finish()
-    #expect(try await consumer.value == nil)
+    #expect(try await bounded(consumer, "consumer") == .some(nil))
     #expect(a.released.isFired && b.released.isFired)
   }
 
@@ -306,7 +307,7 @@ struct CombiningTests {
         a.send("a1")
       }
       #expect(try await iterator.next() != nil)
-      await script.value
+      await bounded(script, "script")
     }
     await a.released.wait()
     await b.released.wait()
@@ -326,7 +327,7 @@ struct CombiningTests {
         }
         return seen
       }
-      delivered += await consumer.value
+      delivered += await bounded(consumer, "consumer") ?? []
     }
     #expect(delivered == Array(repeating: 0, count: 20))
   }

@@ -1,4 +1,5 @@
 import AsyncFlow
+import AsyncFlowTesting
 import Testing
 
 /// `withLatestFromFlow` starts `other` first, and lets it run until it suspends before the base is
@@ -21,7 +22,7 @@ struct WithLatestFromStartTests {
       await Task.yield()
     }
     if !done.isFired { consumer.cancel() }
-    return await consumer.value
+    return await bounded(consumer, "the first output") ?? "stuck"
   }
 
   @Test func theBasesFirstElementPairsWithTheOthersCurrentValue() async {
@@ -54,7 +55,7 @@ struct WithLatestFromStartTests {
         consumer.cancel()
         return
       }
-      #expect(await consumer.value == "2b", "run \(run)")
+      #expect(await bounded(consumer, "consumer") == "2b", "run \(run)")
     }
   }
 }

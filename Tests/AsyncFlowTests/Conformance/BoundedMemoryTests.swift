@@ -132,7 +132,7 @@ struct BoundedMemoryTests {
     #expect(made >= 1, "\(row.name): the upstream never produced (made \(made))")
     print("bounded-memory \(row.name): held \(held) of \(made) made, bound \(row.bound)")
     consumer.cancel()
-    await consumer.value
+    await bounded(consumer, "consumer")
     await clock.runCurrent()
     #expect(tracker.live == 0, "\(row.name): \(tracker.live) elements alive after the pipeline was cancelled")
   }
@@ -163,7 +163,7 @@ struct BoundedMemoryTests {
     }
     env = nil
     await clock.advance(by: .seconds(10))
-    await consumer.value
+    await bounded(consumer, "consumer")
     await clock.runCurrent()
     #expect(weakEnv == nil, "\(row.name), \(ending): the pipeline still holds what its closures captured")
   }
@@ -188,7 +188,7 @@ struct BoundedMemoryTests {
     #expect(tracker.live <= bufferSize + 1, "bufferSize \(bufferSize): \(tracker.live) alive")
     print("bounded-memory Flow(bufferSize: \(bufferSize)): held \(tracker.live) of \(tracker.made) made")
     consumer.cancel()
-    await consumer.value
+    await bounded(consumer, "consumer")
     await clock.runCurrent()
     #expect(tracker.live == 0)
   }
@@ -235,7 +235,7 @@ struct BoundedMemoryTests {
       #expect(held <= 8 + 4 + 1, "shareFlow(replay: 4, .bufferingNewest(8)): \(held) alive")
       print("bounded-memory shareFlow(replay: 4, bufferingNewest(8)): held \(held) of \(tracker.made)")
       subscriber.cancel()
-      await subscriber.value
+      await bounded(subscriber, "subscriber")
       await clock.runCurrent()
       #expect(tracker.live == 0)
     }
@@ -248,21 +248,24 @@ struct BoundedMemoryTests {
     let passthrough = PassthroughFlow<Int, Never>()
     let current = CurrentValueFlow(0)
     let shared = passthrough.shareFlow()
-    for _ in 0..<100 {
-      let tasks = (0..<100).map { index in
-        Task {
-          switch index % 3 {
-          case 0: for await _ in passthrough {}
-          case 1: for await _ in current {}
-          default: for await _ in shared {}
+    // One bound around the 100 rounds, not one per task.
+    await bounded("100 rounds of 100 subscribers cancelled") {
+      for _ in 0..<100 {
+        let tasks = (0..<100).map { index in
+          Task {
+            switch index % 3 {
+            case 0: for await _ in passthrough {}
+            case 1: for await _ in current {}
+            default: for await _ in shared {}
+            }
           }
         }
+        await passthrough.subscribers(count: 34 + 1)  // 34 direct, and the shared upstream
+        await current.subscribers(count: 33)
+        await shared.subscribers(count: 33)
+        for task in tasks { task.cancel() }
+        for task in tasks { await task.value }
       }
-      await passthrough.subscribers(count: 34 + 1)  // 34 direct, and the shared upstream
-      await current.subscribers(count: 33)
-      await shared.subscribers(count: 33)
-      for task in tasks { task.cancel() }
-      for task in tasks { await task.value }
     }
     for _ in 0..<10_000 {
       _ = passthrough.makeAsyncIterator()

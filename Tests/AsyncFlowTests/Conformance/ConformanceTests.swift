@@ -171,7 +171,7 @@ struct ConformanceTests {
       latch.fire()
       return
     }
-    await consumer.value
+    await bounded(consumer, "consumer")
     let steps = record.steps
 
     // Nothing is delivered after cancellation, and a cancelled consumer finishes, it does not throw.
@@ -275,7 +275,7 @@ struct ConformanceTests {
     #expect(endedBeforeRelease == (name == "share"), "\(name): next() returned while its upstream task ran")
     latch.fire()
     await clock.advance(by: .seconds(3))
-    await task.value
+    await bounded(task, "task")
     #expect(after.withLock { $0 } == ["end"], "\(name)")
   }
 }

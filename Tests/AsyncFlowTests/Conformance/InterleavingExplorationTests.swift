@@ -114,7 +114,7 @@ func explore<S: AsyncSequence & Sendable>(
   }.value
   await callerPause(clock)
   await clock.run()
-  await consumer.value
+  await bounded(consumer, "consumer")
   await clock.runCurrent()
   #expect(clock.pendingSleepers == 0)
   return run.withLock { $0 }

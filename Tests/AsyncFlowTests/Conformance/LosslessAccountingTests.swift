@@ -46,7 +46,7 @@ struct LosslessAccountingTests {
     }
     subject.finish()
     for subscriber in subscribers {
-      let received = await subscriber.value
+      guard let received = await bounded(subscriber, "subscriber") else { return }
       #expect(unaccounted(received, producers: producers, each: each) == nil)
     }
     #expect(subject.subscriberCount == 0)
@@ -67,7 +67,7 @@ struct LosslessAccountingTests {
     let last = subject.value
     subject.finish()
     for subscriber in subscribers {
-      let received = await subscriber.value
+      guard let received = await bounded(subscriber, "subscriber") else { return }
       for producer in 0..<producers {
         let seqs = received.filter { $0.producer == producer && $0.seq >= 0 }.map(\.seq)
         #expect(zip(seqs, seqs.dropFirst()).allSatisfy { $0 < $1 }, "producer \(producer) out of order")
@@ -97,7 +97,7 @@ struct LosslessAccountingTests {
     }
     await clock.run()
     for (index, subscriber) in subscribers.enumerated() {
-      let received = await subscriber.value
+      guard let received = await bounded(subscriber, "subscriber") else { return }
       #expect(received.last == total - 1, "subscriber \(index)")
       #expect(received == Array((received.first ?? 0)..<total), "subscriber \(index) has a gap")
       if index == 0 { #expect(received.count == total) }
@@ -115,7 +115,7 @@ struct LosslessAccountingTests {
         for seq in 0..<each { await emitter.emit(Tagged(producer: producer, seq: seq)) }
       }
     }
-    let received = await Task.detached { await collect(merged).elements }.value
+    let received = await bounded(Task.detached { await collect(merged).elements }, "the collected flow") ?? []
     #expect(unaccounted(received, producers: inners, each: each) == nil)
   }
 
@@ -126,7 +126,7 @@ struct LosslessAccountingTests {
         for seq in 0..<each { await emitter.emit(Tagged(producer: producer, seq: seq)) }
       }
     }
-    let received = await Task.detached { await collect(concatenated).elements }.value
+    let received = await bounded(Task.detached { await collect(concatenated).elements }, "the collected flow") ?? []
     #expect(unaccounted(received, producers: inners, each: each) == nil)
     #expect(received.map(\.producer) == received.map(\.producer).sorted())
   }
@@ -148,7 +148,7 @@ struct LosslessAccountingTests {
         }
       }
     }
-    let received = await Task.detached { await collect(flow).elements }.value
+    let received = await bounded(Task.detached { await collect(flow).elements }, "the collected flow") ?? []
     #expect(unaccounted(received, producers: children, each: each) == nil)
     #expect(ended.withLock { $0 } == children)
   }

@@ -51,7 +51,7 @@ struct ReentrantReleaseConformanceTests {
       consumer.cancel()
       return
     }
-    await consumer.value
+    await bounded(consumer, "consumer")
     // Past any grace period, so that a share's upstream and replay have gone too.
     await clock.advance(by: .seconds(5))
 

@@ -11,13 +11,13 @@ struct RequestLogTests {
     let log = RequestLog<String>()
     let slots = TaskSlots<String>(log: log)
     let gate = Gate()
-    await slots.run("articles", trigger: "appear") {}?.value  // #1
-    await slots.run("articles", trigger: "category") {}?.value  // #2
+    await bounded(run: slots.run("articles", trigger: "appear") {})  // #1
+    await bounded(run: slots.run("articles", trigger: "category") {})  // #2
     let load = slots.run("articles", trigger: "load") { await gate.wait() }  // #3, returns once cancelled
     await gate.entered()
     let refresh = slots.run("articles", trigger: "refresh") { run in #expect(run.number == 4) }  // #4
-    await load?.value
-    await refresh?.value
+    await bounded(run: load, "load")
+    await bounded(run: refresh, "refresh")
 
     // "refresh superseded load #3"
     let superseding = log.entries.first { $0.run == 3 && $0.event != .started && $0.event != .cancelled }
@@ -47,19 +47,19 @@ struct RequestLogTests {
     await gate.entered()
     #expect(slots.run("submit", policy: .firstWins, trigger: "double tap") {} == nil)  // #2
     gate.release()
-    await submit?.value
+    await bounded(run: submit, "submit")
     let first = slots.run("save", policy: .queue) { await gate.wait() }  // #3
     await gate.entered()
     let second = slots.run("save", policy: .queue, trigger: "autosave") {}  // #4
     gate.release()
-    await first?.value
-    await second?.value
+    await bounded(run: first, "first")
+    await bounded(run: second, "second")
     let dropped = slots.run("save", policy: .queue) { await gate.wait() }  // #5
     await gate.entered()
     let never = slots.run("save", policy: .queue) {}  // #6, dropped by the cancel
     slots.cancel("save")
-    await dropped?.value
-    await never?.value
+    await bounded(run: dropped, "dropped")
+    await bounded(run: never, "never")
 
     #expect(log.entries(ofRun: 1).map(\.event) == [.started, .finished])
     #expect(log.entries(ofRun: 2) == [Entry(run: 2, id: "submit", trigger: "double tap", event: .ignored)])
@@ -77,14 +77,14 @@ struct RequestLogTests {
     let slots = TaskSlots<String>(log: log)
     let flight = SingleFlight<String, String, Never>(log: log)
     let gate = Gate()
-    await slots.run("feed") {}?.value  // #1: numbers are shared by everything writing to the log
+    await bounded(run: slots.run("feed") {})  // #1: numbers are shared by everything writing to the log
     let first = Task { await flight.run("token", trigger: "401 /feed") { await gate.wait(); return "t" } }  // #2
     await gate.entered()
     let joiner = Task { await flight.run("token", trigger: "401 /profile") { "unused" } }  // #3
     #expect(await Reentry.eventually { log.entries.count == 4 })  // the joiner joined
     gate.release()
-    #expect(await first.value == "t")
-    #expect(await joiner.value == "t")
+    #expect(await bounded(first, "first") == "t")
+    #expect(await bounded(joiner, "joiner") == "t")
     #expect(log.entries(ofRun: 2).map(\.event) == [.started, .finished])
     #expect(log.entries(ofRun: 3) == [Entry(run: 3, id: "token", trigger: "401 /profile", event: .joined(run: 2))])
   }
@@ -96,7 +96,7 @@ struct RequestLogTests {
     let caller = Task { await flight.run("token") { await calls.call(0) } }
     await calls.parked(count: 1)
     caller.cancel()
-    #expect(await caller.value == nil)
+    #expect(await bounded(caller, "caller") == .some(nil))
     calls.respond(toCall: 0, with: 1)
     #expect(await Reentry.eventually { log.entries.count == 2 })
     #expect(log.entries(ofRun: 1).map(\.event) == [.started, .cancelled])
@@ -105,7 +105,7 @@ struct RequestLogTests {
   @Test func theLogKeepsTheLastEntriesOnly() async {
     let log = RequestLog<String>(capacity: 3)
     let slots = TaskSlots<String>(log: log)
-    for _ in 0..<3 { await slots.run("id") {}?.value }
+    for _ in 0..<3 { await bounded(run: slots.run("id") {}) }
     #expect(log.entries.map(\.description) == ["#2 id finished", "#3 id started", "#3 id finished"])
   }
 
@@ -118,7 +118,7 @@ struct RequestLogTests {
   @Test func withoutALogRunsAreStillNumberedFromOne() async {
     let slots = TaskSlots<String>()
     let numbers = EventLog<Int>()
-    for _ in 0..<2 { await slots.run("id") { run in numbers.append(run.number) }?.value }
+    for _ in 0..<2 { await bounded(run: slots.run("id") { run in numbers.append(run.number) }) }
     #expect(numbers.all == [1, 2])
   }
 }

@@ -20,13 +20,13 @@ struct TaskSlotsTests {
       log.append("second started, first cancelled: \(firstTask.isCancelled)")
       await gate.wait()
     }
-    await first?.value
+    await bounded(run: first, "first")
     // The superseded task's completion left its successor in the slot.
     #expect(slots.isRunning("load"))
     #expect(slots.runningCount == 1)
     await gate.entered()
     gate.release()
-    await second?.value
+    await bounded(run: second, "second")
     #expect(log.all.contains("second started, first cancelled: true"))
     #expect(log.all.contains("first ended, cancelled: true"))
     #expect(slots.runningCount == 0)
@@ -43,10 +43,10 @@ struct TaskSlotsTests {
     await gate.entered()
     #expect(slots.run("submit", policy: .firstWins) { runs.withLock { $0 += 1 } } == nil)
     gate.release()
-    await first?.value
+    await bounded(run: first, "first")
     let third = slots.run("submit", policy: .firstWins) { runs.withLock { $0 += 1 } }
     #expect(third != nil)
-    await third?.value
+    await bounded(run: third, "third")
     #expect(runs.withLock { $0 } == 2)
   }
 
@@ -62,7 +62,7 @@ struct TaskSlotsTests {
           log.append("end \(index)")
         }!)
     }
-    for task in tasks { await task.value }
+    for task in tasks { await bounded(task, "task") }
     #expect(log.all == ["start 1", "end 1", "start 2", "end 2", "start 3", "end 3"])
   }
 
@@ -81,7 +81,7 @@ struct TaskSlotsTests {
     await gate.entered()
     slots.cancel("save")
     #expect(slots.runningCount == 0)
-    for task in tasks { await task.value }
+    for task in tasks { await bounded(task, "task") }
     #expect(log.all == ["start 1"])
     // The signals the queued tasks waited on fired when the first task really ended, and left.
     #expect(slots.registry.state.withLock { $0.awaitedEnds.isEmpty })
@@ -99,7 +99,7 @@ struct TaskSlotsTests {
     let second = slots.run("save", policy: .queue) { log.append("q2") }!  // waits for q1
     let latest = slots.run("save") { log.append("latest") }!  // supersedes q1 and q2
     let third = slots.run("save", policy: .queue) { log.append("q3") }!  // waits for latest only
-    for task in [first, second, latest, third] { await task.value }
+    for task in [first, second, latest, third] { await bounded(task, "task") }
     let order = log.all
     #expect(order.firstIndex(of: "latest")! < order.firstIndex(of: "q3")!)
     #expect(slots.runningCount == 0)
@@ -121,7 +121,7 @@ struct TaskSlotsTests {
           }
         }!)
     }
-    for superseded in listeners.dropLast() { await superseded.value }  // the six superseded ones ended
+    for superseded in listeners.dropLast() { await bounded(superseded, "superseded") }  // the six superseded ones ended
     await messages.subscribers(count: 1)  // the seventh listens
     #expect(messages.subscriberCount == 1)
     messages.send("hello")
@@ -147,7 +147,7 @@ struct TaskSlotsTests {
     await gate.entered(count: 100)
     #expect(slots.runningCount == 100)
     gate.release()
-    for task in tasks { await task.value }
+    for task in tasks { await bounded(task, "task") }
     #expect(done.withLock { $0 } == 100)
     #expect(slots.runningCount == 0)
   }
@@ -160,14 +160,14 @@ struct TaskSlotsTests {
     await gate.entered(count: 3)
     slots!.cancelAll()
     #expect(slots!.runningCount == 0)
-    for task in tasks { await task.value }
+    for task in tasks { await bounded(task, "task") }
 
     tasks = []
     for id in 0..<3 { tasks.append(slots!.run(id, policy: .concurrent) { await gate.wait() }!) }
     await gate.entered(count: 3)
     slots = nil  // tasks end with their owner
     for task in tasks {
-      await task.value
+      await bounded(task, "task")
       #expect(task.isCancelled)
     }
   }
@@ -205,7 +205,7 @@ struct TaskSlotsTests {
         model.count += 1
       }
     }.value
-    await task?.value
+    await bounded(run: task, "task")
     #expect(await model.count == 1)
   }
 
@@ -218,7 +218,7 @@ struct TaskSlotsTests {
     #expect(!task.isCancelled)
     model = nil  // the last reference: the model, then its TaskSlots, deinit
     _ = model
-    await task.value  // returns: the gate lets a cancelled waiter go
+    await bounded(task, "task")  // returns: the gate lets a cancelled waiter go
     #expect(task.isCancelled)
   }
 
@@ -239,10 +239,10 @@ struct TaskSlotsTests {
     let second = slots.run("load") {
       log.append("second started")
       secondStarted.fire()
-      await first.value
+      await bounded(first, "first")
       log.append("second saw the first end")
     }!
-    await second.value
+    await bounded(second, "second")
     #expect(log.all == ["second started", "first cleaned up", "second saw the first end"])
   }
 
@@ -266,24 +266,24 @@ struct TaskSlotsTests {
     }
     switch new {
     case .latestWins:
-      await old.value
-      await started?.value
+      await bounded(old, "old")
+      await bounded(run: started, "started")
       #expect(old.isCancelled)
       #expect(Set(log.all) == ["old cancelled", "new started"])
     case .firstWins:
       #expect(started == nil)
       gate.release()
-      await old.value
+      await bounded(old, "old")
       #expect(log.all == ["old ended"])
     case .queue:
       gate.release()
-      await started?.value
+      await bounded(run: started, "started")
       #expect(log.all == ["old ended", "new started"])  // after the old one, never beside it
     default:
       await gate.entered(count: 2)  // the new one is parked while the old one still is
       gate.release()
-      await old.value
-      await started?.value
+      await bounded(old, "old")
+      await bounded(run: started, "started")
       #expect(!old.isCancelled)
       #expect(Set(log.all) == ["old ended", "new started"])
     }
@@ -301,7 +301,7 @@ struct TaskSlotsTests {
     await gate.entered()
     let queued = slots.run("save", policy: .queue) { log.append("queued ran") }!
     let latest = slots.run("save") { log.append("latest ran") }!
-    for task in [running, queued, latest] { await task.value }
+    for task in [running, queued, latest] { await bounded(task, "task") }
     #expect(queued.isCancelled)
     #expect(Set(log.all) == ["running ended, cancelled: true", "latest ran"])
   }
@@ -312,8 +312,8 @@ struct TaskSlotsTests {
     let submit = slots.run("form", policy: .firstWins) { await gate.wait() }!
     await gate.entered()
     let refresh = slots.run("form") {}
-    await submit.value
-    await refresh?.value
+    await bounded(submit, "submit")
+    await bounded(run: refresh, "refresh")
     #expect(submit.isCancelled)  // why writes get an identity of their own
   }
 
@@ -333,10 +333,10 @@ struct TaskSlotsTests {
       await gate.wait()
       seen.append(run.isLatest)
     }!
-    await first.value
+    await bounded(first, "first")
     await gate.entered()
     gate.release()
-    await second.value
+    await bounded(second, "second")
     #expect(seen.all == [true, false, true])
   }
 
@@ -350,7 +350,7 @@ struct TaskSlotsTests {
     }!
     await gate.entered()
     slots.cancel("load")
-    await task.value
+    await bounded(task, "task")
     #expect(seen.all == ["cancelled true, latest true, id load"])
   }
 
@@ -364,11 +364,11 @@ struct TaskSlotsTests {
     let first = slots.run("load") { await gate.wait() }!
     #expect(await next(&states) == true)
     let second = slots.run("load") { await gate.wait() }!  // replaces the first: still running
-    await first.value
+    await bounded(first, "first")
     await gate.entered()
     #expect(slots.run("other") {} != nil)  // another identity: not reported
     gate.release()
-    await second.value
+    await bounded(second, "second")
     #expect(await next(&states) == false)
     // A run that starts and ends while the consumer is busy is conflated away: the state is
     // `false` again when it asks. So the third run is held until the consumer has seen it.
@@ -376,7 +376,7 @@ struct TaskSlotsTests {
     #expect(await next(&states) == true)
     await gate.entered()
     gate.release()
-    await third.value
+    await bounded(third, "third")
     #expect(await next(&states) == false)
   }
 
@@ -406,9 +406,9 @@ struct TaskSlotsTests {
     let task = slots!.run("load") { await gate.wait() }!
     await gate.entered()
     slots = nil
-    await task.value
+    await bounded(task, "task")
     // What the consumer saw first depends on when it first asked; it ends on `false` either way.
-    let seen = await consumer.value
+    guard let seen = await bounded(consumer, "consumer") else { return }
     #expect([[false], [true, false], [false, true, false]].contains(seen))
   }
 
@@ -421,7 +421,7 @@ struct TaskSlotsTests {
       return seen
     }
     consumer.cancel()
-    let seen = await consumer.value
+    guard let seen = await bounded(consumer, "consumer") else { return }
     #expect(seen.count <= 1)
     #expect(slots.registry.state.withLock { $0.watchers.isEmpty })
   }
@@ -440,7 +440,7 @@ struct TaskSlotsTests {
     await clock.runCurrent()
     #expect(slots.registry.state.withLock { $0.watchers.count } == 1)
     consumer.cancel()
-    #expect(await consumer.value == [false])
+    #expect(await bounded(consumer, "consumer") == [false])
     #expect(slots.registry.state.withLock { $0.watchers.isEmpty })
     // The state changes after the cancellation: nobody is left to resume.
     #expect(slots.run("load") {} != nil)
@@ -463,12 +463,12 @@ struct TaskSlotsTests {
     await clock.runCurrent()
     #expect(model.isRefreshing)
     let second = await clock.onSchedule { model.refresh() }
-    await first?.value  // superseded: its call returned at its cancellation, its cleanup ran
+    await bounded(run: first, "first")  // superseded: its call returned at its cancellation, its cleanup ran
     await calls.calls(count: 2)
     await clock.runCurrent()
     #expect(model.isRefreshing == (style != .naiveDefer), "the second refresh is in flight")
     calls.respond(toCall: 1, with: ())
-    await second?.value
+    await bounded(run: second, "second")
     await clock.runCurrent()
     #expect(!model.isRefreshing)
     // Cancelled with nothing after it: the spinner goes off too.
@@ -500,7 +500,7 @@ struct TaskSlotsTests {
       slots.cancel("refresh")
       return task
     }
-    await task?.value
+    await bounded(run: task, "task")
     #expect(!operationRan.withLock { $0 })
     #expect(!isRefreshing.withLock { $0 })
   }

@@ -64,7 +64,7 @@ struct CollectLatestFailureTests {
       }
     }
     await clock.runCurrent()
-    #expect(await result.value == TestError(id: 5))
+    #expect(await bounded(result, "result") == TestError(id: 5))
     // On the clock's serial schedule, 2 arrives before the task of 1's body begins.
     #expect(runs.withLock { $0 } == [2])
   }

@@ -69,7 +69,7 @@ struct FlatteningBoundTests {
     #expect(started.value <= Self.startedBound, "\(op): \(started.value) inners started behind a stalled consumer")
     print("flattening-bound \(op): \(started.value) inners started behind a stalled consumer")
     stall.release()
-    #expect(await consumer.value != nil)
+    #expect(await bounded(consumer, "consumer") != .some(nil))
   }
 
   /// On the global executor, where the outer's task and the inners' tasks run in parallel: the
@@ -95,7 +95,7 @@ struct FlatteningBoundTests {
     #expect(highest <= Self.startedBound, "\(highest) inners started behind a stalled consumer")
     print("flattening-bound mergeFlow on the global executor: at most \(highest) inners started")
     stall.release()
-    await consumer.value
+    await bounded(consumer, "consumer")
   }
 
   /// The common case of the issue: one request per id behind a slow consumer.
@@ -120,7 +120,7 @@ struct FlatteningBoundTests {
     #expect(requests.value <= Self.startedBound, "\(requests.value) requests fired behind a stalled consumer")
     print("flattening-bound Flow.single requests: \(requests.value) fired behind a stalled consumer")
     stall.release()
-    await consumer.value
+    await bounded(consumer, "consumer")
   }
 
   /// The price of the default, written down: at most 16 inners run that have delivered nothing
@@ -141,7 +141,7 @@ struct FlatteningBoundTests {
     #expect(started.value == 16)
     #expect(gate.parkedCount == 16)
     gate.release()
-    #expect(await result.value.sorted() == Array(0..<20))
+    #expect(await bounded(result, "result")?.sorted() == Array(0..<20))
   }
 
   /// An explicit `maxConcurrent` above 16 runs that many inners at once, quiet ones included.
@@ -156,6 +156,6 @@ struct FlatteningBoundTests {
     let result = Task { await collect(merged).elements }
     await gate.entered(count: 40)
     gate.release()
-    #expect(await result.value.sorted() == Array(0..<40))
+    #expect(await bounded(result, "result")?.sorted() == Array(0..<40))
   }
 }

@@ -35,7 +35,7 @@ private func runUntilQuiet<S: AsyncSequence & Sendable>(
   await clock.runCurrent()
   let endedAtOnce = done.withLock { $0 }
   release()  // lets the test end either way
-  return (endedAtOnce, await result.value)
+  return (endedAtOnce, await bounded(result, "result") ?? nil)
 }
 
 @Suite("Flattening failures and early ends", .timeLimit(.minutes(1)))
@@ -70,7 +70,7 @@ struct FlatteningFailureTests {
     case .consumerCancelled: consumer.cancel()
     case .innerFails: innerGate.release()
     }
-    let result = await consumer.value
+    guard let result = await bounded(consumer, "consumer") else { return }
     #expect(result.outerEndedAtOnce)
     #expect(result.failure == (end == .innerFails ? TestError(id: 1) : nil))
   }
@@ -142,7 +142,7 @@ struct FlatteningFailureTests {
     outerGate.release()
     await clock.runCurrent()  // the outer failed
     consumerGate.release()
-    let (first, rest, failure) = await result.value
+    guard case let (first, rest, failure)? = await bounded(result, "result") else { return }
     #expect(first == "a1")
     #expect(rest.isEmpty)
     #expect(failure == TestError(id: 9))
@@ -187,7 +187,7 @@ struct FlatteningFailureTests {
     gates.second.release()
     await clock.runCurrent()  // "b2", then the failure
     gates.consumer.release()
-    let (elements, failure) = await result.value
+    guard case let (elements, failure)? = await bounded(result, "result") else { return }
     #expect(failure == TestError(id: 2))
     #expect(elements.sorted() == ["a1", "b1", "b2"])
     #expect(elements.last == "b2")

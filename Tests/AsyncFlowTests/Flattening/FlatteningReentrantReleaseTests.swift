@@ -137,7 +137,7 @@ struct FlatteningReentrantReleaseTests {
       consumerTask.set(consumer)
       await start.entered()
       start.release()
-      await consumer.value
+      await bounded(consumer, "consumer")
       precondition(ran.withLock { $0 }, "the replaced element was not released while the consumer waited")
     }
   }
@@ -179,7 +179,7 @@ struct FlatteningReentrantReleaseTests {
       await fail.entered()
       await clock.runCurrent()  // the second element is held, the consumer waits
       fail.release()
-      await consumer.value
+      await bounded(consumer, "consumer")
       precondition(ran.withLock { $0 }, "the held element was not released while the consumer waited")
     }
   }

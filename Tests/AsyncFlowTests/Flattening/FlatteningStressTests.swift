@@ -31,10 +31,11 @@ enum StressSchedule: Sendable, CustomStringConvertible {
 
   var description: String { self == .testClock ? "test clock" : "global executor" }
 
-  func run<T: Sendable>(_ body: @escaping @Sendable () async -> T) async -> T {
+  /// `body`'s result, or `nil` (and an issue) if the test was cancelled first.
+  func run<T: Sendable>(_ body: @escaping @Sendable () async -> T) async -> T? {
     switch self {
-    case .testClock: await TestClock().task(body).value
-    case .globalExecutor: await Task.detached(operation: body).value
+    case .testClock: await bounded(TestClock().task(body), "the stress run")
+    case .globalExecutor: await bounded(Task.detached(operation: body), "the stress run")
     }
   }
 }
@@ -91,7 +92,7 @@ private func checkSwitchToLatest(seed: UInt64, on schedule: StressSchedule = .te
   let log = EventLog<String>()
   let started = LockedState(0)
   let ended = LockedState(0)
-  let result = await schedule.run {
+  let outcome = await schedule.run {
     let outer = Flow<Int, Never> { emitter in
       for index in 0..<outerCount {
         await yields(outerYields[index])
@@ -131,6 +132,7 @@ private func checkSwitchToLatest(seed: UInt64, on schedule: StressSchedule = .te
       return (elements, error)
     }
   }
+  guard let result = outcome else { return log.all }
   let delivered = result.elements.map { element -> (inner: Int, step: Int) in
     let parts = element.split(separator: ".")
     return (Int(parts[0])!, Int(parts[1])!)
@@ -173,7 +175,7 @@ private func checkMerge(seed: UInt64, on schedule: StressSchedule = .testClock) 
   let consumerLag = Int.random(in: 0...2, using: &random)
   let log = EventLog<String>()
   let running = LockedState((now: 0, most: 0, started: 0, ended: 0))
-  let result = await schedule.run {
+  let outcome = await schedule.run {
     let merged = Flow.sequence(0..<outerCount).mergeFlow(maxConcurrent: maxConcurrent) { index in
       Flow<String, TestError> { emitter throws(TestError) in
         running.withLock {
@@ -214,6 +216,7 @@ private func checkMerge(seed: UInt64, on schedule: StressSchedule = .testClock) 
       return (delivered, error)
     }
   }
+  guard let result = outcome else { return log.all }
   let delivered = result.delivered
   let counts = running.withLock { $0 }
   // Each inner's elements arrive in order, without gaps or repeats.

@@ -70,7 +70,7 @@ struct FlatteningTests {
     }
     let clock = TestClock()
     let result = clock.task { await collect(latest).elements }
-    #expect(await result.value == ["c"])
+    #expect(await bounded(result, "result") == ["c"])
     #expect(transformed.all == ["c"])
   }
 
@@ -157,7 +157,7 @@ struct FlatteningTests {
     await innerGate.entered()
     await outerGate.entered()
     consumer.cancel()
-    let (first, second, logAtEnd) = await consumer.value
+    guard case let (first, second, logAtEnd)? = await bounded(consumer, "consumer") else { return }
     #expect(first == "a1")
     #expect(second == nil)
     #expect(logAtEnd == ["a ended", "outer ended"])
@@ -222,7 +222,7 @@ struct FlatteningTests {
         gate.release()
       }
     }
-    let elements = await result.value
+    guard let elements = await bounded(result, "result") else { return }
     drainer.cancel()
     #expect(elements.sorted() == Array(1...10))
     #expect(running.withLock { $0.peak } == 3)
@@ -239,7 +239,7 @@ struct FlatteningTests {
     let result = Task { await collect(merged).elements }
     await gate.entered(count: 5)
     gate.release()
-    #expect(await result.value.sorted() == [1, 2, 3, 4, 5])
+    #expect(await bounded(result, "result")?.sorted() == [1, 2, 3, 4, 5])
   }
 
   // The whole of mergeFlow is bounded, not only each inner: with a stalled consumer the outer stops
@@ -274,7 +274,7 @@ struct FlatteningTests {
     #expect(outerPulled.withLock { $0 } <= 16 + 2)
     #expect(produced.withLock { $0 } <= (16 + 2) * (FlattenInnerChannel<Int, Never>.bufferLimit + 1))
     consumerGate.release()
-    await consumer.value
+    await bounded(consumer, "consumer")
   }
 
   @Test func mergeMaxConcurrentBelowOneIsAProgrammerError() async {
@@ -312,7 +312,7 @@ struct FlatteningTests {
     innerGate.release()
     await clock.runCurrent()  // "a" has finished
     outerGate.release()
-    #expect(await result.value == ["a", "c"])
+    #expect(await bounded(result, "result") == ["a", "c"])
   }
 
   // exhaustFlow's turn ends when the inner's work ends, not when the consumer has taken its
@@ -343,7 +343,7 @@ struct FlatteningTests {
     tapGate.release()
     await clock.runCurrent()  // tap 3 arrives after tap 2's work ended: it runs
     consumerGate.release()
-    #expect(await result.value == [1, 2, 3])
+    #expect(await bounded(result, "result") == [1, 2, 3])
   }
 
   // Rule 9
@@ -366,7 +366,7 @@ struct FlatteningTests {
     await clock.runCurrent()  // everything has run until it parked
     #expect(gate.parkedCount == 3)  // k2v1, k1v2 and the outer; k1v1 was cancelled and left
     gate.release()
-    #expect(await result.value.sorted() == ["k1v2", "k2v1"])
+    #expect(await bounded(result, "result")?.sorted() == ["k1v2", "k2v1"])
   }
 
   @Test func keyedLatestLoadsAHundredRowsConcurrently() async {
@@ -380,7 +380,7 @@ struct FlatteningTests {
     let result = Task { await collect(loads).elements }
     await gate.entered(count: 100)
     gate.release()
-    #expect(await result.value.sorted() == Array(0..<100))
+    #expect(await bounded(result, "result")?.sorted() == Array(0..<100))
   }
 
   @Test func failureTypesFollowTheRule() async throws {

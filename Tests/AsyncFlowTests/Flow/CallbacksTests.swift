@@ -76,7 +76,7 @@ struct CallbacksTests {
     await clock.runCurrent()
     source.callbacks?.send(3)
     source.callbacks?.finish()
-    await consumer.value
+    await bounded(consumer, "consumer")
     // The cleanup starts at `finish`, while the consumer may still take 3: only its place before
     // the end is fixed.
     let log = source.log.all
@@ -96,7 +96,7 @@ struct CallbacksTests {
     // The consumer has the element; the failure waits for the cleanup, which waits for the latch.
     #expect(source.log.all == ["setup", "got 1"])
     latch.fire()
-    await consumer.value
+    await bounded(consumer, "consumer")
     #expect(source.log.all == ["setup", "got 1", "cleanup", "failed 7"])
   }
 
@@ -111,7 +111,7 @@ struct CallbacksTests {
     #expect(callbacks?.send(2) == false)
     callbacks?.fail(TestError(id: 1))
     callbacks?.finish()
-    await consumer.value
+    await bounded(consumer, "consumer")
     let log = source.log.all
     #expect(log.filter { $0 != "cleanup" } == ["setup", "got 1", "end"])
     #expect(log.filter { $0 == "cleanup" }.count == 1 && log.last == "end", "\(log)")
@@ -130,7 +130,7 @@ struct CallbacksTests {
       let again = await collect(flow.prefix(1)).elements  // releases its iterator after one element
       return [before, first ?? -1, again.first ?? -1, source.setups]
     }
-    let value = await result.value
+    guard let value = await bounded(result, "result") else { return }
     #expect(value == [0, 1, 1, 2], "\(value)")
     await clock.runCurrent()
     #expect(source.cleanups == 2)
@@ -147,7 +147,7 @@ struct CallbacksTests {
       callbacks.finish()
       return {}
     }
-    let received = await clock.task { await collect(flow).elements }.value
+    let received = await bounded(clock.task { await collect(flow).elements }, "the collected flow")
     #expect(received == Array(0..<64))
     #expect(accepted.withLock { $0 } == Array(repeating: true, count: 64) + Array(repeating: false, count: 6))
   }
@@ -161,7 +161,7 @@ struct CallbacksTests {
       callbacks.finish()
       return {}
     }
-    #expect(await clock.task { await collect(flow).elements }.value == [2, 3])
+    #expect(await bounded(clock.task { await collect(flow).elements }, "the collected flow") == [2, 3])
     #expect(accepted.withLock { $0 } == [true, true, true])
   }
 
@@ -192,7 +192,7 @@ struct CallbacksTests {
     await clock.runCurrent()
     #expect(callbacks?.send(4) == true)  // the consumer took 1 and 2, and waits again
     callbacks?.finish()
-    #expect(await received.value == [1, 2, 4])
+    #expect(await bounded(received, "received") == [1, 2, 4])
   }
 
   @Test func sendFromManyTasksAtOnceLosesNothingUnbounded() async {
@@ -216,7 +216,7 @@ struct CallbacksTests {
       }
     }
     callbacks.finish()
-    let received = await consumer.value
+    guard let received = await bounded(consumer, "consumer") else { return }
     #expect(received.count == 8_000)
     for sender in 0..<8 {
       let mine = received.filter { $0 / 1_000 == sender }
@@ -238,7 +238,7 @@ struct CallbacksTests {
     await clock.runCurrent()
     #expect(source.log.all == ["setup", "got 1", "got 2"])  // waiting for the cleanup
     latch.fire()
-    await consumer.value
+    await bounded(consumer, "consumer")
     #expect(source.log.all == ["setup", "got 1", "got 2", "cleanup", "end"])
     #expect(source.callbacks?.send(3) == false)
   }
@@ -257,7 +257,7 @@ struct CallbacksTests {
     }
     await parked.entered()
     consumer.cancel()
-    let steps = await consumer.value
+    guard let steps = await bounded(consumer, "consumer") else { return }
     #expect(steps == ["Optional(1)", "nil", "cleanups 1"], "\(steps)")
   }
 
@@ -269,7 +269,7 @@ struct CallbacksTests {
       _ = try? await iterator.next()
       // The iterator is released here, without cancellation.
     }
-    await consumer.value
+    await bounded(consumer, "consumer")
     await clock.runCurrent()
     #expect(source.log.all == ["setup", "cleanup"])
     #expect(source.callbacks?.send(3) == false)
@@ -285,7 +285,7 @@ struct CallbacksTests {
         Issue.record("unexpected failure \(error)")
       }
     }
-    await consumer.value
+    await bounded(consumer, "consumer")
     await clock.runCurrent()
     #expect(source.log.all == ["setup", "cleanup"])
   }
@@ -303,7 +303,7 @@ struct CallbacksTests {
       _ = try? await iterator.next()
       _ = try? await iterator.next()
     }
-    await consumer.value
+    await bounded(consumer, "consumer")
     await clock.runCurrent()
     #expect(source.cleanups == 1)
   }
@@ -316,7 +316,7 @@ struct CallbacksTests {
       var iterator = source.flow(initial: [1]).makeAsyncIterator()
       return try? await iterator.next()
     }
-    #expect(await result.value == nil)
+    #expect(await bounded(result, "result") == .some(nil))
     await clock.runCurrent()
     #expect(source.log.all == [])
   }
@@ -338,7 +338,7 @@ struct CallbacksTests {
     }
     await connecting.entered()
     consumer.cancel()
-    #expect(await consumer.value == nil)
+    #expect(await bounded(consumer, "consumer") == .some(nil))
     #expect(log.all == ["setup saw cancellation: true", "cleanup", "next returned"])
   }
 
@@ -363,7 +363,7 @@ struct CallbacksTests {
         group.cancelAll()
       }
     }
-    await consumer.value
+    await bounded(consumer, "consumer")
     await clock.runCurrent()
     #expect(log.all == ["setup returns", "cleanup"])
   }
@@ -386,7 +386,7 @@ struct CallbacksTests {
     socket.onMessage?(1)
     socket.onMessage?(2)
     socket.onClose?()
-    #expect(await received.value == [1, 2])
+    #expect(await bounded(received, "received") == [1, 2])
     #expect(socket.log == ["connect on main: true", "disconnect on main: true"])
   }
 
@@ -398,7 +398,7 @@ struct CallbacksTests {
       callbacks.finish()
       return { @MainActor in log.append("cleanup on main: \(#isolation === MainActor.shared)") }
     }
-    _ = await clock.task { await collect(flow) }.value
+    await bounded(clock.task { await collect(flow) }, "the collected flow")
     #expect(log.all == ["setup on main: true", "cleanup on main: true"])
   }
 
@@ -437,7 +437,7 @@ struct CallbacksTests {
         withUnsafeCurrentTask { $0?.cancel() }
         return await iterator.next() == nil
       }
-      let endedAtOnce = await consumer.value
+      guard let endedAtOnce = await bounded(consumer, "consumer") else { return }
       precondition(endedAtOnce)
     }
   }

@@ -56,7 +56,7 @@ struct EmitterReentrantReleaseTests {
         await clock.runCurrent()
         await startWaitingEmitter()
         release.fire()
-        await consumer.value
+        await bounded(consumer, "consumer")
 
       case .consumerCancelledWithABufferedElement:
         // The buffer the consumer leaves holds an element that cancels the waiting emitter.
@@ -71,7 +71,7 @@ struct EmitterReentrantReleaseTests {
         await emit { Probe(cancelWaitingEmitter) }  // room left: it does not wait
         await startWaitingEmitter()
         release.fire()
-        await consumer.value
+        await bounded(consumer, "consumer")
       }
       await clock.runCurrent()
     }

@@ -72,7 +72,7 @@ struct BufferFlowTests {
       let afterCancel = await iterator.next()
       return (afterCancel, bodyEnded.withLock { $0 })
     }
-    let (afterCancel, ended) = await task.value
+    guard case let (afterCancel, ended)? = await bounded(task, "task") else { return }
     #expect(afterCancel == nil)
     #expect(ended)  // checked at once, not eventually
   }

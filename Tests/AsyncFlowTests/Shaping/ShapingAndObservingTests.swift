@@ -170,7 +170,7 @@ struct ShapingAndObservingTests {
       await Task.yield()
     }
     consumer.cancel()
-    await consumer.value
+    await bounded(consumer, "consumer")
     #expect(bodyEnded.isFired)
     #expect(log.all.suffix(4) == ["start", "asking", "body end", "cancel"])
 
@@ -274,7 +274,7 @@ struct ShapingAndObservingTests {
     await clock.advance(by: .milliseconds(100))
     #expect(log.all == ["cancelled s"])
     await clock.advance(by: .milliseconds(300))
-    await done.value
+    await bounded(done, "done")
     #expect(log.all == ["cancelled s", "finished sw", "returned"])
     #expect(clock.pendingSleepers == 0)
   }

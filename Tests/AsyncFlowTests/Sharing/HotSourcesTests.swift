@@ -110,7 +110,7 @@ struct HotSourcesTests {
     }
     await started.wait()
     consumer.cancel()
-    #expect(await consumer.value == nil)
+    #expect(await bounded(consumer, "consumer") == .some(nil))
     #expect(subject.subscriberCount == 0)
   }
 
@@ -160,13 +160,13 @@ struct HotSourcesTests {
     let second = subject.makeAsyncIterator()
     let third = current.makeAsyncIterator()
     let fourth = shared.makeAsyncIterator()
-    await waiting.value
+    await bounded(waiting, "waiting")
     _ = (first, second, third, fourth)
     #expect(shared.subscriberCount == 1)
     // A cancelled waiter returns although the count is never reached.
     let cancelled = Task { await subject.subscribers(count: 10) }
     cancelled.cancel()
-    await cancelled.value
+    await bounded(cancelled, "cancelled")
     await inCancelledTask { await current.subscribers(count: 10) }
   }
 
@@ -254,8 +254,8 @@ struct HotSourcesTests {
     await clock.runCurrent()  // both have subscribed and wait; the upstream is parked
     #expect(gate.parkedCount == 1)
     gate.release()
-    #expect(await a.value == TestError(id: 8))
-    #expect(await b.value == TestError(id: 8))
+    #expect(await bounded(a, "a") == TestError(id: 8))
+    #expect(await bounded(b, "b") == TestError(id: 8))
   }
 
   /// Run n of the upstream produces n01, then waits. Each subscriber below takes one element and

@@ -88,7 +88,7 @@ struct ShareGracePeriodTests {
     await clock.runCurrent()
     await source.subscribers(count: 1)
     await send(1)
-    #expect(await first.value == 1)  // its iterator is gone: the grace period runs
+    #expect(await bounded(first, "first") == 1)  // its iterator is gone: the grace period runs
     await clock.runCurrent()
     #expect(share.subscriberCount == 0)
     #expect(clock.pendingSleepers == 1)
@@ -97,7 +97,7 @@ struct ShareGracePeriodTests {
       var iterator = share.makeAsyncIterator()
       return await iterator.next()
     }
-    #expect(await second.value == 1)  // the replay of the same run
+    #expect(await bounded(second, "second") == 1)  // the replay of the same run
     #expect(runs.withLock { $0 } == 1)
     await clock.run()
     #expect(source.subscriberCount == 0)
@@ -115,7 +115,7 @@ struct ShareGracePeriodTests {
     source.finish()  // the upstream fails during the grace period
     await clock.runCurrent()
     #expect(clock.pendingSleepers == 0)  // its timer ended with it
-    let late = await clock.task { await collect(share) }.value
+    guard let late = await bounded(clock.task { await collect(share) }, "the late subscriber") else { return }
     #expect(late.elements.isEmpty)
     #expect(late.failure == TestError(id: 3))
   }

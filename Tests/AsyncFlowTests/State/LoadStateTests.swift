@@ -39,7 +39,7 @@ struct LoadStateTests {
 
   @Test func asLoadStateWritesNothingForACancelledLoad() async {
     let flow = Flow<Int, TestError>.fail(TestError())
-    #expect(await inCancelledTask { await collect(flow.asLoadState()).elements }.isEmpty)
+    #expect(await inCancelledTask { await collect(flow.asLoadState()).elements }?.isEmpty == true)
   }
 
   @Test func prependStatePutsTheElementFirst() async {

@@ -127,7 +127,7 @@ struct SinkMailboxTests {
       for value in 1...500 { subject.send(value) }
       subject.finish()
     }
-    await sender.value
+    await bounded(sender, "sender")
     await done.wait()
     #expect(box.received == Array(1...500))
     withExtendedLifetime(subscription) {}
@@ -318,7 +318,7 @@ struct SinkMailboxTests {
     let generic = sinkGenerically(subject)
     #expect(generic.task != nil)
     generic.cancel()
-    await generic.task?.value
+    if let task = generic.task { await bounded(task, "the generic sink's task") }
     withExtendedLifetime(direct) {}
   }
 

@@ -139,7 +139,7 @@ struct SynchronousSinkTests {
       for value in 1...500 { subject.send(value) }
       subject.finish()
     }
-    await sender.value
+    await bounded(sender, "sender")
     await done.wait()
     #expect(box.received == Array(1...500), "\(overload)")
     withExtendedLifetime(subscription) {}

@@ -1,4 +1,5 @@
 @testable import AsyncFlow
+import AsyncFlowTesting
 
 struct TestError: Error, Hashable {
   var id = 0
@@ -28,11 +29,27 @@ func collect<S: AsyncSequence>(_ sequence: S) async -> (elements: [S.Element], f
   }
 }
 
-/// Runs `body` in a task that is cancelled before `body` starts.
-func inCancelledTask<T: Sendable>(_ body: @escaping @Sendable () async -> T) async -> T {
+/// Runs `body` in a task that is cancelled before `body` starts: its result, or `nil` (and an
+/// issue) if the test is cancelled first.
+@discardableResult
+func inCancelledTask<T: Sendable>(
+  _ body: @escaping @Sendable () async -> T, fileID: String = #fileID, filePath: String = #filePath,
+  line: Int = #line, column: Int = #column
+) async -> T? {
   let task = Task {
     withUnsafeCurrentTask { $0?.cancel() }
     return await body()
   }
-  return await task.value
+  return await bounded(task, "the cancelled task", fileID: fileID, filePath: filePath, line: line, column: column)
+}
+
+/// `bounded(_:)` for the run that `TaskSlots.run` returns, if it started one (`nil`: nothing to
+/// wait for, as `await run?.value` did).
+@discardableResult
+func bounded<Success: Sendable>(
+  run task: Task<Success, Never>?, _ what: String = "the run", fileID: String = #fileID,
+  filePath: String = #filePath, line: Int = #line, column: Int = #column
+) async -> Success? {
+  guard let task else { return nil }
+  return await AsyncFlowTesting.bounded(task, what, fileID: fileID, filePath: filePath, line: line, column: column)
 }

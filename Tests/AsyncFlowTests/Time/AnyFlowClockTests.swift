@@ -25,7 +25,7 @@ struct AnyFlowClockTests {
     let seen = clock.task { await collect(model.debounced(text).prefix(1)).elements }
     await clock.advance(by: .milliseconds(1400))
     await clock.advance(by: .milliseconds(200))
-    #expect(await seen.value == ["sw"])
+    #expect(await bounded(seen, "seen") == ["sw"])
   }
 
   @Test func itsInstantsCountFromWhenItWasMade() async {
@@ -35,7 +35,7 @@ struct AnyFlowClockTests {
     #expect(clock.now.offset == .zero)
     let sleeper = test.task { try? await clock.sleep(until: clock.now.advanced(by: .seconds(2))) }
     await test.advance(by: .seconds(2))
-    await sleeper.value
+    await bounded(sleeper, "sleeper")
     #expect(clock.now.offset == .seconds(2))
     #expect(clock.minimumResolution == test.minimumResolution)
   }

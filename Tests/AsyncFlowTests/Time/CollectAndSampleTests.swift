@@ -101,7 +101,7 @@ struct CollectAndSampleTests {
       return await iterator.next()  // takes one array, then stalls
     }
     await clock.advance(by: .seconds(1))
-    #expect(await consumer.value?.count == 9)  // 0.1 s ... 0.9 s; the one at 1.0 s opens the next interval
+    #expect(await bounded(consumer, "consumer")??.count == 9)  // 0.1 s ... 0.9 s; the one at 1.0 s opens the next interval
     await clock.advance(by: .seconds(20))
     // Only the next interval's elements (and the one on its way) were pulled: not 200.
     #expect(pulled.value <= 9 + 10 + 1)

@@ -38,7 +38,7 @@ struct RetryWithBackoffTests {
       await collect(source.retryWithBackoff(maxRetries: 2, initialDelay: .seconds(1), clock: clock))
     }
     await clock.run()
-    #expect(await result.value.failure == TestError(id: 3))
+    #expect(await bounded(result, "result")?.failure == TestError(id: 3))
     #expect(attempts.withLock { $0 } == [.zero, .seconds(1), .seconds(3)])
   }
 
@@ -61,7 +61,7 @@ struct RetryWithBackoffTests {
           maxRetries: 4, initialDelay: .seconds(1), multiplier: 3, maxDelay: .seconds(5), clock: clock))
     }
     await clock.run()
-    _ = await capped.value
+    await bounded(capped, "capped")
     // Waits of 1, 3, 5 (9 capped), 5 (27 capped) seconds.
     #expect(attempts.withLock { $0 } == [.zero, .seconds(1), .seconds(4), .seconds(9), .seconds(14)])
 
@@ -86,7 +86,7 @@ struct RetryWithBackoffTests {
       await collect(source.retryWithBackoff(maxRetries: 1, initialDelay: .seconds(1), clock: clock))
     }
     await clock.run()
-    #expect(await result.value.elements == ["a1", "a2"])
+    #expect(await bounded(result, "result")?.elements == ["a1", "a2"])
   }
 
   @Test func cancellingDuringTheWaitEndsAtOnceWithoutAnotherAttempt() async {
@@ -98,7 +98,7 @@ struct RetryWithBackoffTests {
     }
     await clock.sleepers(count: 1)
     result.cancel()
-    let (elements, failure) = await result.value
+    guard case let (elements, failure)? = await bounded(result, "result") else { return }
     #expect(elements.isEmpty && failure == nil)
     #expect(clock.pendingSleepers == 0)
     await clock.advance(by: .seconds(10))
@@ -132,7 +132,7 @@ struct RetryWithBackoffTests {
     await clock.runCurrent()
     #expect(log.all == ["got Optional(1)"])
     cleanUp.fire()
-    await consumer.value
+    await bounded(consumer, "consumer")
     #expect(log.all == ["got Optional(1)", "body ended", "next nil"])
   }
 }
@@ -262,7 +262,7 @@ struct RetryJitterTests {
           using: generator, clock: clock))
     }
     await clock.run()
-    _ = await result.value
+    await bounded(result, "result")
     let offsets = attempts.withLock { $0 }
     return zip(offsets.dropFirst(), offsets).map { later, earlier in later - earlier }
   }

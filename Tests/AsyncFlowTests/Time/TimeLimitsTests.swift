@@ -24,7 +24,7 @@ struct TimeLimitsTests {
         maxRetries: 3, initialDelay: .seconds(1), multiplier: multiplier, maxDelay: .seconds(10), clock: clock)
     let result = clock.task { await collect(retried).failure }
     await clock.run()
-    #expect(await result.value == TestError(id: 4))
+    #expect(await bounded(result, "result") == TestError(id: 4))
     #expect(attempts.all == [.zero, .seconds(1), .seconds(11), .seconds(21)])
   }
 
@@ -36,7 +36,7 @@ struct TimeLimitsTests {
         maxRetries: 12, initialDelay: .seconds(1), multiplier: 100, maxDelay: .seconds(Int64.max), clock: clock)
     let result = clock.task { await collect(retried).failure }
     await clock.run()
-    #expect(await result.value == TestError(id: 13))
+    #expect(await bounded(result, "result") == TestError(id: 13))
     // Waits of 1, 100, ..., 1e18 seconds, then Int64.max seconds twice.
     let waits: [Duration] = zip(attempts.all.dropFirst(), attempts.all).map { later, earlier in later - earlier }
     for (retry, wait) in waits.prefix(10).enumerated() {
@@ -53,7 +53,7 @@ struct TimeLimitsTests {
       .retryWithBackoff(maxRetries: 2, initialDelay: .zero, multiplier: .infinity, clock: clock)
     let result = clock.task { await collect(retried).failure }
     await clock.run()
-    #expect(await result.value == TestError(id: 3))
+    #expect(await bounded(result, "result") == TestError(id: 3))
     #expect(attempts.all == [.zero, .zero, .zero])
   }
 
@@ -71,12 +71,12 @@ struct TimeLimitsTests {
       return [await debounced.next(), await throttled.next(), (try? await timedOut.next()) ?? nil]
     }
     await clock.runCurrent()
-    #expect(await firsts.value == [2, 1, 1])
+    #expect(await bounded(firsts, "firsts") == [2, 1, 1])
     let delayed = clock.task { await collect(source.delayFlow(for: huge, clock: clock).prefix(1)).elements }
     await clock.runCurrent()
     #expect(clock.pendingSleepers == 1)  // the delay's timer, until now + Int64.max seconds
     await clock.run()
-    #expect(await delayed.value == [1])
+    #expect(await bounded(delayed, "delayed") == [1])
     #expect(clock.now.offset == .seconds(Int64.max) * 11)
   }
 
@@ -99,7 +99,7 @@ struct TimeLimitsTests {
     stalled.release()
     await clock.advance(by: .nanoseconds(1))
     // The tick due while the consumer stalled comes late; the next is the first after now.
-    #expect(await ticks.value == [.nanoseconds(1), .nanoseconds(2), .seconds(3600) + .nanoseconds(2)])
+    #expect(await bounded(ticks, "ticks") == [.nanoseconds(1), .nanoseconds(2), .seconds(3600) + .nanoseconds(2)])
   }
 
   // MARK: Preconditions

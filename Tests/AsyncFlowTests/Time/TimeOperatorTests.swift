@@ -120,7 +120,7 @@ struct TimeOperatorTests {
     let timed = silent.timeoutFlow(after: .seconds(1), clock: clock)
     let result = clock.task { await collect(timed) }
     await clock.advance(by: .seconds(1))
-    let (elements, failure) = await result.value
+    guard case let (elements, failure)? = await bounded(result, "result") else { return }
     #expect(elements.isEmpty)
     #expect(failure == FlowTimeoutError())
   }
@@ -130,7 +130,7 @@ struct TimeOperatorTests {
   @Test func timerTicksEveryInterval() async {
     let ticks = clock.task { await collect(Flow.timer(every: .seconds(2), clock: self.clock).prefix(3)).elements }
     await clock.advance(by: .seconds(6))
-    #expect(await ticks.value.map(\.offset) == [.seconds(2), .seconds(4), .seconds(6)])
+    #expect(await bounded(ticks, "ticks")?.map(\.offset) == [.seconds(2), .seconds(4), .seconds(6)])
     #expect(clock.pendingSleepers == 0)
   }
 
@@ -178,14 +178,14 @@ struct TimeOperatorTypeTests {
       return [a, b, c, d]
     }
     await clock.run()
-    #expect(await firsts.value == [1, 1, 1, 1])
+    #expect(await bounded(firsts, "firsts") == [1, 1, 1, 1])
 
     let typed = clock.task { () -> Result<Int?, FlowTimeoutError> in
       var iterator = pipelines.timedOut.makeAsyncIterator()
       do throws(FlowTimeoutError) { return .success(try await iterator.next()) } catch { return .failure(error) }
     }
     await clock.run()
-    #expect(try await typed.value.get() == 1)
+    #expect(try await bounded(typed, "typed")?.get() == 1)
   }
 }
 
@@ -223,7 +223,7 @@ struct TimeOperatorCancellationTests {
     await clock.runCurrent()
     #expect(log.all == ["got Optional(1)"])
     cleanUp.fire()
-    await consumer.value
+    await bounded(consumer, "consumer")
     #expect(log.all == ["got Optional(1)", "body ended", "next nil"])
     #expect(clock.pendingSleepers == 0)
   }
@@ -284,7 +284,7 @@ struct DelayBoundTests {
     stalled.release()
     await clock.advance(by: .seconds(5))
     // Nothing is lost: the consumer gets every element, in order, and the pulling resumes.
-    #expect(await consumer.value == (1...31).map { $0 })
+    #expect(await bounded(consumer, "consumer") == (1...31).map { $0 })
     #expect(pulled.withLock { $0 } > heldBack)
   }
 }
@@ -324,7 +324,7 @@ struct TimeoutAfterTheTimeoutTests {
     await clock.advance(by: .seconds(1))
     #expect(log.all.isEmpty)  // the consumer waits for the upstream, which ignores cancellation
     release.fire()
-    await result.value
+    await bounded(result, "result")
     #expect(log.all == ["upstream failed", "consumer got FlowTimeoutError"])
   }
 
@@ -336,7 +336,7 @@ struct TimeoutAfterTheTimeoutTests {
     let result = clock.task { await collect(timed) }
     await clock.advance(by: .seconds(1))
     release.fire()
-    let (elements, failure) = await result.value
+    guard case let (elements, failure)? = await bounded(result, "result") else { return }
     #expect(elements.isEmpty && failure == nil)
     #expect(log.all == ["upstream failed"])
   }

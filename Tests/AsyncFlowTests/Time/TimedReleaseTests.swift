@@ -114,7 +114,7 @@ struct TimedReleaseTests {
       consumer.cancel()
       return
     }
-    await consumer.value
+    await bounded(consumer, "consumer")
     await clock.runCurrent()
 
     #expect(witness.releasedUnderLock.isEmpty, "\(context): tokens released under a lock: \(witness.releasedUnderLock)")

@@ -8,7 +8,7 @@ import Testing
 struct TimedUpstreamStallTests {
   /// The repro: after the consumer took 1 and stopped asking, the producer runs to its end.
   @Test func bufferingNewestKeepsPullingWhileTheConsumerIsNotAsking() async {
-    let result = await withinYieldBudget {
+    let result = await bounded("the producer's run to its end while the consumer is not asking") {
       let gate = Gate()
       let done = CurrentValueFlow(false)
       let source = Flow<Int, Never>(bufferSize: 0) { e in
@@ -80,6 +80,6 @@ extension TimedUpstreamStallTests {
     await clock.runCurrent()
     #expect(produced.withLock { $0 } == 10, "\(row.name): the producer was held back")
     consumer.cancel()
-    await consumer.value
+    await bounded(consumer, "consumer")
   }
 }
