@@ -133,7 +133,7 @@ extension HotFlowSource {
   /// ```
   @inlinable
   public func sink(receiveValue: @escaping @Sendable @isolated(any) (Element) -> Void) -> FlowSubscription {
-    _subscribers.storage.subscribe(.synchronous(value: receiveValue, completion: { _ in }))
+    _subscribers.storage.subscribe(.syncSink(value: receiveValue, completion: { _ in }))
   }
 
   /// Like `sink(receiveValue:)`, and reports the end (`finish()`, `fail(_:)`, or the
@@ -168,7 +168,7 @@ extension HotFlowSource {
     receiveCompletion: @escaping @Sendable @isolated(any) (FlowCompletion<Failure>) -> Void,
     receiveValue: @escaping @Sendable @isolated(any) (Element) -> Void
   ) -> FlowSubscription {
-    _subscribers.storage.subscribe(.synchronous(value: receiveValue, completion: receiveCompletion))
+    _subscribers.storage.subscribe(.syncSink(value: receiveValue, completion: receiveCompletion))
   }
 
   /// The number of subscribers right now: iterators made, and sinks subscribed, not yet released,

@@ -11,12 +11,10 @@ final class SubjectMailbox<Element: Sendable, Failure: Error>: FlowSubscriptionT
     case sink(
       value: @Sendable @isolated(any) (Element) async -> Void,
       completion: @Sendable @isolated(any) (FlowCompletion<Failure>) async -> Void)
-    /// A sink whose `receiveValue` is synchronous: called with no async frame of its own per value,
-    /// by `deliver`, which hands it a batch (see ``synchronous(value:completion:)``).
+    /// A sink whose `receiveValue` is synchronous: called with no async frame of its own per value.
     case syncSink(
       value: @Sendable @isolated(any) (Element) -> Void,
-      completion: @Sendable @isolated(any) (FlowCompletion<Failure>) async -> Void,
-      deliver: @Sendable ([Element], SinkDeliveryGate, isolated (any Actor)?) async -> Bool)
+      completion: @Sendable @isolated(any) (FlowCompletion<Failure>) async -> Void)
     /// `assignFlow`: each value written on `isolation`; `false` once the object is gone.
     case assign(isolation: (any Actor)?, write: @Sendable (Element, isolated (any Actor)?) -> Bool)
 
@@ -25,7 +23,7 @@ final class SubjectMailbox<Element: Sendable, Failure: Error>: FlowSubscriptionT
     var isolation: (any Actor)? {
       switch self {
       case .sink(let value, _): value.isolation
-      case .syncSink(let value, _, _): value.isolation
+      case .syncSink(let value, _): value.isolation
       case .assign(let isolation, _): isolation
       }
     }
@@ -34,27 +32,8 @@ final class SubjectMailbox<Element: Sendable, Failure: Error>: FlowSubscriptionT
     @inlinable
     var completion: (@Sendable @isolated(any) (FlowCompletion<Failure>) async -> Void)? {
       switch self {
-      case .sink(_, let completion), .syncSink(_, let completion, _): completion
+      case .sink(_, let completion), .syncSink(_, let completion): completion
       case .assign: nil
-      }
-    }
-
-    /// A synchronous sink. Its batch loop is written here, in inlinable code, so that it is
-    /// specialized for the element type where `sink` is called: the drain that runs it is not
-    /// (it starts in the library), and each element it moved cost value-witness calls there.
-    /// `deliver` runs on the drain's isolation, which is `value`'s, so each call's hop finds itself
-    /// there; it returns `false` at the first element that finds the subscription cancelled.
-    @inlinable
-    static func synchronous(
-      value: @escaping @Sendable @isolated(any) (Element) -> Void,
-      completion: @escaping @Sendable @isolated(any) (FlowCompletion<Failure>) async -> Void
-    ) -> Receiver {
-      .syncSink(value: value, completion: completion) { elements, gate, _ in
-        for element in elements {
-          guard !gate.isCancelled else { return false }
-          await value(element)
-        }
-        return true
       }
     }
   }
@@ -104,9 +83,11 @@ final class SubjectMailbox<Element: Sendable, Failure: Error>: FlowSubscriptionT
             guard !gate.isCancelled else { return nil }
             await receive(element)
           }
-        case .syncSink(_, _, let deliver):
-          // On `isolation`, the closure's (`drain()` passes it): no hop per batch into `deliver`.
-          guard await deliver(elements, gate, isolation) else { return nil }
+        case .syncSink(let receive, _):
+          for element in elements {
+            guard !gate.isCancelled else { return nil }
+            await receive(element)  // only the hop to its isolation, which is already this one
+          }
         case .assign(_, let write):
           // The first write that finds the object gone (or the subscription cancelled) ends it.
           for element in elements where !write(element, isolation) {
