@@ -84,7 +84,7 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
       var waiting: [Int] = []
       for index in parked {
         guard case .parked(let input) = children[index] else { continue }
-        if let logic, !logic.wantsInput(from: index) {
+        if logic?.wantsInput(from: index) == false {
           waiting.append(index)
           continue
         }
@@ -491,9 +491,14 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
     if running.consumer != nil, ending || logic!.hasOutput {
       wakeups.consumer = running.consumer.take()
     }
-    if !inputs.parked.isEmpty, ending || logic!.wantsInput {
-      // Each input the logic wants (all, for a logic that bounds them together).
-      inputs.wake(proceed: !ending, into: &wakeups, asking: ending ? nil : logic)
+    if !inputs.parked.isEmpty {
+      if ending {
+        inputs.wake(proceed: false, into: &wakeups)
+      } else if inputs.parked.contains(where: { logic!.wantsInput(from: $0) }) {
+        // Each input the logic wants (all, for a logic that bounds them together); the path of
+        // every element while another input is parked, so it neither copies nor allocates.
+        inputs.wake(proceed: true, into: &wakeups, asking: logic)
+      }
     }
     if case .parked(let timer) = running.timer, ending || logic!.deadline != nil {
       wakeups.timer = (timer, ending ? nil : logic!.deadline)
