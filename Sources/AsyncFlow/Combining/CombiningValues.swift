@@ -1,16 +1,23 @@
 /// The elements of one combining iteration, typed for its arity: per slot, the elements held
-/// (`pending`, oldest first) and the one the outputs use (`latest`). The storage keeps one under
-/// its lock, where the inputs append; the consumer keeps another, out of any lock, to which each
-/// batch is moved and where the outputs are made: an element an output replaces is released there,
+/// (`pending`, oldest first) and the one the outputs use (`latest`). The ``CombiningLogic`` keeps
+/// one under the storage's lock, where the inputs append; each batch moves to the consumer's, out
+/// of any lock, where the outputs are made: an element an output replaces is released there,
 /// never under the lock (an element's `deinit` may call back into the same pipeline).
 ///
 /// One slot is a ``CombiningSlot``; two or more are a ``CombiningSlots`` chain (slot 0, then the
 /// rest numbered from 1), whose nested outputs `(A, (B, C))` the iteration flattens; an array of
 /// inputs is a ``CombiningValuesArray``.
 @usableFromInline
-protocol CombiningValues: SendableMetatype {
+protocol CombiningValues: Sendable {
   associatedtype Output
+  /// One element of one slot, as its input hands it over: it names its slot.
+  associatedtype Input: Sendable
   init(count: Int)
+  static func slot(of input: Input) -> Int
+  /// Appends `input` to its slot's held elements.
+  mutating func append(_ input: Input)
+  /// Makes `input` its slot's latest; returns the one it replaces.
+  mutating func replaceLatest(_ input: Input) -> Input?
   /// Moves every slot's held elements to `batch`, whose rings are empty.
   mutating func moveAll(to batch: inout Self)
   /// Moves the oldest `rows` elements of every slot to `batch`.
@@ -29,11 +36,20 @@ protocol CombiningValues: SendableMetatype {
 
 /// The elements of one slot (the `slot` arguments are its own, 0).
 @usableFromInline
-struct CombiningSlot<Element>: CombiningValues {
+struct CombiningSlot<Element: Sendable>: CombiningValues {
   @usableFromInline var pending = RingBuffer<Element>()
   @usableFromInline var latest: Element?
 
   @inlinable init(count: Int = 1) {}
+
+  @inlinable static func slot(of input: Element) -> Int { 0 }
+
+  @inlinable mutating func append(_ input: Element) { pending.append(input) }
+
+  @inlinable mutating func replaceLatest(_ input: Element) -> Element? {
+    defer { latest = input }
+    return latest
+  }
 
   @inlinable mutating func moveAll(to batch: inout Self) { swap(&pending, &batch.pending) }
 
@@ -55,11 +71,38 @@ struct CombiningSlot<Element>: CombiningValues {
 /// Slot 0 (`head`), then the slots of `tail` as slots 1, 2, …: `CombiningSlots<A, CombiningSlot<B>>`
 /// for two inputs, `CombiningSlots<A, CombiningSlots<B, CombiningSlot<C>>>` for three.
 @usableFromInline
-struct CombiningSlots<Head, Tail: CombiningValues>: CombiningValues {
+struct CombiningSlots<Head: Sendable, Tail: CombiningValues>: CombiningValues {
+  @usableFromInline
+  enum Input: Sendable {
+    case head(Head)
+    case tail(Tail.Input)
+  }
+
   @usableFromInline var head = CombiningSlot<Head>()
   @usableFromInline var tail: Tail
 
   @inlinable init(count: Int) { tail = Tail(count: count) }
+
+  @inlinable static func slot(of input: Input) -> Int {
+    switch input {
+    case .head: 0
+    case .tail(let input): 1 + Tail.slot(of: input)
+    }
+  }
+
+  @inlinable mutating func append(_ input: Input) {
+    switch input {
+    case .head(let element): head.append(element)
+    case .tail(let input): tail.append(input)
+    }
+  }
+
+  @inlinable mutating func replaceLatest(_ input: Input) -> Input? {
+    switch input {
+    case .head(let element): head.replaceLatest(element).map { .head($0) }
+    case .tail(let input): tail.replaceLatest(input).map { .tail($0) }
+    }
+  }
 
   @inlinable mutating func moveAll(to batch: inout Self) {
     head.moveAll(to: &batch.head)
@@ -93,13 +136,33 @@ struct CombiningSlots<Head, Tail: CombiningValues>: CombiningValues {
 /// without copying (and retaining) each slot's ring (measured on `W7.combineLatest.inputs` at 64
 /// inputs: 1.4× slower as an array of slots).
 @usableFromInline
-struct CombiningValuesArray<Element>: CombiningValues {
+struct CombiningValuesArray<Element: Sendable>: CombiningValues {
+  @usableFromInline
+  struct Input: Sendable {
+    @usableFromInline let slot: Int
+    @usableFromInline let element: Element
+
+    @inlinable init(slot: Int, element: Element) {
+      self.slot = slot
+      self.element = element
+    }
+  }
+
   @usableFromInline var pending: [RingBuffer<Element>]
   @usableFromInline var latest: [Element?]
 
   @inlinable init(count: Int) {
     pending = Array(repeating: RingBuffer(), count: count)
     latest = Array(repeating: nil, count: count)
+  }
+
+  @inlinable static func slot(of input: Input) -> Int { input.slot }
+
+  @inlinable mutating func append(_ input: Input) { pending[input.slot].append(input.element) }
+
+  @inlinable mutating func replaceLatest(_ input: Input) -> Input? {
+    defer { latest[input.slot] = input.element }
+    return latest[input.slot].map { Input(slot: input.slot, element: $0) }
   }
 
   @inlinable mutating func moveAll(to batch: inout Self) {

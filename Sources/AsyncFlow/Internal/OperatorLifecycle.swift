@@ -77,11 +77,17 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
       children[index] = child
     }
 
-    /// Lets every parked input go, now `busy` (`proceed`) or `left`, into `wakeups`.
+    /// Lets every parked input go (with `asking`, those it wants), now `busy` (`proceed`) or
+    /// `left`, into `wakeups`.
     @inlinable
-    mutating func wake(proceed: Bool, into wakeups: inout Wakeups) {
+    mutating func wake(proceed: Bool, into wakeups: inout Wakeups, asking logic: Logic? = nil) {
+      var waiting: [Int] = []
       for index in parked {
         guard case .parked(let input) = children[index] else { continue }
+        if logic?.wantsInput(from: index) == false {
+          waiting.append(index)
+          continue
+        }
         children[index] = proceed ? .busy : .left
         if proceed { busy += 1 }
         if wakeups.input == nil {
@@ -92,6 +98,7 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
       }
       // Its capacity stays: a single input that parks again does not allocate.
       parked.removeAll(keepingCapacity: true)
+      parked += waiting
     }
   }
 
@@ -299,10 +306,10 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   @inlinable
   mutating func inputWaits(_ input: Input, index: Int = 0, isCancelled: Bool) -> (Input, Bool)? {
     // The path of every element pulled: no copy of the running payload.
-    if case .running = state, !isCancelled, !logic!.isEnding, logic!.wantsInput { return (input, true) }
+    if case .running = state, !isCancelled, !logic!.isEnding, logic!.wantsInput(from: index) { return (input, true) }
     return childWaits(
       input, leave: false, isCancelled: isCancelled, event: "inputWaits",
-      goOn: { $0.wantsInput ? true : nil },
+      goOn: { $0.wantsInput(from: index) ? true : nil },
       park: { _, inputs, input in
         precondition(!inputs.children[index].isParked, "Internal inconsistency: state running, input parked twice")
         inputs.set(index, .parked(input))
@@ -363,7 +370,7 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
       let busy = inputs.children[index].isBusy
       let verdict = logic!.input(element, at: now)
       var wakeups = wakeups(&running)
-      let proceed = busy && !logic!.isEnding && logic!.wantsInput
+      let proceed = busy && !logic!.isEnding && logic!.wantsInput(from: index)
       state = .running(running)
       switch verdict {
       case .kept:
@@ -390,7 +397,7 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
       // Whatever it still does (a setup returning, then its cleanup) is not interrupted. A parked
       // input (a callbacks setup that returned) is left to the wakeups, which resume it.
       if inputs.children[index].isBusy { inputs.set(index, .left) }
-      return logic.inputEnded(failure, at: now)
+      return logic.inputEnded(failure, from: index, at: now)
     }
   }
 
@@ -484,8 +491,14 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
     if running.consumer != nil, ending || logic!.hasOutput {
       wakeups.consumer = running.consumer.take()
     }
-    if !inputs.parked.isEmpty, ending || logic!.wantsInput {
-      inputs.wake(proceed: !ending, into: &wakeups)
+    if !inputs.parked.isEmpty {
+      if ending {
+        inputs.wake(proceed: false, into: &wakeups)
+      } else if inputs.parked.contains(where: { logic!.wantsInput(from: $0) }) {
+        // Each input the logic wants (all, for a logic that bounds them together); the path of
+        // every element while another input is parked, so it neither copies nor allocates.
+        inputs.wake(proceed: true, into: &wakeups, asking: logic)
+      }
     }
     if case .parked(let timer) = running.timer, ending || logic!.deadline != nil {
       wakeups.timer = (timer, ending ? nil : logic!.deadline)

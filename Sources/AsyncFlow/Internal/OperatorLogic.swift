@@ -55,6 +55,11 @@ protocol OperatorLogic: Sendable {
   /// Whether the input may be pulled now (a logic that buffers nothing says no while it holds an
   /// element the consumer has not taken; one whose input pushes says no: its task waits for the end).
   var wantsInput: Bool { get }
+  /// Whether input `index` may be pulled now: by default ``wantsInput``, one answer for all the
+  /// inputs; combineLatest and zip bound each input's read-ahead on its own.
+  func wantsInput(from index: Int) -> Bool
+  /// Input `index` ended: by default ``inputEnded(_:at:)``, for a logic to which the input does not matter.
+  mutating func inputEnded(_ failure: InputFailure?, from index: Int, at now: Instant) -> Element?
   /// Whether the consumer has something to take.
   var hasOutput: Bool { get }
   /// Takes the next output for the consumer at `now`. Once it has returned `.end`, the operator is over.
@@ -68,6 +73,12 @@ extension OperatorLogic {
   static var usesTimer: Bool { true }
   @inlinable
   mutating func start(at now: Instant) {}
+  @inlinable
+  func wantsInput(from index: Int) -> Bool { wantsInput }
+  @inlinable
+  mutating func inputEnded(_ failure: InputFailure?, from index: Int, at now: Instant) -> Element? {
+    inputEnded(failure, at: now)
+  }
 }
 
 /// A logic that measures no time (`bufferFlow`, `Flow.callbacks`, `Flow.merge`, a Flow body): the
