@@ -93,9 +93,7 @@ struct CombiningLogic<Values: CombiningValues, Failure: Error>: TimelessOperator
   @usableFromInline var started = false
   /// combineLatest: the slot of each held element, in the order the elements arrived.
   @usableFromInline var arrivals = RingBuffer<Int>()
-  /// The end, once it is known; `nil` once delivered too.
-  @usableFromInline var end: OperatorOutput<Output, Failure>?
-  @usableFromInline var isEnding = false
+  @usableFromInline var end = PendingEnd<Failure>.notYet
 
   @inlinable
   init(
@@ -115,7 +113,7 @@ struct CombiningLogic<Values: CombiningValues, Failure: Error>: TimelessOperator
   @inlinable
   mutating func start(at now: Instant) {
     // No inputs (an empty array): nothing to combine, the result is empty.
-    if slots.isEmpty { ends(nil) }
+    if slots.isEmpty { end.end(nil) }
   }
 
   /// Whether the consumer may take a batch now.
@@ -178,9 +176,9 @@ struct CombiningLogic<Values: CombiningValues, Failure: Error>: TimelessOperator
     slots[index].finished = true
     if let failure {
       failed.set()
-      ends(failure)
+      end.end(failure)
     } else if exhausted {
-      ends(nil)
+      end.end(nil)
     }
     return nil
   }
@@ -188,12 +186,13 @@ struct CombiningLogic<Values: CombiningValues, Failure: Error>: TimelessOperator
   /// Some input may be pulled (the life cycle then asks each).
   @inlinable var wantsInput: Bool { slots.contains { !$0.full } }
   @inlinable func wantsInput(from index: Int) -> Bool { !slots[index].full }
-  @inlinable var hasOutput: Bool { end != nil || (!isEnding && deliverable) }
+  @inlinable var isEnding: Bool { end.isKnown }
+  @inlinable var hasOutput: Bool { end.isWaiting || (!isEnding && deliverable) }
 
   @inlinable
   mutating func nextOutput(at now: Instant) -> OperatorOutput<Output, Failure>? {
     // A failure wins over what is held; a finish leaves nothing deliverable.
-    if isEnding { return end.take() }
+    if isEnding { return end.deliver() }
     guard deliverable else { return nil }
     var batch = Values(count: slots.count)
     let taken: CombiningBatch
@@ -217,19 +216,13 @@ struct CombiningLogic<Values: CombiningValues, Failure: Error>: TimelessOperator
       slots[0].held = 0
     }
     if exhausted {
-      ends(nil)
+      end.end(nil)
     } else {
       for slot in slots.indices where slots[slot].full && slots[slot].held <= readAhead / 2 {
         slots[slot].full = false
       }
     }
     return .element(CombiningOutput(taken, batch))
-  }
-
-  @inlinable
-  mutating func ends(_ failure: Failure?) {
-    end = .end(failure)
-    isEnding = true
   }
 }
 

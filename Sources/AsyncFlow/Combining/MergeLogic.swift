@@ -24,11 +24,9 @@ struct MergeLogic<Element: Sendable, Failure: Error>: TimelessOperatorLogic {
   var buffer: [Element] = []
   @usableFromInline
   var finished = 0
-  /// The end, once every input finished (`.end(nil)`) or one failed; `nil` once delivered too.
+  /// The end, once every input finished or one failed.
   @usableFromInline
-  var end: OperatorOutput<[Element], Failure>?
-  @usableFromInline
-  var isEnding = false
+  var end = PendingEnd<Failure>.notYet
 
   /// A merge of `count` inputs.
   @inlinable
@@ -40,7 +38,7 @@ struct MergeLogic<Element: Sendable, Failure: Error>: TimelessOperatorLogic {
   @inlinable
   mutating func start(at now: Instant) {
     // No inputs (an empty array): the result is empty.
-    if count == 0 { ends(nil) }
+    if count == 0 { end.end(nil) }
   }
 
   @inlinable
@@ -53,10 +51,10 @@ struct MergeLogic<Element: Sendable, Failure: Error>: TimelessOperatorLogic {
   @inlinable
   mutating func inputEnded(_ failure: Failure?, at now: Instant) -> Element? {
     if let failure {
-      ends(failure)
+      end.end(failure)
     } else {
       finished += 1
-      if finished == count { ends(nil) }
+      if finished == count { end.end(nil) }
     }
     return nil
   }
@@ -64,7 +62,9 @@ struct MergeLogic<Element: Sendable, Failure: Error>: TimelessOperatorLogic {
   @inlinable
   var wantsInput: Bool { buffer.count < bufferLimit }
   @inlinable
-  var hasOutput: Bool { !buffer.isEmpty || end != nil }
+  var hasOutput: Bool { !buffer.isEmpty || end.isWaiting }
+  @inlinable
+  var isEnding: Bool { end.isKnown }
 
   @inlinable
   mutating func nextOutput(at now: Instant) -> OperatorOutput<[Element], Failure>? {
@@ -74,13 +74,7 @@ struct MergeLogic<Element: Sendable, Failure: Error>: TimelessOperatorLogic {
       defer { buffer.removeAll(keepingCapacity: true) }
       return .element(buffer)
     }
-    return end.take()
-  }
-
-  @inlinable
-  mutating func ends(_ failure: Failure?) {
-    end = .end(failure)
-    isEnding = true
+    return end.deliver()
   }
 }
 

@@ -28,16 +28,8 @@ struct EmitterLogic<Element: Sendable, Failure: Error, Waiter: Sendable>: Timele
   /// may emit from several child tasks at once, and each waiting one must be resumed.
   @usableFromInline var waiters: [(token: Int, waiter: Waiter)] = []
   @usableFromInline var nextToken = 0
-  @usableFromInline var ending = Ending.bodyRunning
-
-  /// The body's end is delivered once the buffer is empty, and only once.
-  @usableFromInline
-  enum Ending: Sendable {
-    case bodyRunning
-    /// The body returned (`nil`) or threw; not delivered yet.
-    case ended(Failure?)
-    case delivered
-  }
+  /// The body's end (it returned or threw), delivered once the buffer is empty.
+  @usableFromInline var end = PendingEnd<Failure>.notYet
 
   @inlinable
   init(bufferSize: Int) {
@@ -52,7 +44,7 @@ struct EmitterLogic<Element: Sendable, Failure: Error, Waiter: Sendable>: Timele
 
   @inlinable
   mutating func inputEnded(_ failure: Failure?, at now: Instant) -> Element? {
-    ending = .ended(failure)
+    end.end(failure)
     return nil
   }
 
@@ -60,15 +52,9 @@ struct EmitterLogic<Element: Sendable, Failure: Error, Waiter: Sendable>: Timele
   @inlinable var wantsInput: Bool {
     !isEnding && buffer.count + consumerBacklog < bufferSize + (demand ? 1 : 0)
   }
-  @inlinable var hasOutput: Bool {
-    if case .ended = ending { return true }
-    return !buffer.isEmpty
-  }
+  @inlinable var hasOutput: Bool { end.isWaiting || !buffer.isEmpty }
   // The body is over once it returned or threw: what the buffer holds still comes first.
-  @inlinable var isEnding: Bool {
-    if case .bodyRunning = ending { return false }
-    return true
-  }
+  @inlinable var isEnding: Bool { end.isKnown }
 
   /// The consumer has used up its batch: it takes the buffer whole, with the waiting emitters
   /// that this leaves room for. With nothing buffered, its demand alone may leave them room: they
@@ -82,10 +68,7 @@ struct EmitterLogic<Element: Sendable, Failure: Error, Waiter: Sendable>: Timele
       consumerBacklog = batch.count - 1
       return .element(EmitterBatch(elements: batch, released: waitersWithRoom()))
     }
-    if case .ended(let failure) = ending {
-      ending = .delivered
-      return .end(failure)
-    }
+    if end.isWaiting { return end.deliver() }
     demand = true
     consumerBacklog = 0
     let released = waitersWithRoom()

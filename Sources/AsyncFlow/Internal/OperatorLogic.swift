@@ -5,6 +5,40 @@ enum OperatorOutput<Element, Failure: Error> {
   case end(Failure?)
 }
 
+/// A logic's end: known once its input ended (or it decided to end), delivered once, after what
+/// it still holds for the consumer. The first end counts.
+@usableFromInline
+enum PendingEnd<Failure: Error>: Sendable {
+  case notYet
+  case waiting(Failure?)
+  case delivered
+
+  /// Whether the end is known: waiting or delivered (the logic's ``OperatorLogic/isEnding``).
+  @inlinable
+  var isKnown: Bool {
+    if case .notYet = self { return false }
+    return true
+  }
+  @inlinable
+  var isWaiting: Bool {
+    if case .waiting = self { return true }
+    return false
+  }
+
+  @inlinable
+  mutating func end(_ failure: Failure?) {
+    if case .notYet = self { self = .waiting(failure) }
+  }
+
+  /// The end, if it waits: it is delivered now, and never again.
+  @inlinable
+  mutating func deliver<Element>() -> OperatorOutput<Element, Failure>? {
+    guard case .waiting(let failure) = self else { return nil }
+    self = .delivered
+    return .end(failure)
+  }
+}
+
 /// What a logic did with an input's element.
 @usableFromInline
 enum InputVerdict<Element> {

@@ -89,17 +89,9 @@ struct BufferLogic<Element: Sendable, Failure: Error>: TimelessOperatorLogic {
   let isPulled: Bool
   @usableFromInline
   var buffer = RingBuffer<Element>()
+  /// The input's end, delivered once the buffer is empty.
   @usableFromInline
-  var ending = Ending.inputRunning
-
-  /// The input's end is delivered once the buffer is empty, and only once.
-  @usableFromInline
-  enum Ending: Sendable {
-    case inputRunning
-    /// The input ended (`nil`: it finished); not delivered yet.
-    case ended(Failure?)
-    case delivered
-  }
+  var end = PendingEnd<Failure>.notYet
 
   @inlinable
   init(policy: FlowBufferingPolicy, isPulled: Bool) {
@@ -130,29 +122,21 @@ struct BufferLogic<Element: Sendable, Failure: Error>: TimelessOperatorLogic {
 
   @inlinable
   mutating func inputEnded(_ failure: Failure?, at now: Instant) -> Element? {
-    ending = .ended(failure)
+    end.end(failure)
     return nil
   }
 
   @inlinable
   var wantsInput: Bool { isPulled && !isEnding }
   @inlinable
-  var hasOutput: Bool {
-    if case .ended = ending { return true }
-    return !buffer.isEmpty
-  }
+  var hasOutput: Bool { end.isWaiting || !buffer.isEmpty }
   // The input is over once its end arrived: what the buffer holds still comes first.
   @inlinable
-  var isEnding: Bool {
-    if case .inputRunning = ending { return false }
-    return true
-  }
+  var isEnding: Bool { end.isKnown }
 
   @inlinable
   mutating func nextOutput(at now: Instant) -> OperatorOutput<Element, Failure>? {
     if let element = buffer.popFirst() { return .element(element) }
-    guard case .ended(let failure) = ending else { return nil }
-    ending = .delivered
-    return .end(failure)
+    return end.deliver()
   }
 }
