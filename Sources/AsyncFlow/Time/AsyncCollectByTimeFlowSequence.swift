@@ -18,7 +18,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   ///   - clock: The clock that measures the intervals.
   public func collectFlow<C: Clock>(every interval: C.Duration, clock: C) -> AsyncCollectByTimeFlowSequence<Self, C> {
     precondition(interval > .zero, "collectFlow(every:clock:): interval must be greater than 0, got \(interval)")
-    return AsyncCollectByTimeFlowSequence(base: self, count: nil, interval: interval, clock: clock)
+    return collected(count: nil, every: interval, clock: clock)
   }
 
   /// ``collectFlow(every:clock:)`` on the `ContinuousClock`.
@@ -51,7 +51,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
     precondition(count >= 1, "collectFlow(count:orEvery:clock:): count must be 1 or greater, got \(count)")
     precondition(
       interval > .zero, "collectFlow(count:orEvery:clock:): interval must be greater than 0, got \(interval)")
-    return AsyncCollectByTimeFlowSequence(base: self, count: count, interval: interval, clock: clock)
+    return collected(count: count, every: interval, clock: clock)
   }
 
   /// ``collectFlow(count:orEvery:clock:)`` on the `ContinuousClock`.
@@ -64,6 +64,13 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   ) -> AsyncCollectByTimeFlowSequence<Self, ContinuousClock> {
     collectFlow(count: count, orEvery: interval, clock: ContinuousClock())
   }
+
+  func collected<C: Clock>(count: Int?, every interval: C.Duration, clock: C) -> AsyncCollectByTimeFlowSequence<Self, C> {
+    AsyncCollectByTimeFlowSequence {
+      AsyncOperatorIterator(
+        CollectByTimeLogic<Element, Failure, C.Instant>(count: count, interval: interval), pulling: self, clock: clock)
+    }
+  }
 }
 
 /// The sequence made by ``_Concurrency/AsyncSequence/collectFlow(every:clock:)`` and
@@ -74,44 +81,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 /// let batches: AsyncCollectByTimeFlowSequence<PassthroughFlow<Event, Never>, ContinuousClock> =
 ///   events.collectFlow(every: .seconds(5))
 /// ```
-public struct AsyncCollectByTimeFlowSequence<Base: AsyncSequence & Sendable, C: Clock>: AsyncSequence, Sendable
-where Base.Element: Sendable {
-  /// An array of the upstream's elements.
-  ///
-  /// ```swift
-  /// for await batch in batches { print(batch.count) }
-  /// ```
-  public typealias Element = [Base.Element]
-  /// The upstream's failure.
-  ///
-  /// ```swift
-  /// for try await batch in batches { try await api.upload(batch) }
-  /// ```
-  public typealias Failure = Base.Failure
-  typealias Logic = CollectByTimeLogic<Base.Element, Failure, C.Instant>
-
-  let base: Base
-  let count: Int?
-  let interval: C.Duration
-  let clock: C
-
-  /// Starts an iteration: its intervals start at the first `next()`.
-  ///
-  /// ```swift
-  /// var iterator = batches.makeAsyncIterator()
-  /// ```
-  public func makeAsyncIterator() -> Iterator {
-    Iterator(Logic(count: count, interval: interval), pulling: base, clock: clock)
-  }
-
-  /// The iterator of an ``AsyncCollectByTimeFlowSequence``: releasing it ends its iteration's task.
-  ///
-  /// ```swift
-  /// var iterator = batches.makeAsyncIterator()
-  /// while let batch = try await iterator.next() { print(batch) }
-  /// ```
-  public typealias Iterator = AsyncOperatorIterator<Element, Failure>
-}
+public typealias AsyncCollectByTimeFlowSequence<Base: AsyncSequence & Sendable, C: Clock> = AsyncTimedFlowSequence<
+  Base, C, [Base.Element], Base.Failure, _TimedFlowKind.CollectByTime
+> where Base.Element: Sendable
 
 /// `collectFlow(every:)` and `collectFlow(count:orEvery:)`: arrays at each interval's end (or when
 /// `count` is reached), the remainder at the upstream's end.

@@ -23,7 +23,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   ///   - clock: The clock that measures the intervals.
   public func sampleFlow<C: Clock>(every interval: C.Duration, clock: C) -> AsyncSampleFlowSequence<Self, C> {
     precondition(interval > .zero, "sampleFlow(every:clock:): interval must be greater than 0, got \(interval)")
-    return AsyncSampleFlowSequence(base: self, interval: interval, clock: clock)
+    return AsyncSampleFlowSequence {
+      AsyncOperatorIterator(SampleLogic<Element, Failure, C.Instant>(interval: interval), pulling: self, clock: clock)
+    }
   }
 
   /// ``sampleFlow(every:clock:)`` on the `ContinuousClock`.
@@ -43,43 +45,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 /// let position: AsyncSampleFlowSequence<PassthroughFlow<Point, Never>, ContinuousClock> =
 ///   dragLocations.sampleFlow(every: .milliseconds(100))
 /// ```
-public struct AsyncSampleFlowSequence<Base: AsyncSequence & Sendable, C: Clock>: AsyncSequence, Sendable
-where Base.Element: Sendable {
-  /// The upstream's element.
-  ///
-  /// ```swift
-  /// for await point in position { print(point) }
-  /// ```
-  public typealias Element = Base.Element
-  /// The upstream's failure.
-  ///
-  /// ```swift
-  /// for try await point in position { print(point) }
-  /// ```
-  public typealias Failure = Base.Failure
-  typealias Logic = SampleLogic<Element, Failure, C.Instant>
-
-  let base: Base
-  let interval: C.Duration
-  let clock: C
-
-  /// Starts an iteration: its intervals start at the first `next()`.
-  ///
-  /// ```swift
-  /// var iterator = position.makeAsyncIterator()
-  /// ```
-  public func makeAsyncIterator() -> Iterator {
-    Iterator(Logic(interval: interval), pulling: base, clock: clock)
-  }
-
-  /// The iterator of an ``AsyncSampleFlowSequence``: releasing it ends its iteration's task.
-  ///
-  /// ```swift
-  /// var iterator = position.makeAsyncIterator()
-  /// while let point = try await iterator.next() { print(point) }
-  /// ```
-  public typealias Iterator = AsyncOperatorIterator<Element, Failure>
-}
+public typealias AsyncSampleFlowSequence<Base: AsyncSequence & Sendable, C: Clock> = AsyncTimedFlowSequence<
+  Base, C, Base.Element, Base.Failure, _TimedFlowKind.Sample
+> where Base.Element: Sendable
 
 /// `sampleFlow`: the newest element of each interval at its end; at the upstream's end a waiting
 /// element keeps its turn, and the end follows it.

@@ -12,7 +12,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```
   public func debounceFlow<C: Clock>(for interval: C.Duration, clock: C) -> AsyncDebounceFlowSequence<Self, C> {
     precondition(interval >= .zero, "debounceFlow(for:clock:): interval must be 0 or greater, got \(interval)")
-    return AsyncDebounceFlowSequence(base: self, interval: interval, clock: clock)
+    return AsyncDebounceFlowSequence {
+      AsyncOperatorIterator(DebounceLogic<Element, Failure, C.Instant>(interval: interval), pulling: self, clock: clock)
+    }
   }
 
   /// ``debounceFlow(for:clock:)`` on the `ContinuousClock`.
@@ -34,40 +36,6 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 ///   let queries: AsyncDebounceFlowSequence<PassthroughFlow<String, Never>, ContinuousClock>
 /// }
 /// ```
-public struct AsyncDebounceFlowSequence<Base: AsyncSequence & Sendable, C: Clock>: AsyncSequence, Sendable
-where Base.Element: Sendable {
-  /// The upstream's element.
-  ///
-  /// ```swift
-  /// for try await element in queries { print(element) }
-  /// ```
-  public typealias Element = Base.Element
-  /// The upstream's failure: `try` is not needed when it is `Never`.
-  ///
-  /// ```swift
-  /// for await element in queries { print(element) }  // Failure == Never
-  /// ```
-  public typealias Failure = Base.Failure
-  typealias Logic = DebounceLogic<Element, Failure, C.Instant>
-
-  let base: Base
-  let interval: C.Duration
-  let clock: C
-
-  /// Starts an iteration: its task starts at the first `next()`.
-  ///
-  /// ```swift
-  /// var iterator = keystrokes.debounceFlow(for: .milliseconds(300)).makeAsyncIterator()
-  /// ```
-  public func makeAsyncIterator() -> Iterator {
-    Iterator(Logic(interval: interval), pulling: base, clock: clock)
-  }
-
-  /// The iterator of an ``AsyncDebounceFlowSequence``: releasing it ends its iteration's task.
-  ///
-  /// ```swift
-  /// var iterator = queries.makeAsyncIterator()
-  /// while let query = try await iterator.next() { print(query) }
-  /// ```
-  public typealias Iterator = AsyncOperatorIterator<Element, Failure>
-}
+public typealias AsyncDebounceFlowSequence<Base: AsyncSequence & Sendable, C: Clock> = AsyncTimedFlowSequence<
+  Base, C, Base.Element, Base.Failure, _TimedFlowKind.Debounce
+> where Base.Element: Sendable

@@ -8,9 +8,12 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// let messages = PassthroughFlow<String, Never>()
   /// let toasts = messages.delayFlow(for: .seconds(1), clock: clock)
   /// ```
+  @inlinable
   public func delayFlow<C: Clock>(for interval: C.Duration, clock: C) -> AsyncDelayFlowSequence<Self, C> {
     precondition(interval >= .zero, "delayFlow(for:clock:): interval must be 0 or greater, got \(interval)")
-    return AsyncDelayFlowSequence(base: self, interval: interval, clock: clock)
+    return AsyncDelayFlowSequence {
+      AsyncOperatorIterator(DelayLogic<Element, Failure, C.Instant>(interval: interval), pulling: self, clock: clock)
+    }
   }
 
   /// ``delayFlow(for:clock:)`` on the `ContinuousClock`.
@@ -31,48 +34,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 ///   let messages: AsyncDelayFlowSequence<PassthroughFlow<String, Never>, ContinuousClock>
 /// }
 /// ```
-public struct AsyncDelayFlowSequence<Base: AsyncSequence & Sendable, C: Clock>: AsyncSequence, Sendable
-where Base.Element: Sendable {
-  /// The upstream's element.
-  ///
-  /// ```swift
-  /// for try await element in toasts { print(element) }
-  /// ```
-  public typealias Element = Base.Element
-  /// The upstream's failure: `try` is not needed when it is `Never`.
-  ///
-  /// ```swift
-  /// for await element in toasts { print(element) }  // Failure == Never
-  /// ```
-  public typealias Failure = Base.Failure
-  @usableFromInline
-  typealias Logic = DelayLogic<Element, Failure, C.Instant>
-
-  @usableFromInline
-  let base: Base
-  @usableFromInline
-  let interval: C.Duration
-  @usableFromInline
-  let clock: C
-
-  /// Starts an iteration: its task starts at the first `next()`.
-  ///
-  /// ```swift
-  /// var iterator = messages.delayFlow(for: .seconds(1)).makeAsyncIterator()
-  /// ```
-  @inlinable
-  public func makeAsyncIterator() -> Iterator {
-    Iterator(Logic(interval: interval), pulling: base, clock: clock)
-  }
-
-  /// The iterator of an ``AsyncDelayFlowSequence``: releasing it ends its iteration's task.
-  ///
-  /// ```swift
-  /// var iterator = toasts.makeAsyncIterator()
-  /// while let toast = try await iterator.next() { print(toast) }
-  /// ```
-  public typealias Iterator = AsyncOperatorIterator<Element, Failure>
-}
+public typealias AsyncDelayFlowSequence<Base: AsyncSequence & Sendable, C: Clock> = AsyncTimedFlowSequence<
+  Base, C, Base.Element, Base.Failure, _TimedFlowKind.Delay
+> where Base.Element: Sendable
 
 /// `delayFlow`: every element, and the end, is delivered `interval` after it arrived.
 /// Elements in flight are buffered: as many as arrive within one interval; behind a stalled

@@ -15,7 +15,10 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
     for interval: C.Duration, clock: C, latest: Bool = true
   ) -> AsyncThrottleFlowSequence<Self, C> {
     precondition(interval >= .zero, "throttleFlow(for:clock:latest:): interval must be 0 or greater, got \(interval)")
-    return AsyncThrottleFlowSequence(base: self, interval: interval, clock: clock, latest: latest)
+    return AsyncThrottleFlowSequence {
+      AsyncOperatorIterator(
+        ThrottleLogic<Element, Failure, C.Instant>(interval: interval, latest: latest), pulling: self, clock: clock)
+    }
   }
 
   /// ``throttleFlow(for:clock:latest:)`` on the `ContinuousClock`.
@@ -38,44 +41,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 ///   let positions: AsyncThrottleFlowSequence<PassthroughFlow<Double, Never>, ContinuousClock>
 /// }
 /// ```
-public struct AsyncThrottleFlowSequence<Base: AsyncSequence & Sendable, C: Clock>: AsyncSequence, Sendable
-where Base.Element: Sendable {
-  /// The upstream's element.
-  ///
-  /// ```swift
-  /// for try await element in positions { print(element) }
-  /// ```
-  public typealias Element = Base.Element
-  /// The upstream's failure: `try` is not needed when it is `Never`.
-  ///
-  /// ```swift
-  /// for await element in positions { print(element) }  // Failure == Never
-  /// ```
-  public typealias Failure = Base.Failure
-  typealias Logic = ThrottleLogic<Element, Failure, C.Instant>
-
-  let base: Base
-  let interval: C.Duration
-  let clock: C
-  let latest: Bool
-
-  /// Starts an iteration: its task starts at the first `next()`.
-  ///
-  /// ```swift
-  /// var iterator = scrollOffsets.throttleFlow(for: .milliseconds(100)).makeAsyncIterator()
-  /// ```
-  public func makeAsyncIterator() -> Iterator {
-    Iterator(Logic(interval: interval, latest: latest), pulling: base, clock: clock)
-  }
-
-  /// The iterator of an ``AsyncThrottleFlowSequence``: releasing it ends its iteration's task.
-  ///
-  /// ```swift
-  /// var iterator = positions.makeAsyncIterator()
-  /// while let position = try await iterator.next() { print(position) }
-  /// ```
-  public typealias Iterator = AsyncOperatorIterator<Element, Failure>
-}
+public typealias AsyncThrottleFlowSequence<Base: AsyncSequence & Sendable, C: Clock> = AsyncTimedFlowSequence<
+  Base, C, Base.Element, Base.Failure, _TimedFlowKind.Throttle
+> where Base.Element: Sendable
 
 /// `throttleFlow`, timer-driven as in Combine: the first element passes at once and opens a
 /// window of `interval`; at the end of a window that saw elements, the newest (or the first) of

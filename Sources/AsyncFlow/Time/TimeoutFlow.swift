@@ -39,8 +39,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
     after interval: C.Duration, clock: C
   ) -> AsyncTimeoutFlowSequence<Self, C, any Error> {
     precondition(interval >= .zero, "timeoutFlow(after:clock:): interval must be 0 or greater, got \(interval)")
-    return AsyncTimeoutFlowSequence(
-      base: self, interval: interval, clock: clock, timeoutEnd: FlowTimeoutError(), mapFailure: { $0 })
+    return timingOut(after: interval, clock: clock, with: FlowTimeoutError(), mapFailure: { $0 })
   }
 
   /// ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)-wot3`` on the `ContinuousClock`.
@@ -65,7 +64,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   ) -> AsyncTimeoutFlowSequence<Self, C, Failure> {
     precondition(
       interval >= .zero, "timeoutFlow(finishingAfter:clock:): interval must be 0 or greater, got \(interval)")
-    return AsyncTimeoutFlowSequence(base: self, interval: interval, clock: clock, timeoutEnd: nil, mapFailure: { $0 })
+    return timingOut(after: interval, clock: clock, with: nil, mapFailure: { $0 })
   }
 
   /// ``timeoutFlow(finishingAfter:clock:)`` on the `ContinuousClock`.
@@ -77,6 +76,20 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
     finishingAfter interval: Duration
   ) -> AsyncTimeoutFlowSequence<Self, ContinuousClock, Failure> {
     timeoutFlow(finishingAfter: interval, clock: ContinuousClock())
+  }
+}
+
+extension AsyncSequence where Self: Sendable, Element: Sendable {
+  /// What every `timeoutFlow` builds: `timeoutEnd` ends the result when the interval passes
+  /// (`nil`: it finishes), `mapFailure` gives the upstream's failure the result's type.
+  func timingOut<C: Clock, F: Error>(
+    after interval: C.Duration, clock: C, with timeoutEnd: F?, mapFailure: @escaping @Sendable (Failure) -> F
+  ) -> AsyncTimeoutFlowSequence<Self, C, F> {
+    AsyncTimeoutFlowSequence {
+      AsyncOperatorIterator(
+        TimeoutLogic<Element, Failure, F, C.Instant>(interval: interval, timeoutEnd: timeoutEnd, mapFailure: mapFailure),
+        pulling: self, clock: clock)
+    }
   }
 }
 
@@ -92,8 +105,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
     after interval: C.Duration, clock: C
   ) -> AsyncTimeoutFlowSequence<Self, C, FlowTimeoutError> {
     precondition(interval >= .zero, "timeoutFlow(after:clock:): interval must be 0 or greater, got \(interval)")
-    return AsyncTimeoutFlowSequence(
-      base: self, interval: interval, clock: clock, timeoutEnd: FlowTimeoutError(), mapFailure: absurd)
+    return timingOut(after: interval, clock: clock, with: FlowTimeoutError(), mapFailure: absurd)
   }
 
   /// ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)-4edbs`` on the `ContinuousClock`, for a
@@ -120,41 +132,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
 ///   let beats: AsyncTimeoutFlowSequence<PassthroughFlow<Int, Never>, ContinuousClock, FlowTimeoutError>
 /// }
 /// ```
-public struct AsyncTimeoutFlowSequence<Base: AsyncSequence & Sendable, C: Clock, Failure: Error>: AsyncSequence,
-  Sendable
-where Base.Element: Sendable {
-  /// The upstream's element.
-  ///
-  /// ```swift
-  /// for try await element in ticks { print(element) }
-  /// ```
-  public typealias Element = Base.Element
-  typealias Logic = TimeoutLogic<Element, Base.Failure, Failure, C.Instant>
-
-  let base: Base
-  let interval: C.Duration
-  let clock: C
-  /// What the sequence ends with on a timeout: a failure, or `nil` to finish.
-  let timeoutEnd: Failure?
-  let mapFailure: @Sendable (Base.Failure) -> Failure
-
-  /// Starts an iteration: its task, and the clock, start at the first `next()`.
-  ///
-  /// ```swift
-  /// var iterator = pages.timeoutFlow(after: .seconds(5)).makeAsyncIterator()
-  /// ```
-  public func makeAsyncIterator() -> Iterator {
-    Iterator(Logic(interval: interval, timeoutEnd: timeoutEnd, mapFailure: mapFailure), pulling: base, clock: clock)
-  }
-
-  /// The iterator of an ``AsyncTimeoutFlowSequence``: releasing it ends its iteration's task.
-  ///
-  /// ```swift
-  /// var iterator = ticks.makeAsyncIterator()
-  /// while let beat = try await iterator.next() { print(beat) }
-  /// ```
-  public typealias Iterator = AsyncOperatorIterator<Element, Failure>
-}
+public typealias AsyncTimeoutFlowSequence<Base: AsyncSequence & Sendable, C: Clock, Failure: Error> = AsyncTimedFlowSequence<
+  Base, C, Base.Element, Failure, _TimedFlowKind.Timeout
+> where Base.Element: Sendable
 
 /// `timeoutFlow`: ends the sequence (with a failure, or a finish) when the upstream takes longer
 /// than `interval` to deliver an element or its end. The first end wins: an upstream failing
