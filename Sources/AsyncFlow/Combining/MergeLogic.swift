@@ -78,40 +78,6 @@ struct MergeLogic<Element: Sendable, Failure: Error>: TimelessOperatorLogic {
   }
 }
 
-/// The consumer's end of one merge: it serves the current batch without locking; releasing it
-/// ends the iteration as a cancellation does.
-@usableFromInline
-final class MergeConsumer<Element: Sendable, Failure: Error> {
-  @usableFromInline
-  let consumer: OperatorConsumer<[Element], Failure>
-  @usableFromInline
-  var batch: [Element] = []
-  @usableFromInline
-  var position = 0
-
-  @inlinable
-  init(_ inputs: [OperatorStorage<MergeLogic<Element, Failure>, TimelessClock>.IndexedInput]) {
-    let logic = MergeLogic<Element, Failure>(count: inputs.count)
-    consumer = OperatorConsumer(OperatorStorage(logic: logic, clock: TimelessClock(), inputs: inputs.count), inputs: inputs)
-  }
-
-  @inlinable
-  func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-    // A cancelled consumer gets nothing more from its batch: it goes to the life cycle and ends.
-    if position < batch.count, !Task.isCancelled {
-      defer { position += 1 }
-      return batch[position]
-    }
-    position = 0
-    // The batch's elements are let go here, not under the storage's lock.
-    batch = []
-    guard let next = try await consumer.next(isolation: actor) else { return nil }
-    batch = next
-    position = 1
-    return batch[0]
-  }
-}
-
 /// Makes one iteration of `Flow.merge` from its inputs: each input is pulled as input `index`.
 @usableFromInline
 enum MergeIteration {
@@ -127,7 +93,9 @@ enum MergeIteration {
     _ pumps: [OperatorStorage<MergeLogic<Element, Failure>, TimelessClock>.IndexedInput]
   ) -> @Sendable () -> CombiningPull<Element, Failure> {
     {
-      let consumer = MergeConsumer(pumps)
+      let logic = MergeLogic<Element, Failure>(count: pumps.count)
+      let storage = OperatorStorage(logic: logic, clock: TimelessClock(), inputs: pumps.count)
+      let consumer = BatchConsumer<_, Element>(OperatorConsumer(storage, inputs: pumps))
       return { (actor: isolated (any Actor)?) async throws(Failure) -> Element? in
         try await consumer.next(isolation: actor)
       }

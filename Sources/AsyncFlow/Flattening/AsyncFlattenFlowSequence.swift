@@ -35,7 +35,7 @@ where Base.Element: Sendable, Inner.Element: Sendable {
   /// let first = await iterator.next()
   /// ```
   @inlinable public func makeAsyncIterator() -> Iterator {
-    Iterator(FlattenConsumer(FlattenStorage(operation)))
+    Iterator(BatchConsumer(FlattenStorage(operation)))
   }
 
   /// The iterator of a flattening operator; releasing it cancels the iteration's tasks.
@@ -45,9 +45,9 @@ where Base.Element: Sendable, Inner.Element: Sendable {
   /// while let element = await iterator.next() { print(element?.title ?? "deleted") }
   /// ```
   public struct Iterator: AsyncIteratorProtocol {
-    @usableFromInline let consumer: FlattenConsumer<Base, Inner, Key, Failure>
+    @usableFromInline let consumer: BatchConsumer<FlattenStorage<Base, Inner, Key, Failure>, Element>
 
-    @inlinable init(_ consumer: FlattenConsumer<Base, Inner, Key, Failure>) {
+    @inlinable init(_ consumer: BatchConsumer<FlattenStorage<Base, Inner, Key, Failure>, Element>) {
       self.consumer = consumer
     }
 

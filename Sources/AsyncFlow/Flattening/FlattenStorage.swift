@@ -10,7 +10,7 @@
 final class FlattenStorage<
   Outer: AsyncSequence & Sendable, Inner: AsyncSequence & Sendable, Key: Hashable & Sendable, Failure: Error
 >:
-  Sendable
+  BatchSource, Sendable
 where Outer.Element: Sendable, Inner.Element: Sendable {
   @usableFromInline
   typealias Channel = FlattenInnerChannel<Inner.Element, Failure>
@@ -96,7 +96,7 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
   }
 
   /// The next elements for the consumer, in order: at least one, or `nil` at the end.
-  @inlinable func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> [Inner.Element]? {
+  @inlinable func nextBatch(isolation actor: isolated (any Actor)?) async throws(Failure) -> [Inner.Element]? {
     while true {
       // Resumed with `true` after the lock: the producers of the channels taken from, and the pump.
       var woken: [Producer] = []
@@ -350,55 +350,5 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
         if !offerAgain { return false }
       }
     }
-  }
-}
-
-/// The consumer's end of a flattening operator: releasing it (leaving the loop) cancels the outer
-/// and every inner.
-@usableFromInline
-final class FlattenConsumer<
-  Outer: AsyncSequence & Sendable, Inner: AsyncSequence & Sendable, Key: Hashable & Sendable, Failure: Error
->
-where Outer.Element: Sendable, Inner.Element: Sendable {
-  @usableFromInline let storage: FlattenStorage<Outer, Inner, Key, Failure>
-  /// Elements already taken from the storage in one batch, delivered from here without the lock.
-  /// Emptied once used up, before the consumer waits for the next batch (``next(isolation:)``).
-  @usableFromInline var taken: [Inner.Element] = []
-  @usableFromInline var takenStart = 0
-
-  @inlinable init(_ storage: FlattenStorage<Outer, Inner, Key, Failure>) {
-    self.storage = storage
-  }
-
-  deinit {
-    storage.cancel()
-  }
-
-  @inlinable func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Inner.Element? {
-    if takenStart < taken.count, !Task.isCancelled {
-      defer { takenStart += 1 }
-      return taken[takenStart]
-    }
-    // Used up (or the consumer is cancelled): the batch goes now, not when the next one arrives.
-    // Kept while the consumer waits, it held the elements the consumer was done with for as long
-    // as the inners were quiet: a `deinit` meant to run once the consumer let go of its element (a
-    // subscription's clean-up, one that cancels the consumer) ran late, or never.
-    releaseTaken()
-    // After the release: an element's `deinit` may have cancelled this task just now.
-    if Task.isCancelled { storage.cancel() }
-    guard let batch = try await storage.next(isolation: actor) else { return nil }
-    taken = batch
-    takenStart = 1
-    return batch[0]
-  }
-
-  /// Lets go of the batch, outside every lock and outside the access to ``taken``: an element's
-  /// `deinit` may call back in (cancel this task, read the operator).
-  @inlinable func releaseTaken() {
-    guard !taken.isEmpty else { return }
-    var used: [Inner.Element] = []
-    swap(&used, &taken)
-    takenStart = 0
-    withExtendedLifetime(used) {}  // released here
   }
 }

@@ -211,7 +211,7 @@ final class OperatorConsumer<Output, Failure: Error> {
   @usableFromInline
   let nextOutput: (isolated (any Actor)?) async throws(Failure) -> Output?
   @usableFromInline
-  let cancel: @Sendable () -> Void
+  let cancelIteration: @Sendable () -> Void
 
   @inlinable
   convenience init<Logic: OperatorLogic, C: Clock>(
@@ -228,12 +228,17 @@ final class OperatorConsumer<Output, Failure: Error> {
     nextOutput = { (actor: isolated (any Actor)?) async throws(Failure) -> Output? in
       try await storage.next(isolation: actor, inputs: inputs)
     }
-    cancel = { storage.cancel() }
+    cancelIteration = { storage.cancel() }
   }
 
   deinit {
     // Nobody waits for the task: it ends (and runs a cleanup) on its own, soon after.
-    cancel()
+    cancelIteration()
+  }
+
+  @inlinable
+  func cancel() {
+    cancelIteration()
   }
 
   @inlinable
@@ -241,6 +246,15 @@ final class OperatorConsumer<Output, Failure: Error> {
     // Nothing is delivered after cancellation, not even what is buffered.
     if Task.isCancelled { cancel() }
     return try await nextOutput(actor)
+  }
+}
+
+extension OperatorConsumer: BatchSource {
+  /// The consumer of an operator whose outputs are batches (`Flow.merge`) is the source of its
+  /// ``BatchConsumer``.
+  @inlinable
+  func nextBatch(isolation actor: isolated (any Actor)?) async throws(Failure) -> Output? {
+    try await next(isolation: actor)
   }
 }
 
