@@ -65,7 +65,10 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
     collectFlow(count: count, orEvery: interval, clock: ContinuousClock())
   }
 
-  func collected<C: Clock>(count: Int?, every interval: C.Duration, clock: C) -> AsyncCollectByTimeFlowSequence<Self, C> {
+  /// What both `collectFlow` by time build: `count` (`nil`: no bound) and the interval checked.
+  func collected<C: Clock>(
+    count: Int?, every interval: C.Duration, clock: C
+  ) -> AsyncCollectByTimeFlowSequence<Self, C> {
     AsyncCollectByTimeFlowSequence {
       AsyncOperatorIterator(
         CollectByTimeLogic<Element, Failure, C.Instant>(count: count, interval: interval), pulling: self, clock: clock)
@@ -81,9 +84,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 /// let batches: AsyncCollectByTimeFlowSequence<PassthroughFlow<Event, Never>, ContinuousClock> =
 ///   events.collectFlow(every: .seconds(5))
 /// ```
-public typealias AsyncCollectByTimeFlowSequence<Base: AsyncSequence & Sendable, C: Clock> = AsyncTimedFlowSequence<
-  Base, C, [Base.Element], Base.Failure, _TimedFlowKind.CollectByTime
-> where Base.Element: Sendable
+public typealias AsyncCollectByTimeFlowSequence<Base: AsyncSequence & Sendable, C: Clock> =
+  AsyncTimedFlowSequence<Base, C, [Base.Element], Base.Failure, _TimedFlowKind.CollectByTime>
+where Base.Element: Sendable
 
 /// `collectFlow(every:)` and `collectFlow(count:orEvery:)`: arrays at each interval's end (or when
 /// `count` is reached), the remainder at the upstream's end.

@@ -45,9 +45,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 /// let position: AsyncSampleFlowSequence<PassthroughFlow<Point, Never>, ContinuousClock> =
 ///   dragLocations.sampleFlow(every: .milliseconds(100))
 /// ```
-public typealias AsyncSampleFlowSequence<Base: AsyncSequence & Sendable, C: Clock> = AsyncTimedFlowSequence<
-  Base, C, Base.Element, Base.Failure, _TimedFlowKind.Sample
-> where Base.Element: Sendable
+public typealias AsyncSampleFlowSequence<Base: AsyncSequence & Sendable, C: Clock> =
+  AsyncTimedFlowSequence<Base, C, Base.Element, Base.Failure, _TimedFlowKind.Sample>
+where Base.Element: Sendable
 
 /// `sampleFlow`: the newest element of each interval at its end; at the upstream's end a waiting
 /// element keeps its turn, and the end follows it.

@@ -36,6 +36,6 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 ///   let queries: AsyncDebounceFlowSequence<PassthroughFlow<String, Never>, ContinuousClock>
 /// }
 /// ```
-public typealias AsyncDebounceFlowSequence<Base: AsyncSequence & Sendable, C: Clock> = AsyncTimedFlowSequence<
-  Base, C, Base.Element, Base.Failure, _TimedFlowKind.Debounce
-> where Base.Element: Sendable
+public typealias AsyncDebounceFlowSequence<Base: AsyncSequence & Sendable, C: Clock> =
+  AsyncTimedFlowSequence<Base, C, Base.Element, Base.Failure, _TimedFlowKind.Debounce>
+where Base.Element: Sendable

@@ -34,9 +34,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 ///   let messages: AsyncDelayFlowSequence<PassthroughFlow<String, Never>, ContinuousClock>
 /// }
 /// ```
-public typealias AsyncDelayFlowSequence<Base: AsyncSequence & Sendable, C: Clock> = AsyncTimedFlowSequence<
-  Base, C, Base.Element, Base.Failure, _TimedFlowKind.Delay
-> where Base.Element: Sendable
+public typealias AsyncDelayFlowSequence<Base: AsyncSequence & Sendable, C: Clock> =
+  AsyncTimedFlowSequence<Base, C, Base.Element, Base.Failure, _TimedFlowKind.Delay>
+where Base.Element: Sendable
 
 /// `delayFlow`: every element, and the end, is delivered `interval` after it arrived.
 /// Elements in flight are buffered: as many as arrive within one interval; behind a stalled

@@ -41,9 +41,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 ///   let positions: AsyncThrottleFlowSequence<PassthroughFlow<Double, Never>, ContinuousClock>
 /// }
 /// ```
-public typealias AsyncThrottleFlowSequence<Base: AsyncSequence & Sendable, C: Clock> = AsyncTimedFlowSequence<
-  Base, C, Base.Element, Base.Failure, _TimedFlowKind.Throttle
-> where Base.Element: Sendable
+public typealias AsyncThrottleFlowSequence<Base: AsyncSequence & Sendable, C: Clock> =
+  AsyncTimedFlowSequence<Base, C, Base.Element, Base.Failure, _TimedFlowKind.Throttle>
+where Base.Element: Sendable
 
 /// `throttleFlow`, timer-driven as in Combine: the first element passes at once and opens a
 /// window of `interval`; at the end of a window that saw elements, the newest (or the first) of

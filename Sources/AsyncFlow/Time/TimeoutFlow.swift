@@ -1,5 +1,6 @@
-/// The failure of ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)-wot3``: the upstream took longer than
-/// the interval to deliver an element or its end.
+/// The failure of
+/// ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)->AsyncTimeoutFlowSequence<Self,C,Error>``:
+/// the upstream took longer than the interval to deliver an element or its end.
 ///
 /// ```swift
 /// let pages = Flow<[Item], any Error> { emitter in await emitter.emit(try await api.articles(page: 1)) }
@@ -42,7 +43,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
     return timingOut(after: interval, clock: clock, with: FlowTimeoutError(), mapFailure: { $0 })
   }
 
-  /// ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)-wot3`` on the `ContinuousClock`.
+  /// ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)->AsyncTimeoutFlowSequence<Self,C,Error>``
+  /// on the `ContinuousClock`.
   ///
   /// ```swift
   /// let timedPages = pages.timeoutFlow(after: .seconds(5))
@@ -52,7 +54,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   }
 
   /// Finishes, instead of failing, when the upstream takes longer than `interval` to deliver an
-  /// element or its end; see ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)-wot3``.
+  /// element or its end; see
+  /// ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)->AsyncTimeoutFlowSequence<Self,C,Error>``.
   ///
   /// ```swift
   /// let responses = PassthroughFlow<String, Never>()  // the answers of the devices nearby
@@ -87,8 +90,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   ) -> AsyncTimeoutFlowSequence<Self, C, F> {
     AsyncTimeoutFlowSequence {
       AsyncOperatorIterator(
-        TimeoutLogic<Element, Failure, F, C.Instant>(interval: interval, timeoutEnd: timeoutEnd, mapFailure: mapFailure),
-        pulling: self, clock: clock)
+        TimeoutLogic<Element, Failure, F, C.Instant>(
+          interval: interval, timeoutEnd: timeoutEnd, mapFailure: mapFailure), pulling: self, clock: clock)
     }
   }
 }
@@ -108,8 +111,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
     return timingOut(after: interval, clock: clock, with: FlowTimeoutError(), mapFailure: absurd)
   }
 
-  /// ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)-4edbs`` on the `ContinuousClock`, for a
-  /// sequence that cannot fail.
+  /// ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)->AsyncTimeoutFlowSequence<Self,C,FlowTimeoutError>``
+  /// on the `ContinuousClock`, for a sequence that cannot fail.
   ///
   /// ```swift
   /// let ticks = heartbeats.timeoutFlow(after: .seconds(30))
@@ -121,7 +124,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   }
 }
 
-/// The sequence made by ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)-wot3`` and
+/// The sequence made by
+/// ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)->AsyncTimeoutFlowSequence<Self,C,Error>`` and
 /// ``_Concurrency/AsyncSequence/timeoutFlow(finishingAfter:clock:)``: the upstream's elements, until
 /// it takes longer than the interval. `Failure` is ``FlowTimeoutError`` for an upstream that cannot
 /// fail, `any Error` for one that can, and the upstream's own for `finishingAfter:`. A concrete
@@ -132,9 +136,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
 ///   let beats: AsyncTimeoutFlowSequence<PassthroughFlow<Int, Never>, ContinuousClock, FlowTimeoutError>
 /// }
 /// ```
-public typealias AsyncTimeoutFlowSequence<Base: AsyncSequence & Sendable, C: Clock, Failure: Error> = AsyncTimedFlowSequence<
-  Base, C, Base.Element, Failure, _TimedFlowKind.Timeout
-> where Base.Element: Sendable
+public typealias AsyncTimeoutFlowSequence<Base: AsyncSequence & Sendable, C: Clock, Failure: Error> =
+  AsyncTimedFlowSequence<Base, C, Base.Element, Failure, _TimedFlowKind.Timeout>
+where Base.Element: Sendable
 
 /// `timeoutFlow`: ends the sequence (with a failure, or a finish) when the upstream takes longer
 /// than `interval` to deliver an element or its end. The first end wins: an upstream failing
