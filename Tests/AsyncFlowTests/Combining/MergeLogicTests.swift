@@ -4,55 +4,14 @@ import Testing
 @testable import AsyncFlow
 
 /// `Flow.merge`'s logic as a plain value: a table of events and what follows each, with no
-/// continuations. Each row's text is the event's answer, then `pull` (the inputs may pull),
-/// `output` (the consumer has something) and `ending` (the end waits or was delivered).
+/// continuations (`checkLogic` says how a row reads).
 @Suite("MergeLogic")
 struct MergeLogicTests {
-  private enum Step {
-    case start
-    case input(Int)
-    /// An input's end: a finish, or a failure with this id.
-    case end(failure: Int?)
-    case next
-  }
-
-  private func check(_ logic: MergeLogic<Int, TestError>, _ table: [(Step, String)]) {
-    var logic = logic
-    let now = TimelessClock.Instant()
-    for (row, (step, expected)) in table.enumerated() {
-      var parts: [String]
-      switch step {
-      case .start:
-        logic.start(at: now)
-        parts = ["started"]
-      case .input(let element):
-        guard case .kept = logic.input(element, at: now) else {
-          Issue.record("row \(row): a merge keeps every element")
-          return
-        }
-        parts = ["kept"]
-      case .end(let failure):
-        #expect(logic.inputEnded(failure.map { TestError(id: $0) }, at: now) == nil)
-        parts = ["ended"]
-      case .next:
-        switch logic.nextOutput(at: now) {
-        case nil: parts = ["nothing"]
-        case .element(let batch): parts = ["\(batch)"]
-        case .end(nil): parts = ["finish"]
-        case .end(let failure?): parts = ["fail \(failure.id)"]
-        }
-      }
-      #expect(logic.deadline == nil)
-      if logic.wantsInput { parts.append("pull") }
-      if logic.hasOutput { parts.append("output") }
-      if logic.isEnding { parts.append("ending") }
-      #expect(parts.joined(separator: " ") == expected, "row \(row)")
-    }
-  }
+  private typealias Logic = MergeLogic<Int, TestError>
 
   @Test func batch_takesEverythingBufferedInArrivalOrder() {
-    check(
-      MergeLogic(count: 2),
+    checkLogic(
+      Logic(count: 2),
       [
         (.start, "started pull"),
         (.next, "nothing pull"),
@@ -64,7 +23,7 @@ struct MergeLogicTests {
   }
 
   @Test func limit_isSixtyFourPerInput_andTheBatchFreesIt() {
-    var logic = MergeLogic<Int, TestError>(count: 2)
+    var logic = Logic(count: 2)
     for element in 0..<127 { _ = logic.input(element, at: TimelessClock.Instant()) }
     #expect(logic.wantsInput)
     _ = logic.input(127, at: TimelessClock.Instant())
@@ -78,8 +37,8 @@ struct MergeLogicTests {
   }
 
   @Test func finish_comesWithTheLastInput_afterWhatIsBuffered() {
-    check(
-      MergeLogic(count: 2),
+    checkLogic(
+      Logic(count: 2),
       [
         (.input(1), "kept pull output"),
         (.end(failure: nil), "ended pull output"),
@@ -92,8 +51,8 @@ struct MergeLogicTests {
   }
 
   @Test func failure_endsAtOnce_afterWhatIsBuffered() {
-    check(
-      MergeLogic(count: 3),
+    checkLogic(
+      Logic(count: 3),
       [
         (.input(1), "kept pull output"),
         (.end(failure: 7), "ended pull output ending"),
@@ -103,6 +62,6 @@ struct MergeLogicTests {
   }
 
   @Test func noInputs_finishesAtTheStart() {
-    check(MergeLogic(count: 0), [(.start, "started pull output ending"), (.next, "finish pull ending")])
+    checkLogic(Logic(count: 0), [(.start, "started pull output ending"), (.next, "finish pull ending")])
   }
 }

@@ -7,27 +7,27 @@ import Testing
 /// scheduling (RxSwift's `testWithLatestFrom_TwoObservablesWithImmediateValues`).
 @Suite("withLatestFromFlow: the other's immediate value", .timeLimit(.minutes(1)))
 struct WithLatestFromStartTests {
-  /// The first output of `base.withLatestFromFlow(other)`; if the base's first element was
-  /// dropped, the consumer would wait for a second one forever: after a bounded, clock-free wait
-  /// it is cancelled (and returns "nil"), so that the test fails instead of hanging.
-  private static func firstOutput(_ base: CurrentValueFlow<Int>, _ other: CurrentValueFlow<String>) async -> String {
-    let done = Signal()
+  /// The first output of `base.withLatestFromFlow(other)`, or `nil` (and an issue) if the consumer
+  /// did not have it before the test was cancelled: had the base's first element been dropped, it
+  /// would wait for a second one forever, and the suite's time limit, not a count of yields that a
+  /// loaded machine may exhaust before the consumer runs, ends the wait.
+  private static func firstOutput(
+    _ base: CurrentValueFlow<Int>, _ other: CurrentValueFlow<String>, run: Int
+  ) async -> String? {
     let consumer = Task {
       var iterator = base.withLatestFromFlow(other).makeAsyncIterator()
-      defer { done.fire() }
       return await iterator.next().map { "\($0.0)\($0.1)" } ?? "nil"
     }
-    for _ in 0..<1_000_000 {
-      if done.isFired { break }
-      await Task.yield()
+    guard let output = await bounded(consumer, "the first output (run \(run))") else {
+      consumer.cancel()
+      return nil
     }
-    if !done.isFired { consumer.cancel() }
-    return await bounded(consumer, "the first output") ?? "stuck"
+    return output
   }
 
   @Test func theBasesFirstElementPairsWithTheOthersCurrentValue() async {
     for run in 0..<50 {
-      let output = await Self.firstOutput(CurrentValueFlow(1), CurrentValueFlow("a"))
+      guard let output = await Self.firstOutput(CurrentValueFlow(1), CurrentValueFlow("a"), run: run) else { return }
       #expect(output == "1a", "run \(run)")
       if output != "1a" { return }
     }
@@ -41,21 +41,13 @@ struct WithLatestFromStartTests {
   /// The consumer on an actor: `other`'s first pull still runs in the caller until it suspends.
   @Test func theBasesFirstElementPairsWhenTheConsumerIsOnAnActor() async {
     for run in 0..<20 {
-      let done = Signal()
-      let consumer = Task { @MainActor in
-        defer { done.fire() }
-        return await Self.firstOutputOnTheMainActor()
-      }
-      for _ in 0..<1_000_000 {
-        if done.isFired { break }
-        await Task.yield()
-      }
-      if !done.isFired {
-        Issue.record("the base's first element was dropped (run \(run))")
+      let consumer = Task { @MainActor in await Self.firstOutputOnTheMainActor() }
+      guard let output = await bounded(consumer, "the first output on the main actor (run \(run))") else {
         consumer.cancel()
         return
       }
-      #expect(await bounded(consumer, "consumer") == "2b", "run \(run)")
+      #expect(output == "2b", "run \(run)")
+      if output != "2b" { return }
     }
   }
 }

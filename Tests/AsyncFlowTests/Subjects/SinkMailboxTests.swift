@@ -1,96 +1,7 @@
 import AsyncFlowTesting
-import Synchronization
 import Testing
 
 @testable import AsyncFlow
-
-/// A task executor that counts the jobs enqueued on it and the jobs it has run: with it as
-/// `FlowScheduling`'s executor, every task the library starts shows up here, so a test can see
-/// that an idle sink starts none. Each job runs on a task of the global executor.
-final class CountingExecutor: TaskExecutor, Sendable {
-  private struct State {
-    var enqueued = 0
-    var finished = 0
-    var watchers = CountWatchers()
-  }
-
-  private let state = LockedState(State())
-
-  func enqueue(_ job: consuming ExecutorJob) {
-    let job = UnownedJob(job)
-    state.withLock { $0.enqueued += 1 }
-    Task.detached {
-      job.runSynchronously(on: self.asUnownedTaskExecutor())
-      let waking = self.state.withLock { state in
-        state.finished += 1
-        return state.watchers.reached(state.finished)
-      }
-      for waiter in waking { waiter.resume() }
-    }
-  }
-
-  var enqueued: Int { state.withLock { $0.enqueued } }
-
-  /// Suspends until `count` jobs have run here.
-  func finished(count: Int) async {
-    await state.waitUntil(count: count, of: { $0.finished }, watchers: \.watchers)
-  }
-
-  /// Runs `body` with this executor as the one AsyncFlow starts its tasks on.
-  func scheduling<T>(_ body: () throws -> T) rethrows -> T {
-    try FlowScheduling.$executor.withValue(self, operation: body)
-  }
-}
-
-/// What a sink received, in order: values, then its completion.
-final class SinkLog: Sendable {
-  enum Event: Equatable, Sendable {
-    case value(Int)
-    case finished
-    case failed(Int)
-  }
-
-  private let state = LockedState<(events: [Event], watchers: CountWatchers)>(([], CountWatchers()))
-
-  func append(_ event: Event) {
-    let waking = state.withLock { state in
-      state.events.append(event)
-      return state.watchers.reached(state.events.count)
-    }
-    for waiter in waking { waiter.resume() }
-  }
-
-  func completion(_ completion: FlowCompletion<TestError>) {
-    switch completion {
-    case .finished: append(.finished)
-    case .failure(let error): append(.failed(error.id))
-    }
-  }
-
-  var events: [Event] { state.withLock { $0.events } }
-
-  var values: [Int] {
-    events.compactMap { if case .value(let value) = $0 { value } else { nil } }
-  }
-
-  /// Suspends until `count` events were logged.
-  func logged(count: Int) async {
-    await state.waitUntil(count: count, of: { $0.events.count }, watchers: \.watchers)
-  }
-}
-
-final class Counter: Sendable {
-  private let count = Atomic(0)
-
-  func add() { count.wrappingAdd(1, ordering: .relaxed) }
-
-  var value: Int { count.load(ordering: .relaxed) }
-}
-
-@MainActor final class SinkBox {
-  var subscription: FlowSubscription?
-  var received: [Int] = []
-}
 
 @Suite("sink and assignFlow on hot sources: mailboxes", .timeLimit(.minutes(1)))
 struct SinkMailboxTests {
@@ -114,23 +25,16 @@ struct SinkMailboxTests {
   }
 
   @Test @MainActor func mainActorSinkReceivesInOrderOnTheMainActor() async {
-    let subject = PassthroughFlow<Int, Never>()
     let box = SinkBox()
-    let done = Signal()
-    let subscription = subject.sink { _ in
-      done.fire()
-    } receiveValue: { @MainActor value in
-      MainActor.preconditionIsolated("a @MainActor sink ran off the main actor")
-      box.received.append(value)
+    await sendOneToFiveHundred { subject, completed in
+      subject.sink { _ in
+        completed.fire()
+      } receiveValue: { @MainActor value in
+        MainActor.preconditionIsolated("a @MainActor sink ran off the main actor")
+        box.received.append(value)
+      }
     }
-    let sender = Task.detached {
-      for value in 1...500 { subject.send(value) }
-      subject.finish()
-    }
-    await bounded(sender, "sender")
-    await done.wait()
     #expect(box.received == Array(1...500))
-    withExtendedLifetime(subscription) {}
   }
 
   @Test func aSinkAfterTheEndReceivesOnlyTheEnd() async {

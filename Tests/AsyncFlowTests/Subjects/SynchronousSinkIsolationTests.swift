@@ -3,39 +3,23 @@ import Testing
 
 @testable import AsyncFlow
 
-/// A global actor other than the main actor, for a sink's closure isolated to neither the main
-/// actor nor nothing.
-@globalActor actor SinkTestActor {
-  static let shared = SinkTestActor()
-}
-
-@SinkTestActor final class SinkTestActorBox {
-  var received: [Int] = []
-}
-
 /// The synchronous overload's closure is called from the drain, which runs on the closure's
 /// isolation: it runs on that isolation, in order, and on the scheduling executor.
 @Suite("sink on hot sources: the synchronous closure's isolation", .timeLimit(.minutes(1)))
 struct SynchronousSinkIsolationTests {
   @Test func aClosureOnAnotherGlobalActorRunsOnItInOrder() async {
-    let subject = PassthroughFlow<Int, Never>()
     let box = SinkTestActorBox()
-    let done = Signal()
-    let subscription = subject.sink { _ in
-      done.fire()
-    } receiveValue: { @SinkTestActor value in
-      SinkTestActor.preconditionIsolated("a synchronous @SinkTestActor sink ran off its actor")
-      box.received.append(value)
+    await sendOneToFiveHundred { subject, completed in
+      let subscription = subject.sink { _ in
+        completed.fire()
+      } receiveValue: { @SinkTestActor value in
+        SinkTestActor.preconditionIsolated("a synchronous @SinkTestActor sink ran off its actor")
+        box.received.append(value)
+      }
+      #expect(SynchronousSinkTests.isSynchronous(subscription) == true)
+      return subscription
     }
-    #expect(SynchronousSinkTests.isSynchronous(subscription) == true)
-    let sender = Task.detached {
-      for value in 1...500 { subject.send(value) }
-      subject.finish()
-    }
-    await sender.value
-    await bounded("the sink completed") { await done.wait() }
     #expect(await box.received == Array(1...500))
-    withExtendedLifetime(subscription) {}
   }
 
   /// A nonisolated closure runs where the drain runs: on the test clock's executor, so that the
