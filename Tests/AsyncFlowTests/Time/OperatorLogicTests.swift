@@ -3,82 +3,6 @@ import Testing
 
 @testable import AsyncFlow
 
-/// One event given to a logic, at a whole number of seconds (ignored by a logic that measures no time).
-private enum LogicStep: CustomStringConvertible {
-  case start(at: Int)
-  case input(Int, at: Int)
-  /// The input's end: a finish, or a failure with this id.
-  case end(failure: Int?, at: Int)
-  case timer(at: Int)
-  case next(at: Int)
-
-  var description: String {
-    switch self {
-    case .start(let at): "start at \(at)"
-    case .input(let element, let at): "input \(element) at \(at)"
-    case .end(let failure, let at): "end \(failure.map { "failure \($0)" } ?? "finish") at \(at)"
-    case .timer(let at): "timer at \(at)"
-    case .next(let at): "next at \(at)"
-    }
-  }
-}
-
-private protocol TableInstant: InstantProtocol {
-  init(table seconds: Int)
-  var tableSeconds: Int64 { get }
-}
-
-extension TestClock.Instant: TableInstant {
-  init(table seconds: Int) { self.init(offset: .seconds(seconds)) }
-  var tableSeconds: Int64 { offset.components.seconds }
-}
-
-extension TimelessClock.Instant: TableInstant {
-  init(table seconds: Int) { self.init() }
-  var tableSeconds: Int64 { 0 }
-}
-
-/// Runs `table` through `logic`: each row is an event and what follows it, as text: the event's
-/// answer (what was kept, displaced, delivered), then the deadline (`@3`), and whether the input
-/// is wanted (`pull`), the consumer has something (`output`), and the end waits (`ending`).
-private func check<Logic: OperatorLogic>(
-  _ logic: Logic, _ table: [(LogicStep, String)], sourceLocation: SourceLocation = #_sourceLocation
-) where Logic.Element == Int, Logic.InputFailure == TestError, Logic.Instant: TableInstant {
-  var logic = logic
-  for (row, (step, expected)) in table.enumerated() {
-    let answer: String
-    switch step {
-    case .start(let at):
-      logic.start(at: .init(table: at))
-      answer = "started"
-    case .input(let element, let at):
-      switch logic.input(element, at: .init(table: at)) {
-      case .kept: answer = "kept"
-      case .keptDisplacing(let displaced): answer = "kept, displaced \(displaced)"
-      case .refused(let refused): answer = "refused \(refused)"
-      }
-    case .end(let failure, let at):
-      answer =
-        logic.inputEnded(failure.map { TestError(id: $0) }, at: .init(table: at)).map { "displaced \($0)" } ?? "ended"
-    case .timer(let at):
-      answer = logic.timerFired(at: .init(table: at)).map { "fired, displaced \($0)" } ?? "fired"
-    case .next(let at):
-      switch logic.nextOutput(at: .init(table: at)) {
-      case nil: answer = "nothing"
-      case .element(let output): answer = "\(output)"
-      case .end(nil): answer = "finish"
-      case .end(let failure?): answer = "fail \((failure as? TestError).map { "\($0.id)" } ?? "\(failure)")"
-      }
-    }
-    var parts = [answer]
-    if let deadline = logic.deadline { parts.append("@\(deadline.tableSeconds)") }
-    if logic.wantsInput { parts.append("pull") }
-    if logic.hasOutput { parts.append("output") }
-    if logic.isEnding { parts.append("ending") }
-    #expect(parts.joined(separator: " ") == expected, "row \(row): \(step)", sourceLocation: sourceLocation)
-  }
-}
-
 private typealias Instant = TestClock.Instant
 
 /// Each timed logic as a plain value: a table of events and what follows each, no continuations.
@@ -87,7 +11,7 @@ struct OperatorLogicTests {
   // MARK: debounceFlow (interval 2)
 
   @Test func debounce_deliversTheNewestOnceTheIntervalPassesWithoutANewerOne() {
-    check(
+    checkLogic(
       DebounceLogic<Int, TestError, Instant>(interval: .seconds(2)),
       [
         (.start(at: 0), "started pull"),
@@ -106,7 +30,7 @@ struct OperatorLogicTests {
   }
 
   @Test func debounce_conflatesForASlowConsumerAndKeepsTheFailure() {
-    check(
+    checkLogic(
       DebounceLogic<Int, TestError, Instant>(interval: .seconds(2)),
       [
         (.input(1, at: 0), "kept @2 pull"),
@@ -122,7 +46,7 @@ struct OperatorLogicTests {
   // MARK: throttleFlow (interval 2)
 
   @Test func throttle_latest_passesTheFirstThenTheNewestOfEachWindow() {
-    check(
+    checkLogic(
       ThrottleLogic<Int, TestError, Instant>(interval: .seconds(2), latest: true),
       [
         (.input(1, at: 0), "kept @2 pull output"),
@@ -144,7 +68,7 @@ struct OperatorLogicTests {
   }
 
   @Test func throttle_first_refusesTheLaterElementsOfAWindow() {
-    check(
+    checkLogic(
       ThrottleLogic<Int, TestError, Instant>(interval: .seconds(2), latest: false),
       [
         (.input(1, at: 0), "kept @2 pull output"),
@@ -160,7 +84,7 @@ struct OperatorLogicTests {
   // MARK: delayFlow (interval 2)
 
   @Test func delay_shiftsEveryElementAndTheEnd() {
-    check(
+    checkLogic(
       DelayLogic<Int, TestError, Instant>(interval: .seconds(2)),
       [
         (.input(1, at: 0), "kept @2 pull"),
@@ -175,7 +99,7 @@ struct OperatorLogicTests {
   }
 
   @Test func delay_stopsPullingBehindAStalledConsumer() {
-    check(
+    checkLogic(
       DelayLogic<Int, TestError, Instant>(interval: .seconds(2)),
       [
         (.input(1, at: 0), "kept @2 pull"),
@@ -189,7 +113,7 @@ struct OperatorLogicTests {
   // MARK: timeoutFlow (interval 2)
 
   @Test func timeout_countsFromTheStartAndFromEachHandOver() {
-    check(
+    checkLogic(
       TimeoutLogic<Int, TestError, TestError, Instant>(
         interval: .seconds(2), timeoutEnd: TestError(id: 99), mapFailure: { $0 }),
       [
@@ -203,14 +127,14 @@ struct OperatorLogicTests {
   }
 
   @Test func timeout_finishingAfter_andTheUpstreamsOwnEnd() {
-    check(
+    checkLogic(
       TimeoutLogic<Int, TestError, TestError, Instant>(interval: .seconds(2), timeoutEnd: nil, mapFailure: { $0 }),
       [
         (.start(at: 0), "started @2 pull"),
         (.timer(at: 2), "fired output ending"),
         (.next(at: 2), "finish ending"),
       ])
-    check(
+    checkLogic(
       TimeoutLogic<Int, TestError, TestError, Instant>(interval: .seconds(2), timeoutEnd: nil, mapFailure: { $0 }),
       [
         (.start(at: 0), "started @2 pull"),
@@ -223,7 +147,7 @@ struct OperatorLogicTests {
   // MARK: sampleFlow (interval 2)
 
   @Test func sample_deliversTheNewestOfEachIntervalAtItsEnd() {
-    check(
+    checkLogic(
       SampleLogic<Int, TestError, Instant>(interval: .seconds(2)),
       [
         (.start(at: 0), "started pull"),
@@ -240,7 +164,7 @@ struct OperatorLogicTests {
   }
 
   @Test func sample_theTickComesFirstWhateverReachesTheLockFirst() {
-    check(
+    checkLogic(
       SampleLogic<Int, TestError, Instant>(interval: .seconds(2)),
       [
         (.start(at: 0), "started pull"),
@@ -254,7 +178,7 @@ struct OperatorLogicTests {
   // MARK: collectFlow(every:) and collectFlow(count:orEvery:) (interval 2)
 
   @Test func collectByTime_deliversWhatArrivedInEachInterval() {
-    check(
+    checkLogic(
       CollectByTimeLogic<Int, TestError, Instant>(count: nil, interval: .seconds(2)),
       [
         (.start(at: 0), "started pull"),
@@ -270,7 +194,7 @@ struct OperatorLogicTests {
   }
 
   @Test func collectByTime_deliversAFullArrayAtOnce() {
-    check(
+    checkLogic(
       CollectByTimeLogic<Int, TestError, Instant>(count: 2, interval: .seconds(2)),
       [
         (.start(at: 0), "started pull"),
@@ -285,7 +209,7 @@ struct OperatorLogicTests {
   // MARK: bufferFlow and Flow.callbacks
 
   @Test func buffer_newest_dropsTheOldestAndDeliversTheEndBehindTheBuffer() {
-    check(
+    checkLogic(
       BufferLogic<Int, TestError>(policy: .bufferingNewest(2), isPulled: true),
       [
         (.input(1, at: 0), "kept pull output"),
@@ -300,7 +224,7 @@ struct OperatorLogicTests {
   }
 
   @Test func buffer_oldest_refusesTheNewElementWhenFull() {
-    check(
+    checkLogic(
       BufferLogic<Int, TestError>(policy: .bufferingOldest(1), isPulled: true),
       [
         (.input(1, at: 0), "kept pull output"),
@@ -312,7 +236,7 @@ struct OperatorLogicTests {
   }
 
   @Test func buffer_callbacks_pushesWithoutPullingAndABoundOfZeroKeepsNothing() {
-    check(
+    checkLogic(
       BufferLogic<Int, TestError>(policy: .unbounded, isPulled: false),
       [
         (.input(1, at: 0), "kept output"),
@@ -320,7 +244,8 @@ struct OperatorLogicTests {
         (.end(failure: nil, at: 0), "ended output ending"),
         (.next(at: 0), "finish ending"),
       ])
-    check(BufferLogic<Int, TestError>(policy: .bufferingNewest(0), isPulled: false), [(.input(1, at: 0), "refused 1")])
+    checkLogic(
+      BufferLogic<Int, TestError>(policy: .bufferingNewest(0), isPulled: false), [(.input(1, at: 0), "refused 1")])
   }
 
   /// The buffer's storage stays where it is: an input that copied the buffer (as one under a
