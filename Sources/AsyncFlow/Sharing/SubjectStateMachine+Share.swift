@@ -145,8 +145,7 @@ extension SubjectStateMachine {
     case startGraceTimer(StartGraceTimer)
   }
 
-  /// The task of iteration `generation` exists, started with the executor preference `executor`
-  /// (the one the grace timer of this run is started with).
+  /// The task of iteration `generation` exists, started with the executor preference `executor`.
   mutating func upstreamStarted(
     _ task: Work, generation: Int, executor: (any TaskExecutor)? = nil
   ) -> UpstreamStartedAction {
