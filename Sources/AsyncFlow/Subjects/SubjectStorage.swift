@@ -22,8 +22,7 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
 
   var subscriberCount: Int { state.withLock { $0.subscriberCount } }
 
-  /// Suspends until at least `count` subscribers are registered, or the task is cancelled: the
-  /// watchers sit in the machine's table, so that `subscribe` resumes them.
+  /// The watchers sit in the machine's table, so that `subscribe` resumes them.
   func subscribers(count: Int) async {
     await state.waitUntil(count: count, of: \.subscriberCount, watchers: \.subscribers.watchers)
   }
