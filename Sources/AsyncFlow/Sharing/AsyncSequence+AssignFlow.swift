@@ -38,7 +38,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
         guard await target.write(element, isolation: isolation) else { return }
       }
     }
-    return FlowSubscription(gate: target.gate, task: task)
+    return FlowSubscription(gate: target.gate, owner: .task(task))
   }
 }
 

@@ -26,12 +26,11 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   ///
   /// Called on a hot source's own type (`PassthroughFlow`, `CurrentValueFlow`,
   /// `AsyncShareFlowSequence`, or a generic `some HotFlowSource`), ``HotFlowSource``'s `sink` is
-  /// chosen instead, with the same promises and no task while nothing arrives: the subscriber is a mailbox in the source (about 340 bytes
-  /// with its subscription, against about 1,600 for a parked task), registered before `sink`
-  /// returns and drained on the closure's isolation by one job while it holds values. The choice is
-  /// made at compile time: through a generic parameter (`some AsyncSequence`, as in the example
-  /// below) this `sink` runs, and its task subscribes to a hot source only when it starts, so a
-  /// value sent just after `sink` returns may not reach it.
+  /// chosen instead, with the same promises, no task while nothing arrives (about 340 bytes, against
+  /// about 1,600 for a parked task), and registered before `sink` returns. The choice is made at
+  /// compile time: through a generic parameter (`some AsyncSequence`, as in the example below) this
+  /// `sink` runs, and its task subscribes to a hot source only when it starts, so a value sent just
+  /// after `sink` returns may not reach it.
   ///
   /// ```swift
   /// @MainActor final class SearchModel {
@@ -77,7 +76,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
         _ = await gate.deliver(.failure(error), to: receiveCompletion)
       }
     }
-    return FlowSubscription(gate: gate, task: task)
+    return FlowSubscription(gate: gate, owner: .task(task))
   }
 }
 
@@ -108,15 +107,10 @@ public final class FlowSubscription: Sendable, Hashable {
   private let gate: SinkDeliveryGate
   private let owner: Owner
 
-  init(gate: SinkDeliveryGate, task: Task<Void, Never>) {
-    self.gate = gate
-    self.owner = .task(task)
-  }
-
   @usableFromInline
-  init(gate: SinkDeliveryGate, target: any FlowSubscriptionTarget) {
+  init(gate: SinkDeliveryGate, owner: Owner) {
     self.gate = gate
-    self.owner = .target(target)
+    self.owner = owner
   }
 
   /// The iterating task of a sink on a sequence that is not a hot source. Internal, not private:

@@ -104,8 +104,7 @@ extension SubjectStateMachine {
 
   /// When the last subscriber of either kind left, a share stops its upstream in the same step: a
   /// newcomer either came before (and the upstream stays) or comes after (and starts it again).
-  /// With a grace period it lingers instead, and the grace timer to start goes in `action`. The
-  /// task to cancel and the replay emptied go in `action` too, to be released after the lock.
+  /// With a grace period it lingers instead, and the grace timer to start goes in `action`.
   mutating func stopIfNobodyListens(_ action: inout UnsubscribeAction) {
     guard subscriberCount == 0, let upstream else { return }
     switch upstream {
@@ -116,8 +115,7 @@ extension SubjectStateMachine {
       // (`upstreamStarted` starts the timer then), not this leaver's, which may be off the schedule.
       _ = linger(generation: generation, upstream: nil, executor: nil)
     case .running(let generation, let task, let executor) where hasGracePeriod:
-      let timer = linger(generation: generation, upstream: task, executor: executor)
-      action.startGraceTimer = StartGraceTimer(timer: timer, executor: executor)
+      action.startGraceTimer = linger(generation: generation, upstream: task, executor: executor)
     case .starting:
       // The task being created finds a newer state when it reports, and is cancelled then.
       action.releasedReplay = stop()
@@ -127,12 +125,12 @@ extension SubjectStateMachine {
     }
   }
 
-  private mutating func linger(generation: Int, upstream: Work?, executor: (any TaskExecutor)?) -> Int {
+  private mutating func linger(generation: Int, upstream: Work?, executor: (any TaskExecutor)?) -> StartGraceTimer {
     defer { nextGraceTimer += 1 }
     let lingering = Lingering(
       generation: generation, upstream: upstream, executor: executor, timer: nextGraceTimer, timerTask: nil)
     setUpstream(.lingering(lingering))
-    return nextGraceTimer
+    return StartGraceTimer(timer: nextGraceTimer, executor: executor)
   }
 
   // MARK: Upstream events
@@ -147,8 +145,7 @@ extension SubjectStateMachine {
     case startGraceTimer(StartGraceTimer)
   }
 
-  /// The task of iteration `generation` exists, started with the executor preference `executor`
-  /// (the one the grace timer of this run is started with).
+  /// The task of iteration `generation` exists, started with the executor preference `executor`.
   mutating func upstreamStarted(
     _ task: Work, generation: Int, executor: (any TaskExecutor)? = nil
   ) -> UpstreamStartedAction {
@@ -180,19 +177,14 @@ extension SubjectStateMachine {
   /// Iteration `generation` produced `element`; returns the subscribers to wake, or `nil` if the
   /// iteration was stopped and must not deliver anything any more.
   mutating func upstreamElement(_ element: Element, generation: Int) -> SendAction? {
-    delivers(generation) ? deliver(element) : nil
+    delivers(generation) ? subscribers.deliver(element, policy: policy, replayLimit: replayLimit) : nil
   }
 
   /// Iteration `generation` finished or failed; ends the share unless that iteration was stopped.
   /// During the grace period, a later subscriber ends at once; the timer's task is cancelled here,
   /// or, still being created, when it reports.
   mutating func upstreamEnded(failure: Failure?, generation: Int) -> SendAction {
-    guard delivers(generation) else { return SendAction() }
-    var graceTimer: Work?
-    if case .lingering(let lingering)? = upstream { graceTimer = lingering.timerTask }
-    var action = end(with: failure)
-    action.cancelGraceTimer = graceTimer
-    return action
+    delivers(generation) ? end(with: failure) : SendAction()
   }
 
   // MARK: Grace timer events (shareFlow(gracePeriod:))
@@ -209,17 +201,10 @@ extension SubjectStateMachine {
     return nil
   }
 
-  struct GraceExpiredAction {
-    /// The upstream's task (`nil` while it is being created: cancelled when it reports).
-    var cancelUpstream: Work?
-    /// The replay a stopped share emptied: released after the lock.
-    var releasedReplay = RingBuffer<Element>()
-  }
-
   /// Grace timer `timer` fired: nobody came, so the upstream stops, as when the last subscriber of a
   /// share without grace period leaves. A timer of an ended grace period does nothing.
-  mutating func graceExpired(timer: Int) -> GraceExpiredAction {
-    guard case .lingering(let lingering)? = upstream, lingering.timer == timer else { return GraceExpiredAction() }
-    return GraceExpiredAction(cancelUpstream: lingering.upstream, releasedReplay: stop())
+  mutating func graceExpired(timer: Int) -> UnsubscribeAction {
+    guard case .lingering(let lingering)? = upstream, lingering.timer == timer else { return UnsubscribeAction() }
+    return UnsubscribeAction(cancelUpstream: lingering.upstream, releasedReplay: stop())
   }
 }

@@ -22,15 +22,16 @@ extension SubjectStorage {
   func iterateUpstream<Base: AsyncSequence>(_ base: Base, generation: Int) async
   where Base.Element == Element, Base.Failure == Failure {
     var iterator = base.makeAsyncIterator()
+    var failure: Failure?
     do throws(Failure) {
       while let element = try await iterator.next(isolation: nil) {
         guard let action = state.withLock({ $0.upstreamElement(element, generation: generation) }) else { return }
         perform(action)
       }
-      perform(state.withLock { $0.upstreamEnded(failure: nil, generation: generation) })
     } catch {
-      perform(state.withLock { $0.upstreamEnded(failure: error, generation: generation) })
+      failure = error
     }
+    perform(state.withLock { $0.upstreamEnded(failure: failure, generation: generation) })
   }
 
   // MARK: shareFlow's grace period
@@ -49,7 +50,7 @@ extension SubjectStorage {
       FlowScheduling.startTask {
         guard (try? await grace.clock.sleep(until: deadline)) != nil else { return }
         // Nobody came: the upstream stops, unless a subscriber came since (then this timer is old).
-        self.state.withLock { $0.graceExpired(timer: start.timer) }.cancelUpstream?.cancel()
+        self.perform(self.state.withLock { $0.graceExpired(timer: start.timer) })
       }
     }
     state.withLock { $0.graceTimerStarted(task, timer: start.timer) }?.cancel()

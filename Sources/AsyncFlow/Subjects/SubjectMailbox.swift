@@ -119,6 +119,6 @@ extension SubjectStorage {
   ) -> FlowSubscription {
     let mailbox = SubjectMailbox(storage: self, gate: gate, receiver: receiver)
     subscribe(mailbox)
-    return FlowSubscription(gate: gate, target: mailbox)
+    return FlowSubscription(gate: gate, owner: .target(mailbox))
   }
 }

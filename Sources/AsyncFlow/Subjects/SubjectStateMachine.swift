@@ -47,8 +47,6 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
     @usableFromInline var consumer: Waiter?
   }
 
-  /// Whether a push subscriber's mailbox has a drain: scheduled or running, it takes what is
-  /// buffered; idle, the next element starts one.
   @usableFromInline
   enum MailboxPhase {
     case idle
@@ -61,8 +59,6 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
   /// A drain for the storage to start, outside the lock, then report with `drainStarted`.
   @usableFromInline typealias StartDrain = (mailbox: Mailbox, id: Int)
 
-  /// A push subscriber: its buffer, and whether a drain serves it. Idle, it costs this entry and
-  /// its mailbox object, no task.
   @usableFromInline
   struct PushSubscriber {
     @usableFromInline let mailbox: Mailbox
@@ -70,8 +66,6 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
     @usableFromInline var phase: MailboxPhase
   }
 
-  /// Everyone subscribed, in every state: iterators and push subscribers with their buffers, the
-  /// replay a newcomer starts with, and the tasks waiting for a subscriber count.
   @usableFromInline
   struct Subscribers {
     /// Iterators and push subscribers, each with its index by key (id, mailbox) for O(1) removal.
@@ -80,8 +74,8 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
     @usableFromInline var push: [PushSubscriber] = []
     @usableFromInline var pushIndex: [Mailbox: Int] = [:]
     /// The last `replayLimit` elements, given to each new subscriber first.
-    @usableFromInline var replay: RingBuffer<Element>
-    /// Tasks waiting until at least a count of subscribers is registered (`subscribers(count:)`).
+    @usableFromInline var replay = RingBuffer<Element>()
+    /// The callers of `subscribers(count:)`.
     var watchers = CountWatcherList<Waiter>()
     /// Drains whose subscriber left before their task was reported: cancelled when it is.
     var drainsLeftBeforeStart: Set<Int> = []
@@ -90,10 +84,6 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
     @usableFromInline var nextDrainID = 0
 
     @usableFromInline var count: Int { iterators.count + push.count }
-
-    init(replay: RingBuffer<Element>) {
-      self.replay = replay
-    }
 
     /// Moves what `buffer` holds for a subscriber into its empty `batch`; `false` if it holds nothing.
     @inlinable
@@ -113,7 +103,6 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
       return true
     }
 
-    /// Buffers `element` for every subscriber and in the replay.
     @inlinable
     mutating func deliver(_ element: Element, policy: FlowBufferingPolicy, replayLimit: Int) -> SendAction {
       var action = SendAction()
@@ -171,7 +160,6 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
   /// What an element, or the end, asks of the storage once the lock is released.
   @usableFromInline
   struct SendAction {
-    /// Waiting iterators to resume.
     @usableFromInline var resume: [Waiter] = []
     /// Mailboxes that were idle and now have something to take: start one drain for each.
     @usableFromInline var startDrains: [StartDrain] = []
@@ -182,12 +170,11 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
 
     @inlinable init() {}
 
-    /// Nothing to resume, nothing to start, nothing to release.
     var isEmpty: Bool { resume.isEmpty && startDrains.isEmpty && released.isEmpty && cancelGraceTimer == nil }
   }
 
-  @usableFromInline var state: State
-  @usableFromInline var subscribers: Subscribers
+  @usableFromInline var state = State.open(.idle)
+  @usableFromInline var subscribers = Subscribers()
   @usableFromInline let policy: FlowBufferingPolicy
   @usableFromInline let replayLimit: Int
   /// `FlowReplayScope.acrossRestarts`: a stopped share keeps its replay for the next run.
@@ -205,15 +192,12 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
     sharingWith policy: FlowBufferingPolicy, replayLimit: Int, keepsReplayWhenStopped: Bool = false,
     hasGracePeriod: Bool = false
   ) {
-    self.state = .open(.idle)
-    self.subscribers = Subscribers(replay: RingBuffer())
     self.policy = policy
     self.replayLimit = replayLimit
     self.keepsReplayWhenStopped = keepsReplayWhenStopped
     self.hasGracePeriod = hasGracePeriod
   }
 
-  /// A subject's machine.
   init(policy: FlowBufferingPolicy, replay: [Element] = [], replayLimit: Int) {
     self.init(sharingWith: policy, replayLimit: replayLimit, keepsReplayWhenStopped: true)
     self.state = .open(.subject)
@@ -240,62 +224,66 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
 
   // MARK: Subscriber events
 
-  /// The buffer a subscriber registering now starts with: the replay, or nothing after the end.
-  private var newcomerBuffer: RingBuffer<Element> { isEnded ? RingBuffer() : subscribers.replay }
+  /// What a newcomer asks of the storage once the lock is released.
+  struct SubscribeAction {
+    /// An iterator's id (a push subscriber is known by its mailbox).
+    var id = 0
+    /// The watchers that the new count satisfies.
+    var resumeWatchers: [Waiter]
+    /// The subscriber came during a share's grace period (it joins the running upstream): the
+    /// timer to cancel.
+    var cancelGraceTimer: Work?
+    /// A push subscriber found the share idle: start its upstream iteration `generation`, as an
+    /// iterator's first `next()` does (a push subscriber asks at once).
+    var startUpstream: Int?
+    /// The mailbox has the replay (a `CurrentValueFlow`'s current value) or the end to take.
+    var startDrain: StartDrain?
+  }
 
-  /// Registers a subscriber; after the end it is registered with nothing to receive but the end.
-  /// Returns its id, the watchers that the new count satisfies, to be resumed, and the grace timer
-  /// to cancel when it comes during a share's grace period (it joins the running upstream).
-  mutating func subscribe() -> (id: Int, resumeWatchers: [Waiter], cancelGraceTimer: Work?) {
+  /// Registers an iterator with the replay to receive; after the end, with nothing but the end.
+  mutating func subscribe() -> SubscribeAction {
     let id = subscribers.nextID
     subscribers.nextID += 1
     subscribers.indexByID[id] = subscribers.iterators.count
     subscribers.iterators.append(Subscriber(id: id, buffer: newcomerBuffer, consumer: nil))
-    return (id, subscribers.watchers.reached(subscribers.count), rejoin())
+    return joined(id: id)
   }
 
-  @usableFromInline
-  struct PushSubscribeAction {
-    @usableFromInline var resumeWatchers: [Waiter]
-    /// The share was idle: start its upstream iteration `generation`, as an iterator's first
-    /// `next()` does (a push subscriber asks at once).
-    @usableFromInline var startUpstream: Int?
-    /// The mailbox has the replay (a `CurrentValueFlow`'s current value) or the end to take: the
-    /// drain to start.
-    @usableFromInline var startDrain: Int?
-    /// The subscriber came during a share's grace period: the timer to cancel.
-    @usableFromInline var cancelGraceTimer: Work?
-  }
-
-  /// Registers a push subscriber with the replay in its mailbox; after the end, with nothing to
-  /// receive but the end.
-  mutating func subscribe(_ mailbox: Mailbox) -> PushSubscribeAction {
+  /// Registers a push subscriber as `subscribe()` registers an iterator, the replay in its mailbox.
+  mutating func subscribe(_ mailbox: Mailbox) -> SubscribeAction {
     guard subscribers.pushIndex[mailbox] == nil else {
       preconditionFailure("Internal inconsistency: state \(state), event subscribe(mailbox) twice")
     }
     let buffer = newcomerBuffer
     subscribers.pushIndex[mailbox] = subscribers.push.count
     subscribers.push.append(PushSubscriber(mailbox: mailbox, buffer: buffer, phase: .idle))
-    var action = PushSubscribeAction(
-      resumeWatchers: subscribers.watchers.reached(subscribers.count), startUpstream: nil,
-      startDrain: isEnded || !buffer.isEmpty ? subscribers.beginDrain(at: subscribers.push.count - 1).id : nil,
-      cancelGraceTimer: rejoin())
+    var action = joined()
+    if isEnded || !buffer.isEmpty { action.startDrain = subscribers.beginDrain(at: subscribers.push.count - 1) }
     if case .open(.idle) = state { action.startUpstream = startGeneration() }
     return action
   }
 
+  private var newcomerBuffer: RingBuffer<Element> { isEnded ? RingBuffer() : subscribers.replay }
+
+  private mutating func joined(id: Int = 0) -> SubscribeAction {
+    SubscribeAction(id: id, resumeWatchers: subscribers.watchers.reached(subscribers.count), cancelGraceTimer: rejoin())
+  }
+
+  /// What a leaving subscriber, or a share's expired grace period, asks of the storage. What leaves
+  /// the state here (buffer, replay, mailbox) is released when the action goes, after the lock.
   struct UnsubscribeAction {
     /// The leaving subscriber's waiting continuation.
     var resumeConsumer: Waiter?
-    /// The upstream's task, when the last subscriber left.
+    /// The upstream's task, when the last subscriber left or the grace period expired (`nil` while
+    /// it is being created: cancelled when it reports).
     var cancelUpstream: Work?
     /// The task of the leaving push subscriber's drain, if one runs.
     var cancelDrain: Work?
-    /// The leaving subscriber's undelivered elements: released after the lock.
+    /// The leaving subscriber's undelivered elements.
     var releasedBuffer = RingBuffer<Element>()
-    /// The replay a stopped share emptied: released after the lock.
+    /// The replay a stopped share emptied.
     var releasedReplay = RingBuffer<Element>()
-    /// The leaving push subscriber's mailbox, which holds its closures: released after the lock.
+    /// The leaving push subscriber's mailbox, which holds its closures.
     var releasedMailbox: Mailbox?
     /// The last subscriber left a share with a grace period whose upstream's task is known: the
     /// grace timer to start, then report with `graceTimerStarted`.
@@ -428,7 +416,7 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
   /// drain (no allocation if none waits and every mailbox has its drain).
   @inlinable
   mutating func send(_ element: Element) -> SendAction {
-    isOpenSubject(event: "send") ? deliver(element) : SendAction()
+    isOpenSubject(event: "send") ? subscribers.deliver(element, policy: policy, replayLimit: replayLimit) : SendAction()
   }
 
   /// Ends the subject: every subscriber drains its buffer, then sees the end.
@@ -448,14 +436,10 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
 
   // MARK: Helpers
 
-  @inlinable
-  mutating func deliver(_ element: Element) -> SendAction {
-    subscribers.deliver(element, policy: policy, replayLimit: replayLimit)
-  }
-
   mutating func end(with failure: Failure?) -> SendAction {
     guard case .open = state else { preconditionFailure("Internal inconsistency: state \(state), event end") }
     var action = SendAction()
+    if case .open(.lingering(let lingering)) = state { action.cancelGraceTimer = lingering.timerTask }
     for index in subscribers.iterators.indices {
       if let consumer = subscribers.iterators[index].consumer.take() { action.resume.append(consumer) }
     }

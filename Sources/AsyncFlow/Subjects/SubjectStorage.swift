@@ -1,6 +1,4 @@
-/// Owns the lock around a ``SubjectStateMachine`` and carries out its actions after the lock is
-/// released: continuations are resumed, the share's upstream task started and cancelled, and the
-/// elements that leave the state (dropped, evicted, or a leaving subscriber's) released, outside it.
+/// Owns the lock around a ``SubjectStateMachine`` and carries out its actions after the lock.
 @usableFromInline
 final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
   @usableFromInline typealias Machine = SubjectStateMachine<
@@ -24,8 +22,7 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
 
   var subscriberCount: Int { state.withLock { $0.subscriberCount } }
 
-  /// Suspends until at least `count` subscribers are registered, or the task is cancelled: the
-  /// watchers sit in the machine's table, so that `subscribe` resumes them.
+  /// The watchers sit in the machine's table, so that `subscribe` resumes them.
   func subscribers(count: Int) async {
     await state.waitUntil(count: count, of: \.subscriberCount, watchers: \.subscribers.watchers)
   }
@@ -47,8 +44,13 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
     action.cancelGraceTimer?.cancel()
   }
 
-  /// Carries out a leaving subscriber's `action`; the leaver's buffer, its mailbox and the replay
-  /// of a share it stopped are released when `action` goes, after the lock.
+  func perform(_ action: Machine.SubscribeAction) {
+    action.cancelGraceTimer?.cancel()
+    for watcher in action.resumeWatchers { watcher.resume() }
+    if let generation = action.startUpstream { startUpstream(generation: generation) }
+    if let drain = action.startDrain { startDrain(drain.mailbox, id: drain.id) }
+  }
+
   func perform(_ action: Machine.UnsubscribeAction) {
     action.resumeConsumer?.resume()
     action.cancelUpstream?.cancel()
@@ -62,11 +64,7 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
   /// receiver's isolation.
   @usableFromInline
   func subscribe(_ mailbox: SubjectMailbox<Element, Failure>) {
-    let action = state.withLock { $0.subscribe(mailbox) }
-    action.cancelGraceTimer?.cancel()
-    for watcher in action.resumeWatchers { watcher.resume() }
-    if let generation = action.startUpstream { startUpstream(generation: generation) }
-    if let id = action.startDrain { startDrain(mailbox, id: id) }
+    perform(state.withLock { $0.subscribe(mailbox) })
   }
 
   @usableFromInline
@@ -74,9 +72,7 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
     perform(state.withLock { $0.unsubscribe(mailbox) })
   }
 
-  /// The one drain job of a mailbox that has something to take: it ends when the machine finds
-  /// the mailbox empty, so an idle subscriber holds no task. Its task is reported to the machine,
-  /// so that the subscriber leaving cancels it.
+  /// The one drain job of a mailbox that has something to take (see `MailboxPhase.draining`).
   @usableFromInline
   func startDrain(_ mailbox: SubjectMailbox<Element, Failure>, id: Int) {
     let task = FlowScheduling.startTask { await mailbox.drain() }
@@ -125,10 +121,9 @@ final class SubjectSubscriber<Element: Sendable, Failure: Error> {
 
   init(_ storage: SubjectStorage<Element, Failure>) {
     self.storage = storage
-    let (id, watchers, graceTimer) = storage.state.withLock { $0.subscribe() }
-    self.id = id
-    graceTimer?.cancel()
-    for watcher in watchers { watcher.resume() }
+    let action = storage.state.withLock { $0.subscribe() }
+    id = action.id
+    storage.perform(action)
   }
 
   deinit {

@@ -174,8 +174,9 @@ struct ShareGracePeriodStateMachineTests {
 
   @Test func testSubscribe_whenLingering_joinsTheRunningUpstreamWithTheReplay() {
     var (machine, generation, _) = Self.lingering()
-    let (id, _, cancelTimer) = machine.subscribe()
-    #expect(same(cancelTimer, timerTask))
+    let subscribed = machine.subscribe()
+    let id = subscribed.id
+    #expect(same(subscribed.cancelGraceTimer, timerTask))
     guard case .running(generation, let task, let executor)? = machine.upstream else {
       Issue.record("expected running(\(generation)), got \(machine.state)")
       return
