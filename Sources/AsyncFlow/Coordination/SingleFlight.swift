@@ -151,13 +151,10 @@ final class SingleFlightStorage<ID: Hashable & Sendable, Success: Sendable, Fail
     // priority and task-local values, as `Task { }` does.
     return FlowScheduling.startInheritingTask(priority: nil) {
       let result = await box.perform()
-      let log = self.log
       let action = self.state.withLock { machine in
         let action = machine.finished(id, run: run)
-        if let log {
-          let event: RequestLog<ID>.Event = if case .resume = action { .finished } else { .cancelled }
-          log.record(.init(run: run, id: id, trigger: trigger, event: event))
-        }
+        let event: RequestLog<ID>.Event = if case .resume = action { .finished } else { .cancelled }
+        self.log?.record(.init(run: run, id: id, trigger: trigger, event: event))
         return action
       }
       // After the lock: the callers' code runs as soon as they are resumed.

@@ -8,15 +8,7 @@
 @usableFromInline
 struct SingleFlightStateMachine<ID: Hashable, Waiter, Handle> {
   /// A caller waiting for the run in flight, with the id its cancellation handler knows it by.
-  @usableFromInline struct Waiting {
-    @usableFromInline let id: Int
-    @usableFromInline let waiter: Waiter
-
-    @inlinable init(id: Int, waiter: Waiter) {
-      self.id = id
-      self.waiter = waiter
-    }
-  }
+  @usableFromInline typealias Waiting = (id: Int, waiter: Waiter)
 
   /// One identity's run in flight (an idle identity has no state at all).
   @usableFromInline enum State {
@@ -65,7 +57,7 @@ struct SingleFlightStateMachine<ID: Hashable, Waiter, Handle> {
     _ id: ID, waiterID: Int, waiter: Waiter, number: Int? = nil, isCancelled: Bool
   ) -> JoinAction {
     if isCancelled { return .cancelled }
-    let waiting = Waiting(id: waiterID, waiter: waiter)
+    let waiting: Waiting = (waiterID, waiter)
     // Taken out of the dictionary, so that the waiters array is uniquely referenced and grows in place.
     switch flights.removeValue(forKey: id) {
     case nil:
