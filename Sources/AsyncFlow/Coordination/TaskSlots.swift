@@ -296,18 +296,10 @@ final class TaskSlotsRegistry<ID: Hashable & Sendable>: Sendable {
     let action = state.withLock { machine in
       guard let log else { return machine.reserve(id, policy: policy) }
       return log.storage.withLock { entries in
-        // Numbered and recorded in the step that decides, so that the log's order is the registry's:
-        // each superseded run, then the new one.
+        // Numbered and recorded in the step that decides, so that the log's order is the registry's.
         let token = entries.takeNumber()
         let action = machine.reserve(id, policy: policy, token: token, trigger: trigger)
-        guard case .start(_, let superseded, let predecessors, _) = action else {
-          entries.append(.init(run: token, id: id, trigger: trigger, event: .ignored))
-          return action
-        }
-        for old in superseded ?? .several([]) {
-          entries.append(.init(run: old.token, id: id, trigger: old.trigger, event: .superseded(by: token)))
-        }
-        entries.append(.init(run: token, id: id, trigger: trigger, event: predecessors.isEmpty ? .started : .queued))
+        TaskSlotsRegistry.record(action, token: token, id: id, trigger: trigger, in: &entries)
         return action
       }
     }
@@ -346,6 +338,21 @@ final class TaskSlotsRegistry<ID: Hashable & Sendable>: Sendable {
     guard case .wake(let wakes, let signal) = action else { return }
     resume(wakes)
     signal?.fire()
+  }
+
+  /// What a `run` call decided, as the request log records it: each superseded run, then the new one.
+  @inlinable static func record(
+    _ action: Machine.ReserveAction, token: Int, id: ID, trigger: String?, in entries: inout RequestLog<ID>.Storage
+  ) {
+    switch action {
+    case .ignore:
+      entries.append(.init(run: token, id: id, trigger: trigger, event: .ignored))
+    case .start(_, let superseded, let predecessors, _):
+      for old in superseded ?? .several([]) {
+        entries.append(.init(run: old.token, id: id, trigger: old.trigger, event: .superseded(by: token)))
+      }
+      entries.append(.init(run: token, id: id, trigger: trigger, event: predecessors.isEmpty ? .started : .queued))
+    }
   }
 
   @inlinable func resume(_ wakes: [Machine.Wake]) {

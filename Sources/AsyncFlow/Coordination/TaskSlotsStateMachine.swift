@@ -177,7 +177,9 @@ struct TaskSlotsStateMachine<ID: Hashable, Watcher, Work> {
       return .start(token: token, superseded: superseded, predecessors: [], wakes: [])
     }
     var predecessors: [CompletionSignal] = []  // `concurrent` waits for none
-    if case .queue = policy.storage { predecessors = open.slots.values[index].map { awaitedEnd(of: $0.token) } }
+    if case .queue = policy.storage {
+      for registration in open.slots.values[index] { predecessors.append(awaitedEnd(of: registration.token)) }
+    }
     open.slots.values[index].append(new)
     return .start(token: token, superseded: nil, predecessors: predecessors, wakes: [])
   }
