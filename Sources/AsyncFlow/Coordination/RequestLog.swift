@@ -26,6 +26,8 @@
 /// log runs no user code; its identities are values, released (when an entry leaves the log) under
 /// that lock, as the owner's own table releases them.
 public final class RequestLog<ID: Hashable & Sendable>: Sendable, CustomStringConvertible {
+  /// Locked by an owner inside its own lock, so that a call's number and the entries of what the
+  /// owner decided come in one acquisition, in the order of the owner's decisions.
   @usableFromInline struct Storage {
     @usableFromInline let capacity: Int
     @usableFromInline var nextNumber = 1
@@ -33,7 +35,6 @@ public final class RequestLog<ID: Hashable & Sendable>: Sendable, CustomStringCo
 
     @inlinable init(capacity: Int) { self.capacity = capacity }
 
-    /// The number of the next run.
     @inlinable mutating func takeNumber() -> Int {
       defer { nextNumber += 1 }
       return nextNumber
@@ -92,13 +93,6 @@ public final class RequestLog<ID: Hashable & Sendable>: Sendable, CustomStringCo
   /// ```
   public var description: String {
     entries.map(\.description).joined(separator: "\n")
-  }
-
-  /// Runs `body` on the log's state: the owner calls it under its own lock, so that numbers and
-  /// entries follow the order of the owner's decisions, and takes a number and records what it
-  /// decided in one acquisition.
-  @inlinable func withStorage<Result>(_ body: (inout Storage) -> Result) -> Result {
-    storage.withLock(body)
   }
 
   @inlinable func record(_ entry: Entry) {

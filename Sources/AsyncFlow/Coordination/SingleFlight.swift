@@ -121,7 +121,7 @@ final class SingleFlightStorage<ID: Hashable & Sendable, Success: Sendable, Fail
       // Read under the lock: a cancellation that comes after this read finds the caller registered.
       let isCancelled = Task.isCancelled
       guard let log else { return machine.join(id, waiterID: waiterID, waiter: waiter, isCancelled: isCancelled) }
-      return log.withStorage { entries in
+      return log.storage.withLock { entries in
         let number = entries.takeNumber()
         let action = machine.join(id, waiterID: waiterID, waiter: waiter, number: number, isCancelled: isCancelled)
         let event: RequestLog<ID>.Event =
@@ -149,15 +149,12 @@ final class SingleFlightStorage<ID: Hashable & Sendable, Success: Sendable, Fail
     let box = OperationBox(operation)
     // Through FlowScheduling, so that the run follows a `TestClock`; inheriting the first caller's
     // priority and task-local values, as `Task { }` does.
-    return FlowScheduling.startTask(inheritingContext: true) {
+    return FlowScheduling.startInheritingTask(priority: nil) {
       let result = await box.perform()
-      let log = self.log
       let action = self.state.withLock { machine in
         let action = machine.finished(id, run: run)
-        if let log {
-          let event: RequestLog<ID>.Event = if case .resume = action { .finished } else { .cancelled }
-          log.record(.init(run: run, id: id, trigger: trigger, event: event))
-        }
+        let event: RequestLog<ID>.Event = if case .resume = action { .finished } else { .cancelled }
+        self.log?.record(.init(run: run, id: id, trigger: trigger, event: event))
         return action
       }
       // After the lock: the callers' code runs as soon as they are resumed.

