@@ -59,11 +59,15 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
     var arrived = 0
     var callWatchers = CountWatchers()
     var parkedWatchers = CountWatchers()
+    /// Answered calls whose caller has not got its response yet: what settling waits for (see
+    /// ``WaitSource/returning``).
+    var returning = 0
 
     /// Takes the parked call `index` out, marking it answered; `nil` if it is not parked.
     mutating func unpark(_ index: Int) -> (UnsafeContinuation<Response, Never>, [UnsafeContinuation<Void, Never>])? {
       guard let position = parked.firstIndex(where: { $0.index == index }) else { return nil }
       log[index].isAnswered = true
+      returning += 1
       return (parked.remove(at: position).continuation, parkedWatchers.reached(parked.count))
     }
   }
@@ -115,7 +119,8 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
       }
     }
     // On the caller's isolation: a main-actor caller parks and resumes on the main actor, which
-    // the clock settles, without a hop through the global executor that it cannot see.
+    // the clock settles. Its answer still passes through the global executor on the way (the
+    // continuation resumes there first): settling waits for it through `returning`.
     return await park(argument, isolation: isolation)
   }
 
@@ -125,7 +130,8 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
       return state.log.count - 1
     }
     return await withTaskCancellationHandler {
-      await withUnsafeContinuation(isolation: isolation) { (continuation: UnsafeContinuation<Response, Never>) in
+      let response = await withUnsafeContinuation(isolation: isolation) {
+        (continuation: UnsafeContinuation<Response, Never>) in
         let arrival = state.withLock { state -> Arrival in
           state.arrived += 1
           let arrivals = state.callWatchers.reached(state.arrived)
@@ -134,6 +140,7 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
           if Task.isCancelled, whenCancelled != nil {
             state.log[index].wasCancelled = true
             state.log[index].isAnswered = true
+            state.returning += 1
             return .answered(arrivals)
           }
           state.parked.append(Parked(index: index, continuation: continuation))
@@ -147,6 +154,10 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
           if let whenCancelled { continuation.resume(returning: whenCancelled) }
         }
       }
+      // Back on the caller's isolation: from here on, what the caller does with the response runs
+      // where settling sees it.
+      state.withLock { $0.returning -= 1 }
+      return response
     } onCancel: {
       let answer = state.withLock { state -> (UnsafeContinuation<Response, Never>, [UnsafeContinuation<Void, Never>])? in
         state.log[index].wasCancelled = true
@@ -258,6 +269,8 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
 }
 
 extension ControlledCalls: WaitSource {
+  var returning: Int { state.withLock { $0.returning } }
+
   func describeWaits() -> [String] {
     // Described outside the lock: `String(reflecting:)` runs the argument's own description.
     waitingCalls.map { call in

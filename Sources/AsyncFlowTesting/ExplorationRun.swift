@@ -94,6 +94,9 @@ public final class ExplorationRun {
     eitherOf responses: @escaping @MainActor (ControlledCall<Argument>) -> [Response]
   ) {
     checkName(name)
+    // Watched by the clock whatever task calls it (one the model starts in its initialiser, say,
+    // outside every entry point's scope), so that settling waits for each answer to get back.
+    clock.executor.watch(calls)
     stubs.append(
       Stub(
         name: name, answersCancellation: calls.answersCancellation,
@@ -120,12 +123,14 @@ public final class ExplorationRun {
   /// ```
   public func gate(_ gate: Gate, as name: String) {
     checkName(name)
+    clock.executor.watch(gate)
     gates.append(RegisteredGate(name: name, gate: gate))
   }
 
   /// A function that calls `calls` on this run's clock, to hand a `@MainActor` model as its
-  /// request: the call parks and resumes on the main actor, which the clock settles, so that the
-  /// explorer sees each call arrive and each answer handled.
+  /// request: the call parks and resumes on the main actor, which the clock settles, and the clock
+  /// waits for each answer to reach it, so that the explorer sees each call arrive and each answer
+  /// handled.
   ///
   /// (It does not wrap the call in ``TestClock/onSchedule(isolation:_:)``: leaving a task-executor
   /// preference scope on the main actor can take a hop the clock does not wait for, and an answer

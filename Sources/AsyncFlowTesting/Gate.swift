@@ -18,6 +18,8 @@ public final class Gate: Sendable {
     var parked: [Int: UnsafeContinuation<Void, Never>] = [:]
     var nextID = 0
     var watchers = CountWatchers()
+    /// Released callers not yet back on their own isolation (see ``WaitSource/returning``).
+    var returning = 0
   }
 
   private let state = LockedState(State())
@@ -68,15 +70,23 @@ public final class Gate: Sendable {
     await withTaskCancellationHandler {
       await withUnsafeContinuation(isolation: isolation) { (continuation: UnsafeContinuation<Void, Never>) in
         let (resumeNow, watchers) = state.withLock { state -> (Bool, [UnsafeContinuation<Void, Never>]) in
-          if Task.isCancelled { return (true, []) }
+          if Task.isCancelled {
+            state.returning += 1
+            return (true, [])
+          }
           state.parked[id] = continuation
           return (false, state.watchers.reached(state.parked.count))
         }
         for watcher in watchers { watcher.resume() }
         if resumeNow { continuation.resume() }
       }
+      state.withLock { $0.returning -= 1 }
     } onCancel: {
-      state.withLock { $0.parked.removeValue(forKey: id) }?.resume()
+      state.withLock { state in
+        let continuation = state.parked.removeValue(forKey: id)
+        if continuation != nil { state.returning += 1 }
+        return continuation
+      }?.resume()
     }
   }
 
@@ -112,6 +122,7 @@ public final class Gate: Sendable {
   public func release() {
     let parked = state.withLock { state in
       defer { state.parked.removeAll() }
+      state.returning += state.parked.count
       return Array(state.parked.values)
     }
     for continuation in parked { continuation.resume() }
@@ -119,6 +130,8 @@ public final class Gate: Sendable {
 }
 
 extension Gate: WaitSource {
+  var returning: Int { state.withLock { $0.returning } }
+
   func describeWaits() -> [String] {
     let parked = parkedCount
     return parked == 0 ? [] : ["Gate: \(parked) caller\(parked == 1 ? "" : "s") parked in wait(), until release()"]

@@ -170,6 +170,22 @@ struct ExplorerTests {
     #expect(passing.passed && passing.sampledOrders == 20 && !passing.isExhaustive)
   }
 
+  /// However late the model's tasks get their answers back (a `Task { }` on the main actor returns
+  /// from a stub through one hop on the global executor), a failing order replays to the same
+  /// report. With two busy cores, 4 replays in 10 differed (a write seen one point late, the model
+  /// still alive at the end) until settling waited for answers on their way back.
+  @Test func aFailingOrderReplaysToTheSameReportEveryTime() async throws {
+    let budget = ExplorationBudget(orders: 1, samples: 200, seed: 2026)
+    let failure = try #require(await broken(["s", "sw", "swi"]).explore(budget).failure)
+    for replay in 0..<100 {
+      let again = await broken(["s", "sw", "swi"]).replay(failure.order).failure
+      guard again == failure else {
+        Issue.record("replay \(replay) differs:\n\(again.map { "\($0)" } ?? "passed")\nfrom:\n\(failure)")
+        return
+      }
+    }
+  }
+
   // MARK: Cancellation points and the default invariants
 
   @Test func aCallAnsweredByWhenCancelledIsNeverAnsweredAgain() async {
