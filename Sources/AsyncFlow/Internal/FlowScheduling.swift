@@ -11,31 +11,30 @@ package enum FlowScheduling {
   /// Starts one of AsyncFlow's tasks, on the preferred executor if one is set: the single place
   /// where the library starts tasks.
   ///
-  /// - Parameters:
-  ///   - priority: the task's priority; `nil` as `Task` and `Task.detached` read it.
-  ///   - inheritingContext: whether the task inherits the caller's priority and task-local values
-  ///     as `Task { }` does: for the tasks that app code asks for (`TaskSlots.run`), whose
-  ///     operation may read the caller's task locals. An operator's internal task does not: it is
-  ///     detached, as it serves whoever iterates, not whoever made the sequence. An `@isolated(any)`
-  ///     operation awaited inside `operation` still runs on its own isolation.
+  /// An operator's internal task is detached: it serves whoever iterates, not whoever made the
+  /// sequence, so it inherits neither their priority nor their task-local values.
+  ///
+  /// - Parameter priority: the task's priority; `nil` as `Task.detached` reads it.
   @usableFromInline
   package static func startTask(
-    priority: TaskPriority? = nil, inheritingContext: Bool = false,
-    _ operation: sending @escaping () async -> Void
+    priority: TaskPriority? = nil, _ operation: sending @escaping () async -> Void
   ) -> Task<Void, Never> {
     if let executor {
       // Task executor preferences are not inherited by unstructured tasks: set it on each one.
       return Task(executorPreference: executor, priority: priority, operation: operation)
     }
-    if inheritingContext { return Task(priority: priority, operation: operation) }
     return Task.detached(priority: priority, operation: operation)
   }
 
-  /// Starts one of AsyncFlow's tasks as ``startTask(priority:inheritingContext:_:)`` does with
-  /// `inheritingContext: true`, for a caller that writes `operation` as a closure literal: inlined
-  /// into that caller, so that without a preferred executor the literal is the body of `Task {}`
-  /// itself. A plain closure value, as `startTask` takes, costs a box more per task: its conversion
-  /// to the `@isolated(any)` operation of `Task {}` (a malloc count in W6: 7 a run against 6).
+  /// Starts a task that app code asks for (`TaskSlots.run`, `SingleFlight.run`): it inherits the
+  /// caller's priority and task-local values as `Task { }` does, since its operation may read them
+  /// (an `@isolated(any)` operation still runs on its own isolation). On the preferred executor if
+  /// one is set, as ``startTask(priority:_:)``.
+  ///
+  /// Inlined into its caller, which writes `operation` as a closure literal, so that without a
+  /// preferred executor the literal is the body of `Task {}` itself: a plain closure value costs a
+  /// box more per task, its conversion to the `@isolated(any)` operation of `Task {}` (a malloc
+  /// count in W6: 7 a run against 6).
   @inlinable @inline(__always)
   package static func startInheritingTask(
     priority: TaskPriority?, _ operation: sending @escaping @isolated(any) () async -> Void
@@ -47,7 +46,7 @@ package enum FlowScheduling {
 }
 
 extension FlowScheduling {
-  /// Starts one of AsyncFlow's tasks as ``startTask(priority:inheritingContext:_:)`` does (detached,
+  /// Starts one of AsyncFlow's tasks as ``startTask(priority:_:)`` does (detached,
   /// on the preferred executor if one is set), but runs it at once in the caller's thread until its
   /// first suspension, where the OS has `Task.immediate` (macOS 26, iOS 26 and their peers; always
   /// on Linux). Elsewhere the task is only started, as `startTask` starts it.
