@@ -222,7 +222,11 @@ extension TaskSlots {
   /// included, does not run. So the operation turns the spinner on as well as off.
   ///
   /// ```swift
-  /// slots.run(.details(7)) { run in print("run #\(run.number) of \(run.id), latest: \(run.isLatest)") }
+  /// slots.run(.refresh) { @MainActor run in
+  ///   spinner.isOn = true
+  ///   defer { if run.isLatest { spinner.isOn = false } }
+  ///   await reloadFeed()
+  /// }
   /// ```
   public struct Run: Sendable {
     @usableFromInline let registry: TaskSlotsRegistry<ID>

@@ -47,6 +47,8 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
     @usableFromInline var consumer: Waiter?
   }
 
+  /// Whether a push subscriber's mailbox has a drain; idle, it costs its entry and its mailbox, no
+  /// task, and the next element starts one.
   @usableFromInline
   enum MailboxPhase {
     case idle

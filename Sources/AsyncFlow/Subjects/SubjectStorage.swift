@@ -72,7 +72,9 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
     perform(state.withLock { $0.unsubscribe(mailbox) })
   }
 
-  /// The one drain job of a mailbox that has something to take (see `MailboxPhase.draining`).
+  /// The one drain job of a mailbox that has something to take: it ends when the machine finds
+  /// the mailbox empty, so an idle subscriber holds no task. Its task is reported to the machine
+  /// (`drainStarted`), so that the subscriber leaving cancels it.
   @usableFromInline
   func startDrain(_ mailbox: SubjectMailbox<Element, Failure>, id: Int) {
     let task = FlowScheduling.startTask { await mailbox.drain() }
