@@ -160,11 +160,6 @@ struct CombiningLogic<Values: CombiningValues, Failure: Error>: TimelessOperator
     return .kept
   }
 
-  @inlinable
-  mutating func inputEnded(_ failure: Failure?, at now: Instant) -> Element? {
-    preconditionFailure("Internal inconsistency: a combining input ends by its index")
-  }
-
   /// The first failure ends the result at once: what is held is dropped, and so is what the
   /// consumer's batch still holds. A finish ends it once no output can be made any more: zip, once
   /// a finished slot holds nothing; combineLatest, at once if the slot never produced, else once

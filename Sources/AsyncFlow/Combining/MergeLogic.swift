@@ -49,7 +49,7 @@ struct MergeLogic<Element: Sendable, Failure: Error>: TimelessOperatorLogic {
 
   /// The life cycle passes only the first end of each input, and none once the merge ends.
   @inlinable
-  mutating func inputEnded(_ failure: Failure?, at now: Instant) -> Element? {
+  mutating func inputEnded(_ failure: Failure?, from _: Int, at now: Instant) -> Element? {
     if let failure {
       end.end(failure)
     } else {

@@ -43,7 +43,7 @@ struct EmitterLogic<Element: Sendable, Failure: Error, Waiter: Sendable>: Timele
   }
 
   @inlinable
-  mutating func inputEnded(_ failure: Failure?, at now: Instant) -> Element? {
+  mutating func inputEnded(_ failure: Failure?, from _: Int, at now: Instant) -> Element? {
     end.end(failure)
     return nil
   }

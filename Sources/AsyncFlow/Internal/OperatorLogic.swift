@@ -79,8 +79,9 @@ protocol OperatorLogic: Sendable {
 
   mutating func start(at now: Instant)
   mutating func input(_ element: Element, at now: Instant) -> InputVerdict<Element>
-  /// The input ended (`nil`: it finished). Returns the element a conflation displaced, if any.
-  mutating func inputEnded(_ failure: InputFailure?, at now: Instant) -> Element?
+  /// Input `index` ended (`nil`: it finished); a single-input logic has only input 0. Returns the
+  /// element a conflation displaced, if any.
+  mutating func inputEnded(_ failure: InputFailure?, from index: Int, at now: Instant) -> Element?
   /// Returns the element a conflation displaced, if any.
   mutating func timerFired(at now: Instant) -> Element?
 
@@ -92,8 +93,6 @@ protocol OperatorLogic: Sendable {
   /// Whether input `index` may be pulled now: by default ``wantsInput``, one answer for all the
   /// inputs; combineLatest and zip bound each input's read-ahead on its own.
   func wantsInput(from index: Int) -> Bool
-  /// Input `index` ended: by default ``inputEnded(_:at:)``, for a logic to which the input does not matter.
-  mutating func inputEnded(_ failure: InputFailure?, from index: Int, at now: Instant) -> Element?
   /// Whether the consumer has something to take.
   var hasOutput: Bool { get }
   /// Takes the next output for the consumer at `now`. Once it has returned `.end`, the operator is over.
@@ -109,10 +108,6 @@ extension OperatorLogic {
   mutating func start(at now: Instant) {}
   @inlinable
   func wantsInput(from index: Int) -> Bool { wantsInput }
-  @inlinable
-  mutating func inputEnded(_ failure: InputFailure?, from index: Int, at now: Instant) -> Element? {
-    inputEnded(failure, at: now)
-  }
 }
 
 /// A logic that measures no time (`bufferFlow`, `Flow.callbacks`, `Flow.merge`, a Flow body): the

@@ -121,7 +121,7 @@ struct BufferLogic<Element: Sendable, Failure: Error>: TimelessOperatorLogic {
   }
 
   @inlinable
-  mutating func inputEnded(_ failure: Failure?, at now: Instant) -> Element? {
+  mutating func inputEnded(_ failure: Failure?, from _: Int, at now: Instant) -> Element? {
     end.end(failure)
     return nil
   }

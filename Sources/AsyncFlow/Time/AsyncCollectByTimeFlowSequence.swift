@@ -120,7 +120,7 @@ struct CollectByTimeLogic<Upstream: Sendable, Failure: Error, Instant: InstantPr
     return .kept
   }
 
-  mutating func inputEnded(_ failure: Failure?, at now: Instant) -> Element? {
+  mutating func inputEnded(_ failure: Failure?, from _: Int, at now: Instant) -> Element? {
     deliverCollected()
     outputs.end(failure)
     return nil

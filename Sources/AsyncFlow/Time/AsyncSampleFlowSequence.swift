@@ -79,7 +79,7 @@ struct SampleLogic<Element: Sendable, Failure: Error, Instant: InstantProtocol>:
     return displaced.map { .keptDisplacing($0) } ?? .kept
   }
 
-  mutating func inputEnded(_ failure: Failure?, at now: Instant) -> Element? {
+  mutating func inputEnded(_ failure: Failure?, from _: Int, at now: Instant) -> Element? {
     let displaced = intervals.hasEnded(at: now) ? samplePending() : nil
     guard pending == nil else {
       heldEnd = .some(failure)

@@ -22,7 +22,7 @@ struct DebounceLogic<Element: Sendable, Failure: Error, Instant: InstantProtocol
     return pending.map { .keptDisplacing($0.element) } ?? .kept
   }
 
-  mutating func inputEnded(_ failure: Failure?, at now: Instant) -> Element? {
+  mutating func inputEnded(_ failure: Failure?, from _: Int, at now: Instant) -> Element? {
     if let pending = pending.take() { outputs.append(pending.element, conflating: false) }
     outputs.end(failure)
     return nil

@@ -69,7 +69,7 @@ struct DelayLogic<Element: Sendable, Failure: Error, Instant: InstantProtocol>: 
   }
 
   @inlinable
-  mutating func inputEnded(_ failure: Failure?, at now: Instant) -> Element? {
+  mutating func inputEnded(_ failure: Failure?, from _: Int, at now: Instant) -> Element? {
     upstreamHasEnded = true
     inFlight.append((.end(failure), now.advanced(by: interval)))
     return nil

@@ -77,7 +77,7 @@ struct ThrottleLogic<Element: Sendable, Failure: Error, Instant: InstantProtocol
     return .refused(element)
   }
 
-  mutating func inputEnded(_ failure: Failure?, at now: Instant) -> Element? {
+  mutating func inputEnded(_ failure: Failure?, from _: Int, at now: Instant) -> Element? {
     // A pending element implies an open window: it keeps its turn, and the end follows it.
     guard pending == nil else {
       heldEnd = .some(failure)

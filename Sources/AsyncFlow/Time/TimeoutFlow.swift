@@ -169,7 +169,7 @@ struct TimeoutLogic<Element: Sendable, InputFailure: Error, Failure: Error, Inst
     return .kept
   }
 
-  mutating func inputEnded(_ failure: InputFailure?, at now: Instant) -> Element? {
+  mutating func inputEnded(_ failure: InputFailure?, from _: Int, at now: Instant) -> Element? {
     timeoutAt = nil
     outputs.end(failure.map(mapFailure))
     return nil

@@ -52,7 +52,7 @@ private func check(bufferSize: Int, _ table: [(EmitterStep, String)], sourceLoca
       case .end(let failure?): answer = "fail \(failure.id)"
       }
     case .bodyEnded(let failure):
-      _ = logic.inputEnded(failure.map { TestError(id: $0) }, at: now)
+      _ = logic.inputEnded(failure.map { TestError(id: $0) }, from: 0, at: now)
       answer = "ended\(released(logic.takeWaiters()))"
     }
     var parts = [answer]

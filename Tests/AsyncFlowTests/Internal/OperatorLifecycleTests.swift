@@ -33,7 +33,7 @@ private struct FakeLogic: OperatorLogic {
     outputs.append(.element(element))
     return displaced.map { .keptDisplacing($0) } ?? .kept
   }
-  mutating func inputEnded(_ failure: TestError?, at now: Instant) -> Int? {
+  mutating func inputEnded(_ failure: TestError?, from _: Int, at now: Instant) -> Int? {
     log.append("ended")
     finishesToEnd -= 1
     if failure != nil || finishesToEnd == 0 { outputs.append(.end(failure)) }
