@@ -94,7 +94,10 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   ///
   /// - `latestWins` (the default): the task in flight is cancelled, and leaves the slot in the step
   ///   that registers the new one (never two registrations for one identity), before the new task
-  ///   starts; its end never removes its successor. It is cancelled, not awaited: it may still run
+  ///   starts (a run in flight whose `run` call, on another thread, has not returned yet is
+  ///   cancelled by that call a moment later, and the new operation waits for that: two
+  ///   operations of one identity never run uncancelled at once); its end never removes its
+  ///   successor. It is cancelled, not awaited: it may still run
   ///   (until its next cancellation check, or through cleanup) while the new one starts. When its
   ///   end matters (it holds a resource, or writes what the new one reads), await the task that
   ///   `run` returned for it at the start of the new operation:
@@ -303,11 +306,12 @@ final class TaskSlotsRegistry<ID: Hashable & Sendable>: Sendable {
         // Numbered and recorded in the step that decides, so that the log's order is the registry's.
         let token = entries.takeNumber()
         let action = machine.reserve(id, policy: policy, token: token, trigger: trigger)
-        TaskSlotsRegistry.record(action, token: token, id: id, trigger: trigger, in: &entries)
+        TaskSlotsRegistry.record(action, policy: policy, token: token, id: id, trigger: trigger, in: &entries)
         return action
       }
     }
     guard case .start(let token, let superseded, let predecessors, let wakes) = consume action else { return nil }
+    let isQueued = policy.storage == .queue && !predecessors.isEmpty
     // Cancelled outside the lock (cancellation handlers run synchronously and may call back in),
     // and before the new task exists.
     for registration in superseded ?? .several([]) { registration.task?.cancel() }
@@ -318,7 +322,7 @@ final class TaskSlotsRegistry<ID: Hashable & Sendable>: Sendable {
       for predecessor in predecessors { await predecessor.wait() }
       if !Task.isCancelled {
         // A queued run's turn has come: "queued" was its entry so far.
-        if !predecessors.isEmpty { self.log?.record(.init(run: token, id: id, trigger: trigger, event: .started)) }
+        if isQueued { self.log?.record(.init(run: token, id: id, trigger: trigger, event: .started)) }
         switch operation {
         case .plain(let operation): await operation()
         case .withRun(let operation): await operation(TaskSlots.Run(registry: self, id: id, number: token))
@@ -328,7 +332,14 @@ final class TaskSlotsRegistry<ID: Hashable & Sendable>: Sendable {
       // after the lock: an operation may capture an object whose `deinit` calls back in.
       self.finished(id, token: token, trigger: trigger)
     }
-    if case .cancel = state.withLock({ $0.attach(task, id: id, token: token) }) { task.cancel() }
+    if case .cancel(let signal) = state.withLock({ $0.attach(task, id: id, token: token) }) {
+      task.cancel()
+      if let signal {
+        signal.fire()  // after the cancellation: the successors' operations may begin
+        // Pending until now, so that a run registered since the attachment waited for it too.
+        state.withLock { $0.cancellationFired(token) }
+      }
+    }
     return task
   }
 
@@ -346,7 +357,8 @@ final class TaskSlotsRegistry<ID: Hashable & Sendable>: Sendable {
 
   /// What a `run` call decided, as the request log records it: each superseded run, then the new one.
   @inlinable static func record(
-    _ action: Machine.ReserveAction, token: Int, id: ID, trigger: String?, in entries: inout RequestLog<ID>.Storage
+    _ action: Machine.ReserveAction, policy: SlotPolicy, token: Int, id: ID, trigger: String?,
+    in entries: inout RequestLog<ID>.Storage
   ) {
     switch action {
     case .ignore:
@@ -355,7 +367,8 @@ final class TaskSlotsRegistry<ID: Hashable & Sendable>: Sendable {
       for old in superseded ?? .several([]) {
         entries.append(.init(run: old.token, id: id, trigger: old.trigger, event: .superseded(by: token)))
       }
-      entries.append(.init(run: token, id: id, trigger: trigger, event: predecessors.isEmpty ? .started : .queued))
+      let isQueued = policy.storage == .queue && !predecessors.isEmpty
+      entries.append(.init(run: token, id: id, trigger: trigger, event: isQueued ? .queued : .started))
     }
   }
 

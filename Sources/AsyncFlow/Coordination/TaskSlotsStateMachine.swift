@@ -131,6 +131,15 @@ struct TaskSlotsStateMachine<ID: Hashable, Watcher, Work> {
   /// a registration can leave (cancelled, superseded, closed) while its task still runs, and the
   /// signal must fire when that task really ends.
   @usableFromInline var awaitedEnds: [Int: CompletionSignal] = [:]
+  /// The cancellation of each run superseded (`latestWins`) before its task was attached, by token,
+  /// in every state: every later `latestWins` run of its identity waits for it before its operation
+  /// begins. The caller that started that run, on another thread, attaches its task a moment later,
+  /// finds it gone and cancels it; until then the task may run its operation, so without the wait
+  /// two operations of one identity would run uncancelled at once (and the older one may even begin
+  /// after the newer). An entry leaves only once it has fired (``cancellationFired(_:)``), so that a
+  /// run registered between the attachment and the cancellation waits too. Empty unless callers on
+  /// several threads race for one identity.
+  @usableFromInline var unattachedCancels: [Int: (id: ID, signal: CompletionSignal)] = [:]
   /// The next run's number when the owner has no request log (with one, the log numbers runs).
   @usableFromInline var nextToken = 1
   @usableFromInline var nextWatcherID = 0
@@ -141,7 +150,9 @@ struct TaskSlotsStateMachine<ID: Hashable, Watcher, Work> {
 
   @usableFromInline enum ReserveAction {
     /// Cancel the tasks of `superseded` (the registrations that left, for the request log too),
-    /// resume `wakes`, then start the task for `token`, after every one of `predecessors` fired.
+    /// resume `wakes`, then start the task for `token`, whose operation begins after every one of
+    /// `predecessors` fired: the ends of the runs it queues behind (`queue`), or the cancellations
+    /// of the runs of its identity superseded before their tasks were attached (`latestWins`).
     case start(token: Int, superseded: Slot?, predecessors: [CompletionSignal], wakes: [Wake])
     /// `firstWins` while a run is registered: start nothing.
     case ignore
@@ -167,14 +178,16 @@ struct TaskSlotsStateMachine<ID: Hashable, Watcher, Work> {
     open.runningCount += 1
     guard let index else {
       open.slots[id] = .one(new)
-      return .start(token: token, superseded: nil, predecessors: [], wakes: open.wake(id, running: true))
+      let cancellations = policy.storage == .latestWins ? pendingCancellations(of: id) : []
+      return .start(token: token, superseded: nil, predecessors: cancellations, wakes: open.wake(id, running: true))
     }
     if case .latestWins = policy.storage {
       // Handed out whole, so that their tasks and triggers are released after the lock.
       var superseded = Slot.one(new)
       swap(&superseded, &open.slots.values[index])
       open.runningCount -= superseded.count
-      return .start(token: token, superseded: superseded, predecessors: [], wakes: [])
+      awaitCancellation(of: superseded, id: id)
+      return .start(token: token, superseded: superseded, predecessors: pendingCancellations(of: id), wakes: [])
     }
     var predecessors: [CompletionSignal] = []  // `concurrent` waits for none
     if case .queue = policy.storage {
@@ -182,6 +195,25 @@ struct TaskSlotsStateMachine<ID: Hashable, Watcher, Work> {
     }
     open.slots.values[index].append(new)
     return .start(token: token, superseded: nil, predecessors: predecessors, wakes: [])
+  }
+
+  /// Registrations of `id` were superseded: the cancellation of each whose task is not attached yet
+  /// is pending.
+  @inlinable mutating func awaitCancellation(of slot: Slot, id: ID) {
+    for registration in slot where registration.task == nil {
+      unattachedCancels[registration.token] = (id, CompletionSignal())
+    }
+  }
+
+  /// What a `latestWins` run of `id` waits for: the pending cancellations of its identity.
+  @inlinable func pendingCancellations(of id: ID) -> [CompletionSignal] {
+    guard !unattachedCancels.isEmpty else { return [] }
+    return unattachedCancels.values.compactMap { $0.id == id ? $0.signal : nil }
+  }
+
+  /// The superseded run `token`'s task was cancelled and its signal fired: nobody needs to wait for it.
+  @inlinable mutating func cancellationFired(_ token: Int) {
+    unattachedCancels.removeValue(forKey: token)
   }
 
   @inlinable mutating func awaitedEnd(of token: Int) -> CompletionSignal {
@@ -194,20 +226,22 @@ struct TaskSlotsStateMachine<ID: Hashable, Watcher, Work> {
   @usableFromInline enum AttachAction {
     case attached
     /// The run left before its task existed (cancelled, superseded, the registry closed): cancel
-    /// the task at once.
-    case cancel
+    /// the task at once, then fire `superseded` (a later `latestWins` run's operation may wait for
+    /// it) and report ``cancellationFired(_:)``.
+    case cancel(superseded: CompletionSignal?)
   }
 
   /// The task of run `token` exists.
   @inlinable mutating func attach(_ task: Work, id: ID, token: Int) -> AttachAction {
-    guard case .open(var open) = state else { return .cancel }
+    let superseded = unattachedCancels.isEmpty ? nil : unattachedCancels[token]?.signal
+    guard case .open(var open) = state else { return .cancel(superseded: superseded) }
     state = .modifying
     defer { state = .open(open) }
     // Changed through `values[index]`, not through `slots[id]?`: the dictionary's `_modify` by key
     // is a coroutine whose frame is allocated on the heap, one malloc per run (measured with a
     // uprobe on malloc in W6); one lookup and the values' accessor cost none.
-    guard let index = open.slots.index(forKey: id) else { return .cancel }
-    return open.slots.values[index].attach(task, token: token) ? .attached : .cancel
+    guard let index = open.slots.index(forKey: id) else { return .cancel(superseded: superseded) }
+    return open.slots.values[index].attach(task, token: token) ? .attached : .cancel(superseded: superseded)
   }
 
   @usableFromInline enum EndAction {

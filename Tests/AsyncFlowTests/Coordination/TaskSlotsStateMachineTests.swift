@@ -167,6 +167,30 @@ struct TaskSlotsStateMachineTests {
     #expect(!closed.attach(100, id: "id", token: 1).isAttached)
   }
 
+  /// A run superseded before its caller (on another thread) attached its task: every later
+  /// `latestWins` run of its identity waits for its cancellation, until the caller reports it fired.
+  @Test func testReserveLatestWins_whenARunWasSupersededBeforeItsTaskWasAttached_waitsForItsCancellation() {
+    var machine = Machine()
+    _ = machine.reserve("id", policy: .latestWins)  // run 1: its caller is not back yet
+    #expect(started(machine.reserve("id", policy: .latestWins))?.predecessors == 1)
+    #expect(machine.attach(200, id: "id", token: 2).isAttached)
+    #expect(started(machine.reserve("id", policy: .latestWins))?.predecessors == 1)  // run 1 still pending
+    #expect(machine.attach(300, id: "id", token: 3).isAttached)
+    #expect(started(machine.reserve("other", policy: .latestWins))?.predecessors == 0)
+    #expect(started(machine.reserve("id", policy: .queue))?.predecessors == 1)  // behind run 3 only
+    #expect(machine.attach(500, id: "id", token: 5).isAttached)
+    guard case .cancel(let signal?) = machine.attach(100, id: "id", token: 1) else {
+      Issue.record("run 1's attachment did not hand out its cancellation")
+      return
+    }
+    #expect(!signal.isFired)
+    // Between the attachment and the cancellation, a new run still waits.
+    #expect(started(machine.reserve("id", policy: .latestWins))?.predecessors == 1)
+    #expect(machine.attach(600, id: "id", token: 6).isAttached)
+    machine.cancellationFired(1)
+    #expect(started(machine.reserve("id", policy: .latestWins))?.predecessors == 0)
+  }
+
   // MARK: finished
 
   @Test func testFinished_whenTheOnlyRun_makesTheIdentityIdleAndWakesItsWatchers() {

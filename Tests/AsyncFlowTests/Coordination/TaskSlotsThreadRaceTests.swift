@@ -1,0 +1,69 @@
+import Testing
+
+@testable import AsyncFlow
+
+/// `latestWins` from callers on several threads: a run's task exists only after `run` registered
+/// it, so a caller on another thread can supersede it in between, before its task can be
+/// cancelled. Issue found by a probe: the new operation then began while the old one ran
+/// uncancelled (in about 5 of 6 runs of this test), and the old one sometimes began after the new.
+@Suite("TaskSlots from several threads", .timeLimit(.minutes(1)))
+struct TaskSlotsThreadRaceTests {
+  /// The operations that have begun and not ended, each with whether it has been cancelled, and
+  /// every time one began while another ran uncancelled.
+  final class Operations: Sendable {
+    struct State {
+      var running: [Int: Bool] = [:]
+      var cancelledBeforeBeginning: Set<Int> = []
+      var overlaps: [String] = []
+      var begun = 0
+      var ended = 0
+    }
+
+    let state = LockedState(State())
+
+    func run(_ number: Int) async {
+      await withTaskCancellationHandler {
+        state.withLock { state in
+          state.begun += 1
+          let isCancelled = state.cancelledBeforeBeginning.remove(number) != nil
+          let uncancelled = state.running.filter { !$0.value }.map(\.key)
+          if !isCancelled && !uncancelled.isEmpty { state.overlaps.append("#\(number) began while \(uncancelled) ran") }
+          state.running[number] = isCancelled
+        }
+        for _ in 0..<3 { await Task.yield() }
+        state.withLock { state in
+          state.running[number] = nil
+          state.ended += 1
+        }
+      } onCancel: {
+        state.withLock { state in
+          if state.running[number] != nil {
+            state.running[number] = true
+          } else {
+            state.cancelledBeforeBeginning.insert(number)
+          }
+        }
+      }
+    }
+  }
+
+  @Test func latestWinsNeverRunsTwoUncancelledOperationsOfOneIdentity() async {
+    for _ in 0..<3 {
+      let slots = TaskSlots<String>()
+      let operations = Operations()
+      let done = [Reentry.Flag(), Reentry.Flag()]
+      for flag in done {
+        Reentry.onThread(setting: flag) {
+          for _ in 0..<3_000 { slots.run("search") { run in await operations.run(run.number) } }
+        }
+      }
+      for flag in done { #expect(await Reentry.isSetSoon(flag)) }
+      let settled = await Reentry.eventually {
+        slots.runningCount == 0 && operations.state.withLock { $0.begun == $0.ended }
+      }
+      #expect(settled)
+      let overlaps = operations.state.withLock { $0.overlaps }
+      #expect(overlaps.isEmpty, "\(overlaps.count) overlaps: \(overlaps.prefix(3))")
+    }
+  }
+}
