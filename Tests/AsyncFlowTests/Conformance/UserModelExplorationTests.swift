@@ -216,4 +216,55 @@ struct UserModelExplorationTests {
     .check()
     #expect(report.isExhaustive)
   }
+
+  /// Rows whose details reload by row: a newer reload of a row replaces only that row's request.
+  @MainActor final class RowsModel {
+    struct Reload: Sendable, Hashable, CustomStringConvertible {
+      let row: Int
+      let version: Int
+      var description: String { "\(row)v\(version)" }
+    }
+
+    private(set) var requested: [Int: Int] = [:]
+    private(set) var details: [Int: String] = [:]
+    private(set) var stale: [String] = []
+    private let reloads = PassthroughFlow<Reload, Never>()
+    private var subscriptions = Set<FlowSubscription>()
+
+    func start(load: @escaping @Sendable (Reload) async -> String) {
+      reloads
+        .switchToLatestFlow(by: \.row) { reload in Flow.single { (reload, await load(reload)) } }
+        .sink { @MainActor [weak self] reload, detail in
+          guard let self else { return }
+          if self.requested[reload.row] != reload.version { self.stale.append("\(reload) after \(self.requested)") }
+          self.details[reload.row] = detail
+        }
+        .store(in: &subscriptions)
+    }
+
+    func reload(row: Int) {
+      let version = (requested[row] ?? 0) + 1
+      requested[row] = version
+      reloads.send(Reload(row: row, version: version))
+    }
+  }
+
+  @Test func aSupersededReloadOfARowNeverReachesItAndOtherRowsAreLeftAlone() async {
+    let report = await Exploration("switchToLatestFlow(by:)") { run in
+      let loads = ControlledCalls<RowsModel.Reload, String>()
+      run.answer(loads, as: "load") { "\($0)" }
+      let model = RowsModel()
+      let load = run.stub(loads)
+      await run.clock.onSchedule { model.start(load: load) }
+      return model
+    }
+    .step("show row 1") { $0.reload(row: 1) }
+    .step("show row 2") { $0.reload(row: 2) }
+    .step("reload row 1") { $0.reload(row: 1) }
+    .state { "details \($0.details.sorted { $0.key < $1.key }) stale \($0.stale)" }
+    .invariant("no stale write") { $0.stale.isEmpty }
+    .invariant("every row shows its last reload") { $0.details == [1: "1v2", 2: "2v1"] }
+    .check()
+    #expect(report.isExhaustive)
+  }
 }
