@@ -35,7 +35,8 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   enum State {
     /// Nobody has asked for an element yet: nothing runs.
     case idle
-    case running(Running)
+    /// Its data is ``FlattenStateMachine/running``, beside the state.
+    case running
     /// Decided: the consumer ends with `failure` once every task has ended.
     case ending(failure: Failure?, Stopping)
     /// The consumer has seen the end (or left before the start).
@@ -45,46 +46,39 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     case modifying
   }
 
+  /// The running state's data (``FlattenStateMachine/running``).
   @usableFromInline
-  /// A class: the state's payloads are copied and destroyed through the value witnesses of the
-  /// generic `State` and `Running` (IRGen outlines them for these nested generic types), even when
-  /// the payload is moved out and back under `modifying` and `State` is initialized over it rather
-  /// than assigned: measured, a struct payload made `W3.switchToLatest` 40 % (inners superseded
-  /// before they start) to 90 % (inners run) slower. A reference moves as one word. The price: a
-  /// copy of the machine would share it, so a machine is never copied (its storage holds the only
-  /// one; tests build their own). Its accesses are not checked for exclusivity at run time (a
-  /// measured cost per access): it is only touched under the storage's lock, inside an event.
-  final class Running {
-    @usableFromInline @exclusivity(unchecked) var inners: [Int: Inner] = [:]
+  struct Running {
+    @usableFromInline var inners: [Int: Inner] = [:]
     /// The current inner of each key, for `latest` and `exhaust`.
-    @usableFromInline @exclusivity(unchecked) var currentByKey: [Key: Int] = [:]
+    @usableFromInline var currentByKey: [Key: Int] = [:]
     /// Inners that are current: not superseded, not retired.
-    @usableFromInline @exclusivity(unchecked) var activeCount = 0
+    @usableFromInline var activeCount = 0
     /// Inners with something for the consumer (elements, or their end), in the order they got it.
     /// One may linger after its inner left: its channel is dropped then, and taking from it takes
     /// nothing. (Channels rather than ids: no lookup per hand-off.) A ``RingBuffer``: a busy
     /// inner goes to the back after each take, so the queue may never empty.
-    @usableFromInline @exclusivity(unchecked) var ready = RingBuffer<(id: Int, channel: Channel)>()
-    @usableFromInline @exclusivity(unchecked) var nextID = 0
+    @usableFromInline var ready = RingBuffer<(id: Int, channel: Channel)>()
+    @usableFromInline var nextID = 0
     /// Inners whose turn has ended (`exhaustFlow`) while their elements wait for the consumer: the
     /// operator does not finish before they are taken.
-    @usableFromInline @exclusivity(unchecked) var drainingAfterTurn = 0
+    @usableFromInline var drainingAfterTurn = 0
     /// Inners the consumer is behind (``Inner/isBehind``): with ``batchInners``, what bounds the
     /// inners that start while the consumer does not take (``behindLimit``).
-    @usableFromInline @exclusivity(unchecked) var behindCount = 0
+    @usableFromInline var behindCount = 0
     /// Inners whose elements the consumer took into the batch it has not delivered yet: they are
     /// still behind the consumer's code, so they count toward ``behindLimit`` until it asks again.
-    @usableFromInline @exclusivity(unchecked) var batchInners = 0
-    @usableFromInline @exclusivity(unchecked) var outerHasEnded = false
-    @usableFromInline @exclusivity(unchecked) var outerTask: Handle?
+    @usableFromInline var batchInners = 0
+    @usableFromInline var outerHasEnded = false
+    @usableFromInline var outerTask: Handle?
     /// An outer element pulled while every slot of `mergeFlow` was busy: it starts when one frees.
     /// The outer is pulled one element ahead, so that its failure or end is seen while the inners
     /// run, and no further: at most one element waits here.
-    @usableFromInline @exclusivity(unchecked) var held: (element: OuterElement, key: Key)?
+    @usableFromInline var held: (element: OuterElement, key: Key)?
     /// The outer pump, waiting for a slot while an element is held (resumed to ask again). Only
     /// while an element is held, so the operator cannot finish while it waits.
-    @usableFromInline @exclusivity(unchecked) var outerWaiting: Waiter?
-    @usableFromInline @exclusivity(unchecked) var consumer: Waiter?
+    @usableFromInline var outerWaiting: Waiter?
+    @usableFromInline var consumer: Waiter?
 
     @inlinable init() {}
   }
@@ -170,6 +164,15 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
 
   @usableFromInline let policy: FlattenPolicy
   @usableFromInline var state = State.idle
+  /// The running state's data, outside `state` so that events mutate it in place, as
+  /// ``OperatorLifecycle``'s `logic` and `inputs`: as the payload of the generic `State`, it was
+  /// copied and destroyed through value witnesses at every event (IRGen outlines them for these
+  /// nested generic types), which made `W3.switchToLatest` 40–90 % slower. Here it needs neither a
+  /// class nor unchecked exclusivity (measured against the class it replaced: the events alone
+  /// 4–38 % faster, `W3` and `W4` within noise or better). Valid only while `state` is `running`;
+  /// reset when the operator ends (``end(_:drain:)``), whose action takes out the outer elements it
+  /// held, so that they are released after the lock.
+  @usableFromInline var running = Running()
 
   /// Whether the operator is ending or finished: the only states, besides running, in which the
   /// events of its tasks may come.
@@ -211,14 +214,12 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   }
 
   @inlinable mutating func next() -> NextAction {
-    if var running = takeRunning() {
-      defer { putBack(&running) }
+    switch state {
+    case .running:
       guard let entry = running.ready.popFirst() else { return .suspend }
       return .take(id: entry.id, channel: entry.channel, all: takesBatches)
-    }
-    switch state {
     case .idle:
-      state = .running(Running())
+      state = .running
       return .start
     case .ending(let failure, var stopping):
       if let drain = stopping.drain.take() {
@@ -229,7 +230,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       return .end(failure: failure, outerTask: stopping.outerTask)
     case .finished:
       return .end(failure: nil, outerTask: nil)
-    case .running, .modifying:
+    case .modifying:
       preconditionFailure("Internal inconsistency: state \(state), event next")
     }
   }
@@ -247,10 +248,9 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   /// The storage took from inner `id`'s channel as ``next()`` asked, still under the shared lock:
   /// `isDrained`, nothing is left in it; `retires`, it had ended and its last element is taken.
   @inlinable mutating func taken(_ id: Int, channel: Channel, isDrained: Bool, retires: Bool) -> TakenAction {
-    guard var running = takeRunning() else {
+    guard case .running = state else {
       preconditionFailure("Internal inconsistency: state \(state), event taken")
     }
-    defer { putBack(&running) }
     // One that still has elements goes to the back, behind the others: a busy inner cannot
     // starve the other keys of a keyed `switchToLatestFlow`.
     if !isDrained {
@@ -264,7 +264,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     }
     guard retires else {
       // The consumer took one off the ready queue: the outer may go on (mergeFlow).
-      guard running.outerWaiting != nil, outerWanted(running), let outer = running.outerWaiting.take() else {
+      guard running.outerWaiting != nil, outerWanted, let outer = running.outerWaiting.take() else {
         return .takeMore
       }
       return .resumeOuter(outer)
@@ -275,9 +275,9 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     }
     guard holdsTurn else {
       running.drainingAfterTurn -= 1
-      return finishIfDone(running).map { .end($0) } ?? .takeMore
+      return finishIfDone().map { .end($0) } ?? .takeMore
     }
-    switch retire(inner, failure: nil, in: &running) {
+    switch retire(inner, failure: nil) {
     case .none: return .takeMore
     case .resume(let outer): return .resumeOuter(outer)
     case .end(let ending): return .end(ending)
@@ -289,18 +289,15 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   /// returns the outer pump to resume with `true` if that freed it.
   @inlinable mutating func batchDelivered() -> Waiter? {
     // `switchToLatestFlow` counts no batch: nothing to look at (it asks once per element).
-    guard tracksBehind, var running = takeRunning() else { return nil }
-    defer { putBack(&running) }
-    guard running.batchInners > 0 else { return nil }
+    guard tracksBehind, case .running = state, running.batchInners > 0 else { return nil }
     running.batchInners = 0
-    guard running.outerWaiting != nil, outerWanted(running) else { return nil }
+    guard running.outerWaiting != nil, outerWanted else { return nil }
     return running.outerWaiting.take()
   }
 
   /// Registers the waiting consumer, or returns it to be resumed at once.
   @inlinable mutating func suspendConsumer(_ consumer: Waiter) -> Waiter? {
-    if var running = takeRunning() {
-      defer { putBack(&running) }
+    if case .running = state {
       // Something may have been listed between `next()` and this registration.
       guard running.ready.isEmpty else { return consumer }
       precondition(running.consumer == nil, "Internal inconsistency: state running, event suspendConsumer twice")
@@ -313,8 +310,9 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
 
   /// The consumer's task was cancelled or its iterator released: what ends, if anything.
   @inlinable mutating func cancel() -> Ending? {
-    if let running = takeRunning() { return end(nil, from: running) }
     switch state {
+    case .running:
+      return end(nil)
     case .idle:
       state = .finished(Stopping())
       return nil
@@ -326,7 +324,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       }
     case .finished:
       return nil
-    case .running, .modifying:
+    case .modifying:
       preconditionFailure("Internal inconsistency: state \(state), event cancel")
     }
   }
@@ -343,8 +341,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
 
   /// The outer task exists; returns it if the operator is ending already, so that it is cancelled.
   @inlinable mutating func outerStarted(_ task: Handle) -> Handle? {
-    if var running = takeRunning() {
-      defer { putBack(&running) }
+    if case .running = state {
       running.outerTask = task
       return nil
     }
@@ -372,12 +369,11 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   /// What the outer pump does next. It pulls only while no element is held, so the outer runs at
   /// most one element ahead of the slots of `mergeFlow`, and its failure or end is seen then.
   @inlinable mutating func pumpStep(channel: (Int) -> Channel) -> PumpAction {
-    if var running = takeRunning() {
-      defer { putBack(&running) }
+    if case .running = state {
       guard let held = running.held else { return running.outerHasEnded ? .stop : .pull }
-      guard outerWanted(running) else { return .wait }
+      guard outerWanted else { return .wait }
       running.held = nil
-      return .startInner(makeInner(held.element, key: held.key, channel: channel, in: &running))
+      return .startInner(makeInner(held.element, key: held.key, channel: channel))
     }
     precondition(hasEnded, "Internal inconsistency: state \(state), event pumpStep")
     return .stop
@@ -385,9 +381,8 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
 
   /// The pump is about to wait; registers it, or returns false if it must ask again at once.
   @inlinable mutating func pumpWait(_ waiter: Waiter) -> Bool {
-    if var running = takeRunning() {
-      defer { putBack(&running) }
-      guard running.held != nil, !outerWanted(running) else { return false }
+    if case .running = state {
+      guard running.held != nil, !outerWanted else { return false }
       precondition(running.outerWaiting == nil, "Internal inconsistency: state running, event pumpWait twice")
       running.outerWaiting = waiter
       return true
@@ -414,8 +409,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   @inlinable mutating func outerElement(
     _ element: OuterElement, key: Key, channel: (Int) -> Channel
   ) -> OuterElementAction {
-    if var running = takeRunning() {
-      defer { putBack(&running) }
+    if case .running = state {
       if policy == .exhaust && running.behindCount + running.batchInners >= behindLimit {
         // Dropped as while an inner runs: the consumer is that many ended inners behind (or holds
         // their elements in its batch), which bounds what `exhaustFlow` holds however fast the outer.
@@ -428,17 +422,16 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
         {
           return .release(replaced)
         }
-        let superseded = supersede(current, in: &running)
-        let id = makeInner(element, key: key, channel: channel, in: &running)
+        let superseded = supersede(current)
+        let id = makeInner(element, key: key, channel: channel)
         return .startInner(id, superseding: superseded?.channel, cancelling: superseded?.task)
       }
-      guard outerWanted(running) else {
+      guard outerWanted else {
         precondition(running.held == nil, "Internal inconsistency: state running, event outerElement with one held")
         running.held = (element, key)
         return .none
       }
-      return .startInner(
-        makeInner(element, key: key, channel: channel, in: &running), superseding: nil, cancelling: nil)
+      return .startInner(makeInner(element, key: key, channel: channel), superseding: nil, cancelling: nil)
     }
     precondition(hasEnded, "Internal inconsistency: state \(state), event outerElement")
     return .none
@@ -446,12 +439,11 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
 
   /// The outer finished (`failure == nil`) or threw: what ends, if the operator does.
   @inlinable mutating func outerEnded(_ failure: Failure?) -> Ending? {
-    if var running = takeRunning() {
-      defer { putBack(&running) }
+    if case .running = state {
       precondition(!running.outerHasEnded, "Internal inconsistency: state running, event outerEnded twice")
-      if let failure { return end(failure, from: running) }
+      if let failure { return end(failure) }
       running.outerHasEnded = true
-      return finishIfDone(running)
+      return finishIfDone()
     }
     precondition(hasEnded, "Internal inconsistency: state \(state), event outerEnded")
     return nil
@@ -462,8 +454,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   /// The outer task registers the task it started for inner `id`; returns it if that inner is no
   /// longer wanted, so that it is cancelled.
   @inlinable mutating func innerStarted(_ id: Int, task: Handle) -> Handle? {
-    if var running = takeRunning() {
-      defer { putBack(&running) }
+    if case .running = state {
       // The task may have ended already (then its inner is gone).
       guard let index = running.inners.index(forKey: id) else { return nil }
       running.inners.values[index].task = task
@@ -480,8 +471,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   /// An inner's task begins: the element to transform and the channel to offer into, or `nil`
   /// if the operator is ending (the task then ends at once, without reporting its end).
   @inlinable mutating func claim(_ id: Int) -> (channel: Channel, element: OuterElement)? {
-    if var running = takeRunning() {
-      defer { putBack(&running) }
+    if case .running = state {
       // An inner is superseded or retired only once its task claimed its element.
       guard let index = running.inners.index(forKey: id),
         case .unclaimed(let element) = running.inners.values[index].stage
@@ -500,8 +490,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   /// return the consumer to resume if it waits. A superseded inner may list itself (it offered
   /// just before its channel was dropped): its channel is dropped, so nothing is taken from it.
   @inlinable mutating func listReady(_ id: Int, channel: Channel) -> Waiter? {
-    if var running = takeRunning() {
-      defer { putBack(&running) }
+    if case .running = state {
       running.ready.append((id, channel))
       // A caught-up inner offers again: the consumer is behind it again. (A superseded one is
       // not counted: what it offered is dropped.)
@@ -534,8 +523,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   @inlinable mutating func innerEnded(
     _ id: Int, _ channelEnd: FlattenInnerStateMachine<some Any, Waiter>.EndAction, failure: Failure?
   ) -> InnerEndedAction {
-    if var running = takeRunning() {
-      defer { putBack(&running) }
+    if case .running = state {
       guard let index = running.inners.index(forKey: id) else {
         preconditionFailure("Internal inconsistency: state running, event innerEnded of unknown inner \(id)")
       }
@@ -547,13 +535,13 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
       case (.running, .retire):
         running.inners.remove(at: index)
         if inner.isBehind { running.behindCount -= 1 }
-        return retire(inner, failure: failure, in: &running)
+        return retire(inner, failure: failure)
       case (.running, .retireWhenDrained(let needsListing)):
         if let failure {
           // Its failure ends the operator now; the elements it offered before failing are still
           // delivered, before the failure. Its task is ending: it is not awaited.
           running.inners.remove(at: index)
-          return .end(end(failure, from: running, drain: inner.channel))
+          return .end(end(failure, drain: inner.channel))
         }
         running.inners.values[index].task = nil
         // Its elements wait: the consumer is behind it until it takes the last one (its offer
@@ -585,24 +573,12 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
 
   // MARK: Helpers
 
-  /// The running payload: a reference (``Running``), mutated in place, so it stays in the state.
-  /// Moving it out and back (a swap of the whole `State` in and a switch over it, then another
-  /// swap and an initialization) cost every event two moves of `State` under the shared lock.
-  @inlinable @inline(__always) func takeRunning() -> Running? {
-    guard case .running(let running) = state else { return nil }
-    return running
-  }
-
   /// The state, moved out (``updateStopping(_:_:)``); `modifying` is left in its place.
   @inlinable @inline(__always) mutating func takeState() -> State {
     var taken = State.modifying
     swap(&taken, &state)
     return taken
   }
-
-  /// Ends an event on the running payload (``takeRunning()``): nothing to put back, since it never
-  /// left the state; an event that ended the operator has set the new state already.
-  @inlinable @inline(__always) func putBack(_ running: inout Running) {}
 
   /// Runs `body` on the payload of the `ending` or `finished` state (whose failure is `nil`),
   /// moved out of the state (``takeState()``); `event` names the event in any other state.
@@ -622,17 +598,17 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
 
   /// An ended inner whose elements have all been taken leaves: it ends the operator if it failed,
   /// lets a waiting outer pump go on (merge), or may finish the operator.
-  @inlinable mutating func retire(_ inner: Inner, failure: Failure?, in running: inout Running) -> InnerEndedAction {
+  @inlinable mutating func retire(_ inner: Inner, failure: Failure?) -> InnerEndedAction {
     running.activeCount -= 1
     if !isMerge { running.currentByKey.removeValue(forKey: inner.key) }
-    if let failure { return .end(end(failure, from: running)) }
+    if let failure { return .end(end(failure)) }
     // A waiting pump holds an element: the operator cannot finish before it ran.
     if let outer = running.outerWaiting.take() { return .resume(outer) }
-    return finishIfDone(running).map { .end($0) } ?? .none
+    return finishIfDone().map { .end($0) } ?? .none
   }
 
   /// Supersedes inner `id`: returns its channel, to drop under the lock, and its task, to cancel.
-  @inlinable func supersede(_ id: Int, in running: inout Running) -> (channel: Channel, task: Handle?)? {
+  @inlinable mutating func supersede(_ id: Int) -> (channel: Channel, task: Handle?)? {
     guard let index = running.inners.index(forKey: id) else { return nil }
     let inner = running.inners.values[index]
     // What it offered is dropped: the consumer is no longer behind it.
@@ -649,17 +625,19 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     return (inner.channel, inner.task)
   }
 
-  @inlinable mutating func finishIfDone(_ running: Running) -> Ending? {
+  @inlinable mutating func finishIfDone() -> Ending? {
     guard running.outerHasEnded, running.activeCount == 0, running.held == nil, running.drainingAfterTurn == 0 else {
       return nil
     }
-    return end(nil, from: running)
+    return end(nil)
   }
 
   /// Ends the operator: every inner is dropped and every task cancelled; the consumer ends with
   /// `failure` once they have all ended. The outer elements still in the machine leave with the
-  /// action, released after the lock. (An unclaimed inner's task ends at its claim.)
-  @inlinable mutating func end(_ failure: Failure?, from running: Running, drain: Channel? = nil) -> Ending {
+  /// action, released after the lock. (An unclaimed inner's task ends at its claim.) The running
+  /// data is reset: of what is left in it, the channels and handles are held by the action or the
+  /// tasks too, and only the keys go under the lock.
+  @inlinable mutating func end(_ failure: Failure?, drain: Channel? = nil) -> Ending {
     var ending = Ending()
     var stopping = Stopping(outerTask: running.outerTask)
     stopping.drain = drain
@@ -685,12 +663,11 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     if let outerTask = running.outerTask { ending.cancel.append(outerTask) }
     ending.consumer = running.consumer
     state = .ending(failure: failure, stopping)
+    running = Running()
     return ending
   }
 
-  @inlinable func makeInner(_ element: OuterElement, key: Key, channel: (Int) -> Channel, in running: inout Running)
-    -> Int
-  {
+  @inlinable mutating func makeInner(_ element: OuterElement, key: Key, channel: (Int) -> Channel) -> Int {
     let id = running.nextID
     running.nextID += 1
     var inner = Inner(key: key, channel: channel(id), element: element)
@@ -712,7 +689,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   /// inners that have not delivered yet is what bounds short inners: each offers and ends before
   /// the outer's task starts the next, so counting only inners holding elements let the outer's
   /// task start every one (issue 24: 20,000 of 20,000).
-  @inlinable func outerWanted(_ running: Running) -> Bool {
+  @inlinable var outerWanted: Bool {
     switch policy {
     case .merge(let maxConcurrent):
       return running.activeCount < maxConcurrent && running.behindCount + running.batchInners < behindLimit
@@ -743,7 +720,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
 
   /// How many entries the ready queue holds (for tests: it must stay bounded).
   var readyQueueLength: Int {
-    guard case .running(let running) = state else { return 0 }
+    guard case .running = state else { return 0 }
     return running.ready.count
   }
 }
