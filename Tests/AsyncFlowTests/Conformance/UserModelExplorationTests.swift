@@ -120,8 +120,8 @@ struct UserModelExplorationTests {
     .state { "result \($0.result) stale \($0.stale)" }
     .invariant("no stale write") { $0.stale.isEmpty }
     .invariant("shows the last query's outcome") { $0.result == "r(ab)" || $0.result == "fallback(ab)" }
-    .check(ExplorationBudget(orders: 60, samples: 20, cancellationOrders: 2))
-    #expect(report.runs > 60)
+    .check(ExplorationBudget(orders: 30, samples: 10, cancellationOrders: 1))
+    #expect(report.runs > 30)
   }
 
   /// A list loaded for a filter and a refresh count, combined: either one starts a new load.
@@ -167,8 +167,9 @@ struct UserModelExplorationTests {
     .state { "state \($0.state) stale \($0.stale)" }
     .invariant("no stale write") { $0.stale.isEmpty }
     .invariant("shows the current load's outcome") { $0.state.value != nil || $0.state.failure != nil }
-    .check()
-    #expect(report.isExhaustive)
+    // Not every one of its 600 orders: enough to meet a stale answer, cheap enough under a sanitizer.
+    .check(ExplorationBudget(orders: 40, samples: 10, cancellationOrders: 1))
+    #expect(report.runs > 40)
   }
 
   /// A selection whose details load with `collectLatest`, in a task of the model's `TaskSlots`;
