@@ -169,7 +169,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   /// copied and destroyed through value witnesses at every event (IRGen outlines them for these
   /// nested generic types), which made `W3.switchToLatest` 40–90 % slower. Here it needs neither a
   /// class nor unchecked exclusivity (measured against the class it replaced: the events alone
-  /// 4–38 % faster, `W3` and `W4` within noise or better). Valid only while `state` is `running`;
+  /// 3–38 % faster, `W3` and `W4` within noise or better). Valid only while `state` is `running`;
   /// reset when the operator ends (``end(_:drain:)``), whose action takes out the outer elements it
   /// held, so that they are released after the lock.
   @usableFromInline var running = Running()
