@@ -72,7 +72,7 @@
 /// `deinit` calls back into the same `TaskSlots` would deadlock. Operations, their captures, tasks
 /// and trigger names are released, and cancellation handlers run, only after the lock.
 public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
-  @usableFromInline let registry: TaskSlotsRegistry<ID>
+  @usableFromInline let storage: TaskSlotsStorage<ID>
 
   /// Creates an empty registry; keep it in the object whose lifetime the tasks share. With a
   /// `log`, every run is numbered and what happens to it is recorded there (see ``RequestLog``).
@@ -83,11 +83,11 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   /// @Sendable func reloadFeed() async {}   // the app's reload, for the examples below
   /// ```
   public init(log: RequestLog<ID>? = nil) {
-    registry = TaskSlotsRegistry(log: log)
+    storage = TaskSlotsStorage(log: log)
   }
 
   deinit {
-    registry.close()
+    storage.close()
   }
 
   /// Starts `operation` under `id`, related to the task in flight there by `policy`.
@@ -129,7 +129,7 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
     _ id: ID, policy: SlotPolicy = .latestWins, priority: TaskPriority? = nil, trigger: String? = nil,
     operation: @escaping @Sendable @isolated(any) () async -> Void
   ) -> Task<Void, Never>? {
-    registry.run(id, policy: policy, priority: priority, trigger: trigger, operation: .plain(operation))
+    storage.run(id, policy: policy, priority: priority, trigger: trigger, operation: .plain(operation))
   }
 
   /// Starts `operation` under `id` as the `run` whose operation takes no argument does, and hands
@@ -151,7 +151,50 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
     _ id: ID, policy: SlotPolicy = .latestWins, priority: TaskPriority? = nil, trigger: String? = nil,
     operation: @escaping @Sendable @isolated(any) (Run) async -> Void
   ) -> Task<Void, Never>? {
-    registry.run(id, policy: policy, priority: priority, trigger: trigger, operation: .withRun(operation))
+    storage.run(id, policy: policy, priority: priority, trigger: trigger, operation: .withRun(operation))
+  }
+
+  /// Starts `operation` under `id`, related to the runs in flight by `policy` as `run` does, and
+  /// returns when the run has ended: the `refresh() async` that SwiftUI's `.refreshable`
+  /// awaits, with latest wins and the slot's other rules. The caller's cancellation cancels the
+  /// run (`await task.value` would not), so a screen that leaves ends its refresh. The operation
+  /// may throw: its failure is rethrown here, to whoever awaits the run.
+  ///
+  /// - A run superseded by a newer one, or cancelled with `cancel(_:)`, returns when it has ended:
+  ///   its operation has returned (or never began), so nothing it writes comes later.
+  /// - A cancelled caller returns when its run has ended too, not at once.
+  /// - `firstWins` while a run is registered joins it: the call starts nothing and returns when
+  ///   the runs in flight have ended (without their failure, which is theirs), or at once when its
+  ///   caller is cancelled, leaving them running.
+  /// - `queue` waits for its own run, after the ones before it; its caller's cancellation drops
+  ///   it from the queue, and it returns then.
+  ///
+  /// ```swift
+  /// @Observable @MainActor final class FeedScreen {
+  ///   private(set) var items: [Item] = []
+  ///   @ObservationIgnored private let slots = TaskSlots<String>()
+  ///
+  ///   /// `.refreshable { await screen.refresh() }`: the spinner stays until this returns.
+  ///   func refresh() async {
+  ///     await slots.runAndWait("feed") { @MainActor [weak self] in
+  ///       let page = try? await api.articles(page: 1)
+  ///       guard let self, let page, !Task.isCancelled else { return }   // superseded, or the screen left
+  ///       self.items = page
+  ///     }
+  ///   }
+  ///
+  ///   /// A throwing operation's failure reaches the caller.
+  ///   func save(_ text: String) async throws {
+  ///     try await slots.runAndWait("save", policy: .queue) { try await api.upload(text) }
+  ///   }
+  /// }
+  /// ```
+  @inlinable
+  public func runAndWait<Failure: Error>(
+    _ id: ID, policy: SlotPolicy = .latestWins, priority: TaskPriority? = nil, trigger: String? = nil,
+    operation: @escaping @Sendable @isolated(any) () async throws(Failure) -> Void
+  ) async throws(Failure) {
+    try await storage.runAndWait(id, policy: policy, priority: priority, trigger: trigger, operation: operation)
   }
 
   /// Cancels every task under `id`: the running one, and the queued ones, which then never run.
@@ -161,7 +204,7 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   /// slots.cancel(.details(row.id))   // the row scrolled away
   /// ```
   @inlinable public func cancel(_ id: ID) {
-    registry.cancel(id)
+    storage.cancel(id)
   }
 
   /// Cancels every task; releasing the `TaskSlots` does the same.
@@ -170,7 +213,7 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   /// slots.cancelAll()   // the screen closed
   /// ```
   @inlinable public func cancelAll() {
-    registry.cancelAll()
+    storage.cancelAll()
   }
 
   /// Whether a task is registered under `id`.
@@ -179,7 +222,7 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   /// let canSubmit = !slots.isRunning(.submit)   // the submit button's state
   /// ```
   @inlinable public func isRunning(_ id: ID) -> Bool {
-    registry.state.withLock { $0.isRunning(id) }
+    storage.state.withLock { $0.isRunning(id) }
   }
 
   /// Whether a task is registered under `id`, as a flow: the current state first, then each
@@ -203,7 +246,7 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   /// }
   /// ```
   public func isRunningFlow(_ id: ID) -> Flow<Bool, Never> {
-    registry.isRunningFlow(id)
+    storage.isRunningFlow(id)
   }
 
   /// The number of registered tasks, over every identity.
@@ -212,7 +255,7 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   /// #expect(slots.runningCount == 0)
   /// ```
   @inlinable public var runningCount: Int {
-    registry.state.withLock { $0.runningCount }
+    storage.state.withLock { $0.runningCount }
   }
 }
 
@@ -232,7 +275,7 @@ extension TaskSlots {
   /// }
   /// ```
   public struct Run: Sendable {
-    @usableFromInline let registry: TaskSlotsRegistry<ID>
+    @usableFromInline let storage: TaskSlotsStorage<ID>
 
     /// The identity the run was started under.
     ///
@@ -249,8 +292,8 @@ extension TaskSlots {
     /// ```
     public let number: Int
 
-    @inlinable init(registry: TaskSlotsRegistry<ID>, id: ID, number: Int) {
-      self.registry = registry
+    @inlinable init(storage: TaskSlotsStorage<ID>, id: ID, number: Int) {
+      self.storage = storage
       self.id = id
       self.number = number
     }
@@ -272,164 +315,7 @@ extension TaskSlots {
     /// }
     /// ```
     @inlinable public var isLatest: Bool {
-      registry.state.withLock { $0.isLatest(id, token: number) }
+      storage.state.withLock { $0.isLatest(id, token: number) }
     }
   }
-}
-
-/// What the tasks of a ``TaskSlots`` hold on to, so that releasing the `TaskSlots` itself can cancel them.
-@usableFromInline
-final class TaskSlotsRegistry<ID: Hashable & Sendable>: Sendable {
-  @usableFromInline typealias Watcher = UnsafeContinuation<Bool?, Never>
-  @usableFromInline typealias Machine = TaskSlotsStateMachine<ID, Watcher, Task<Void, Never>>
-
-  /// A run's operation as the caller wrote it, with or without its `Run`: the one without is not
-  /// wrapped in a closure that takes one, which would cost an allocation and an async frame per run.
-  @usableFromInline enum Operation: Sendable {
-    case plain(@Sendable @isolated(any) () async -> Void)
-    case withRun(@Sendable @isolated(any) (TaskSlots<ID>.Run) async -> Void)
-  }
-
-  @usableFromInline let state = LockedState(Machine())
-  @usableFromInline let log: RequestLog<ID>?
-
-  @inlinable init(log: RequestLog<ID>?) {
-    self.log = log
-  }
-
-  @inlinable func run(
-    _ id: ID, policy: SlotPolicy, priority: TaskPriority?, trigger: String?, operation: Operation
-  ) -> Task<Void, Never>? {
-    let action = state.withLock { machine in
-      guard let log else { return machine.reserve(id, policy: policy) }
-      return log.storage.withLock { entries in
-        // Numbered and recorded in the step that decides, so that the log's order is the registry's.
-        let token = entries.takeNumber()
-        let action = machine.reserve(id, policy: policy, token: token, trigger: trigger)
-        TaskSlotsRegistry.record(action, policy: policy, token: token, id: id, trigger: trigger, in: &entries)
-        return action
-      }
-    }
-    guard case .start(let token, let superseded, let predecessors, let wakes) = consume action else { return nil }
-    let isQueued = policy.storage == .queue && !predecessors.isEmpty
-    // Cancelled outside the lock (cancellation handlers run synchronously and may call back in),
-    // and before the new task exists.
-    for registration in superseded ?? .several([]) { registration.task?.cancel() }
-    resume(wakes)
-    // Through FlowScheduling, so that a task started under a `TestClock` follows its schedule; by
-    // the inlined form, which hands this literal to `Task {}` as it is (a closure box less per run).
-    let task = FlowScheduling.startInheritingTask(priority: priority) {
-      for predecessor in predecessors { await predecessor.wait() }
-      if !Task.isCancelled {
-        // A queued run's turn has come: "queued" was its entry so far.
-        if isQueued { self.log?.record(.init(run: token, id: id, trigger: trigger, event: .started)) }
-        switch operation {
-        case .plain(let operation): await operation()
-        case .withRun(let operation): await operation(TaskSlots.Run(registry: self, id: id, number: token))
-        }
-      }
-      // The task's captures, the operation's among them, are released when this closure returns,
-      // after the lock: an operation may capture an object whose `deinit` calls back in.
-      self.finished(id, token: token, trigger: trigger)
-    }
-    if case .cancel(let signal) = state.withLock({ $0.attach(task, id: id, token: token) }) {
-      task.cancel()
-      if let signal {
-        signal.fire()  // after the cancellation: the successors' operations may begin
-        // Pending until now, so that a run registered since the attachment waited for it too.
-        state.withLock { $0.cancellationFired(token) }
-      }
-    }
-    return task
-  }
-
-  @inlinable func finished(_ id: ID, token: Int, trigger: String?) {
-    let log = self.log
-    let action = state.withLock { machine in
-      let action = machine.finished(id: id, token: token)
-      log?.record(.init(run: token, id: id, trigger: trigger, event: Task.isCancelled ? .cancelled : .finished))
-      return action
-    }
-    guard case .wake(let wakes, let signal) = action else { return }
-    resume(wakes)
-    signal?.fire()
-  }
-
-  /// What a `run` call decided, as the request log records it: each superseded run, then the new one.
-  @inlinable static func record(
-    _ action: Machine.ReserveAction, policy: SlotPolicy, token: Int, id: ID, trigger: String?,
-    in entries: inout RequestLog<ID>.Storage
-  ) {
-    switch action {
-    case .ignore:
-      entries.append(.init(run: token, id: id, trigger: trigger, event: .ignored))
-    case .start(_, let superseded, let predecessors, _):
-      for old in superseded ?? .several([]) {
-        entries.append(.init(run: old.token, id: id, trigger: old.trigger, event: .superseded(by: token)))
-      }
-      let isQueued = policy.storage == .queue && !predecessors.isEmpty
-      entries.append(.init(run: token, id: id, trigger: trigger, event: isQueued ? .queued : .started))
-    }
-  }
-
-  @inlinable func resume(_ wakes: [Machine.Wake]) {
-    for wake in wakes { wake.watcher.resume(returning: wake.running) }
-  }
-
-  @inlinable func cancel(_ id: ID) {
-    perform(state.withLock { $0.cancel(id) })
-  }
-
-  @inlinable func cancelAll() {
-    perform(state.withLock { $0.cancelAll() })
-  }
-
-  func close() {
-    perform(state.withLock { $0.close() })
-  }
-
-  /// After the lock: the watchers' code runs as soon as they are resumed, and cancellation
-  /// handlers run synchronously in `cancel()`. Inlinable, as `cancel(_:)` and `cancelAll()` are:
-  /// unspecialized, the registry's dictionary costs about 1 µs per cancel (measured: 1.4 µs against
-  /// 0.06 µs for a dictionary of plain tasks in the `TaskSlots.cancel.identities` curve).
-  @inlinable func perform(_ action: Machine.CancelAction) {
-    switch action {
-    case .none:
-      break
-    case .cancel(let slot, let wakes):
-      resume(wakes)
-      for registration in slot { registration.task?.cancel() }
-    case .cancelAll(let slots, let wakes):
-      resume(wakes)
-      for slot in slots.values { for registration in slot { registration.task?.cancel() } }
-    }
-  }
-
-  func isRunningFlow(_ id: ID) -> Flow<Bool, Never> {
-    Flow {
-      // One iteration's memory: what it delivered last, so that it delivers changes only.
-      let last = RunningStateMemory()
-      return .async { (actor: isolated (any Actor)?) async -> Bool? in
-        let watcher = self.state.withLock { $0.makeWatcherID() }
-        let running = await withTaskCancellationHandler {
-          await withUnsafeContinuation(isolation: actor) { (continuation: Watcher) in
-            let action = self.state.withLock {
-              $0.watch(
-                id, last: last.value, watcher: watcher, continuation: continuation, isCancelled: Task.isCancelled)
-            }
-            if case .resume(let running) = action { continuation.resume(returning: running) }
-          }
-        } onCancel: {
-          self.state.withLock { $0.cancelWatcher(watcher) }?.resume(returning: nil)
-        }
-        last.value = running
-        return running
-      }
-    }
-  }
-}
-
-/// What one iteration of `isRunningFlow` delivered last; touched only by that iteration.
-final class RunningStateMemory {
-  var value: Bool?
 }

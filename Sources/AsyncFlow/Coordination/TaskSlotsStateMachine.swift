@@ -1,6 +1,6 @@
 /// The registry behind ``TaskSlots``: which runs are registered under which identity, and who
 /// watches an identity's running state. Pure: each event returns an action, and the storage
-/// (`TaskSlotsRegistry`) starts and cancels tasks, and resumes watchers, after its lock. Generic
+/// (`TaskSlotsStorage`) starts and cancels tasks, and resumes watchers, after its lock. Generic
 /// over the watcher (a continuation) and the task, so that its grid is a table of plain values.
 /// The policy of the new run decides, whatever the policies of the runs already registered (the
 /// table in ``TaskSlots``).
@@ -154,24 +154,31 @@ struct TaskSlotsStateMachine<ID: Hashable, Watcher, Work> {
     /// `predecessors` fired: the ends of the runs it queues behind (`queue`), or the cancellations
     /// of the runs of its identity superseded before their tasks were attached (`latestWins`).
     case start(token: Int, superseded: Slot?, predecessors: [CompletionSignal], wakes: [Wake])
-    /// `firstWins` while a run is registered: start nothing.
-    case ignore
+    /// `firstWins` while a run is registered: start nothing. A caller that joins the runs in flight
+    /// (`runAndWait`) waits for `inFlight`, their ends; `[]` for one that does not.
+    case ignore(inFlight: [CompletionSignal])
   }
 
   /// Registers a new run for `id` under `policy`, numbered `token` (the request log's number) or,
   /// without one, by the registry. For `latestWins` the runs in flight leave in the same step, so
-  /// that the registry never holds two for one identity.
+  /// that the registry never holds two for one identity. With `joining`, an ignored `firstWins` run
+  /// gets the ends of the runs it found, to wait for.
   @inlinable mutating func reserve(
-    _ id: ID, policy: SlotPolicy, token: Int? = nil, trigger: String? = nil
+    _ id: ID, policy: SlotPolicy, token: Int? = nil, trigger: String? = nil, joining: Bool = false
   ) -> ReserveAction {
     // Closed: the `TaskSlots` went during its own `run`, after its last use there. Nothing starts.
-    guard case .open(var open) = state else { return .ignore }
+    guard case .open(var open) = state else { return .ignore(inFlight: []) }
     state = .modifying
     defer { state = .open(open) }
     // One lookup, and the slot changed in place through its index: taking it out and putting it
     // back cost two more hashes and the dictionary's deletion per run (W6).
     let index = open.slots.index(forKey: id)
-    if index != nil, case .firstWins = policy.storage { return .ignore }
+    if let index, case .firstWins = policy.storage {
+      guard joining else { return .ignore(inFlight: []) }
+      var inFlight: [CompletionSignal] = []
+      for registration in open.slots.values[index] { inFlight.append(awaitedEnd(of: registration.token)) }
+      return .ignore(inFlight: inFlight)
+    }
     let token = token ?? nextToken
     nextToken = token + 1
     let new = Registration(token: token, task: nil, trigger: trigger)
@@ -221,6 +228,14 @@ struct TaskSlotsStateMachine<ID: Hashable, Watcher, Work> {
     let signal = CompletionSignal()
     awaitedEnds[token] = signal
     return signal
+  }
+
+  /// Whether run `token` may begin its operation: it is still registered (not superseded, not
+  /// cancelled by `cancel(_:)` or `cancelAll()`, the `TaskSlots` not released). Asked by its task,
+  /// on the operation's isolation, right before the operation.
+  @inlinable func mayBegin(_ id: ID, token: Int) -> Bool {
+    guard case .open(let open) = state, let slot = open.slots[id] else { return false }
+    return slot.contains { $0.token == token }
   }
 
   @usableFromInline enum AttachAction {

@@ -1,8 +1,17 @@
 /// A one-shot event: `wait()` returns once `fire()` has been called, before or after. Waiting is
-/// not cancellable: it is for an end that is sure to come.
+/// not cancellable, for an end that is sure to come; ``waitUnlessCancelled()`` is, for a waiter that
+/// may give up (a queued run whose caller left stops waiting for the runs before it).
 @usableFromInline
 package final class CompletionSignal: Sendable {
-  @usableFromInline let state = LockedState<(fired: Bool, waiters: [UnsafeContinuation<Void, Never>])>((false, []))
+  @usableFromInline struct State {
+    @usableFromInline var fired = false
+    @usableFromInline var waiters: [(id: Int, continuation: UnsafeContinuation<Void, Never>)] = []
+    @usableFromInline var nextWaiter = 0
+
+    @inlinable init() {}
+  }
+
+  @usableFromInline let state = LockedState(State())
 
   @inlinable package init() {}
 
@@ -12,7 +21,7 @@ package final class CompletionSignal: Sendable {
       defer { state.waiters.removeAll() }
       return state.waiters
     }
-    for waiter in waiters { waiter.resume() }
+    for waiter in waiters { waiter.continuation.resume() }
   }
 
   package var isFired: Bool { state.withLock { $0.fired } }
@@ -20,10 +29,35 @@ package final class CompletionSignal: Sendable {
   @inlinable package func wait() async {
     await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
       let fired = state.withLock { state in
-        if !state.fired { state.waiters.append(continuation) }
+        if !state.fired { state.waiters.append((-1, continuation)) }
         return state.fired
       }
       if fired { continuation.resume() }
+    }
+  }
+
+  /// Returns once `fire()` has been called, or once the waiting task is cancelled.
+  @inlinable package func waitUnlessCancelled() async {
+    let id = state.withLock { state in
+      defer { state.nextWaiter += 1 }
+      return state.nextWaiter
+    }
+    await withTaskCancellationHandler {
+      await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+        // Cancelled before parking: the handler found nothing to resume, so this is the last chance.
+        let resumeNow = state.withLock { state in
+          if state.fired || Task.isCancelled { return true }
+          state.waiters.append((id, continuation))
+          return false
+        }
+        if resumeNow { continuation.resume() }
+      }
+    } onCancel: {
+      let waiter = state.withLock { state -> UnsafeContinuation<Void, Never>? in
+        guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+        return state.waiters.remove(at: index).continuation
+      }
+      waiter?.resume()
     }
   }
 }

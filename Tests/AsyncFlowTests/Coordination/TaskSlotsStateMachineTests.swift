@@ -132,6 +132,48 @@ struct TaskSlotsStateMachineTests {
     #expect(machine.runningCount == 0 && !machine.isRunning("id"))
   }
 
+  /// `runAndWait` with `firstWins` while runs are registered: nothing starts, and the call gets
+  /// the ends of every registered run to wait for; without `joining`, none.
+  @Test func testReserveFirstWinsJoining_whenRunsAreRegistered_handsOutTheirEnds() {
+    var machine = Machine()
+    register(&machine, policy: .concurrent)
+    register(&machine, policy: .concurrent)
+    guard case .ignore(let inFlight) = machine.reserve("id", policy: .firstWins, joining: true) else {
+      Issue.record("a firstWins run on a busy identity started")
+      return
+    }
+    #expect(inFlight.count == 2 && machine.runningCount == 2)
+    guard case .ignore(let none) = machine.reserve("id", policy: .firstWins) else { return }
+    #expect(none.isEmpty)
+    #expect(machine.finished(id: "id", token: 1).firesSignal)
+    #expect(inFlight[0].isFired && !inFlight[1].isFired)
+  }
+
+  @Test func testReserveFirstWinsJoining_whenIdle_starts() {
+    var machine = Machine()
+    #expect(started(machine.reserve("id", policy: .firstWins, joining: true))?.token == 1)
+  }
+
+  // MARK: mayBegin
+
+  /// A run's task asks, on the operation's isolation, right before the operation: only a run still
+  /// registered begins.
+  @Test func testMayBegin_whenRegisteredOrLeft() {
+    var machine = Machine()
+    register(&machine, policy: .latestWins)
+    #expect(machine.mayBegin("id", token: 1))
+    register(&machine, policy: .latestWins)
+    #expect(!machine.mayBegin("id", token: 1))  // superseded
+    #expect(machine.mayBegin("id", token: 2))
+    register(&machine, policy: .queue)
+    #expect(machine.mayBegin("id", token: 3))  // queued: registered, its turn checked by its task
+    _ = machine.cancel("id")
+    #expect(!machine.mayBegin("id", token: 2) && !machine.mayBegin("id", token: 3))
+    register(&machine, policy: .latestWins)
+    _ = machine.close()
+    #expect(!machine.mayBegin("id", token: 4))
+  }
+
   // MARK: attach
 
   @Test func testAttach_whenSeveralAreRegistered_attachesToItsOwn() {
@@ -433,6 +475,13 @@ extension TaskSlotsStateMachine.AttachAction {
 extension TaskSlotsStateMachine.EndAction {
   fileprivate var isNone: Bool {
     if case .none = self { true } else { false }
+  }
+
+  /// Fires the signal it hands out (a queued or joined caller waits for this end), as the storage does.
+  fileprivate var firesSignal: Bool {
+    guard case .wake(_, let signal?) = self else { return false }
+    signal.fire()
+    return true
   }
 }
 
