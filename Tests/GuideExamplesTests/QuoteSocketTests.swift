@@ -60,17 +60,23 @@ struct QuoteSocketTests {
     #expect(socket.disconnects == 3)
   }
 
-  @Test func afterMaxRetriesTheScreensSeeTheFailure() async {
+  /// Twelve failures in a row, no quote between: the feed keeps reconnecting, a minute apart at
+  /// most, and no screen sees a failure. A screen that comes later gets quotes, not an end.
+  @Test func theFeedReconnectsForAsLongAsAScreenWatches() async {
     let clock = TestClock.current
-    let (socket, _, watchlist, _) = await makeScreens(clock)
-    for attempt in 0...5 {
+    let (socket, feed, watchlist, _) = await makeScreens(clock)
+    for attempt in 0..<12 {
       socket.serverFails("down \(attempt)")
       await clock.runCurrent()
       await clock.advance(by: .seconds(60))
+      #expect(socket.connects == attempt + 2)
     }
-    #expect(socket.connects == 6 && socket.disconnects == 6)
-    #expect(watchlist.failure == SocketError("down 5"))
-    #expect(clock.pendingSleepers == 0)  // an upstream that failed keeps no grace timer
+    #expect(watchlist.failure == nil && socket.isConnected)
+    let later = TickerModel(feed: feed)
+    await clock.runCurrent()
+    socket.serverSends(Quote("AAPL", 193))
+    await clock.runCurrent()
+    #expect(later.latest == Quote("AAPL", 193) && watchlist.prices == ["AAPL": 193])
   }
 
   @Test func theLastScreenLeavingDisconnectsOnlyAfterTheGracePeriod() async {
@@ -129,14 +135,21 @@ struct QuoteSocketTests {
     #expect(clock.pendingSleepers == 0)
   }
 
-  @Test func aServerCloseEndsTheFeedAfterTheCleanup() async {
+  /// A server close is a failure: the socket is cleaned up, and reconnected after the backoff's
+  /// first wait; the screens keep their prices and see no failure.
+  @Test func aServerCloseReconnectsAfterTheBackoff() async {
     let clock = TestClock.current
-    let (socket, _, watchlist, _) = await makeScreens(clock)
+    let (socket, _, watchlist, ticker) = await makeScreens(clock)
     socket.serverSends(Quote("AAPL", 190))
     socket.serverCloses()
     await clock.runCurrent()
     #expect(watchlist.prices == ["AAPL": 190] && watchlist.failure == nil)
     #expect(socket.disconnects == 1 && socket.connects == 1)
-    #expect(clock.pendingSleepers == 0)  // an upstream that finished keeps no grace timer
+    await clock.advance(by: .seconds(1))
+    #expect(socket.connects == 2 && socket.isConnected)
+    socket.serverSends(Quote("AAPL", 191))
+    await clock.runCurrent()
+    #expect(watchlist.prices == ["AAPL": 191] && ticker.latest == Quote("AAPL", 191))
+    #expect(watchlist.failure == nil)
   }
 }

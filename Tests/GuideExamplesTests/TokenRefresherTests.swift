@@ -67,6 +67,58 @@ struct TokenRefresherTests {
     #expect(sends.log.count == 5)  // nothing was sent again
   }
 
+  /// A request sent with the old token gets its 401 after the refresh has finished: it is resent
+  /// with the new token, and nothing refreshes again.
+  @Test func a401AfterTheRefreshFinishedResendsWithTheNewToken() async {
+    let clock = TestClock.current
+    let (sends, refreshes, send, refresh) = stubs()
+    let client = APIClient(token: "old", send: send, refresh: refresh)
+    let first = clock.task { await Result(awaiting: { () throws(APIError) in try await client.get("/a") }) }
+    let late = clock.task { await Result(awaiting: { () throws(APIError) in try await client.get("/b") }) }
+    await sends.calls(count: 2)  // both sent with the old token
+    sends.respond(to: "/a old", with: .failure(.unauthorized))
+    await refreshes.calls(count: 1)
+    refreshes.respond(toCall: 0, with: .success("new"))
+    await sends.calls(count: 3)
+    sends.respond(to: "/a new", with: .success("a"))
+    #expect(await clock.value(of: first) == .success("a"))
+    sends.respond(to: "/b old", with: .failure(.unauthorized))  // the late 401
+    await sends.calls(count: 4)
+    sends.respond(to: "/b new", with: .success("b"))
+    #expect(await clock.value(of: late) == .success("b"))
+    #expect(refreshes.log.count == 1)  // no second refresh
+    #expect(sends.arguments == ["/a old", "/b old", "/a new", "/b new"])
+  }
+
+  /// Every caller leaves while a refresh is in flight; a newer refresh stores its token; then the
+  /// old refresh returns. Its late token must not replace the newer one.
+  @Test func aRefreshEveryCallerLeftDoesNotStoreItsLateToken() async {
+    let clock = TestClock.current
+    let (sends, refreshes, send, refresh) = stubs()
+    let client = APIClient(token: "old", send: send, refresh: refresh)
+    let left = clock.task { await Result(awaiting: { () throws(APIError) in try await client.get("/a") }) }
+    await sends.calls(count: 1)
+    sends.respond(to: "/a old", with: .failure(.unauthorized))
+    await refreshes.calls(count: 1)
+    left.cancel()  // the only caller of refresh #0 leaves: the refresh is cancelled
+    #expect(await clock.value(of: left) == .success(nil))
+    let newer = clock.task { await Result(awaiting: { () throws(APIError) in try await client.get("/b") }) }
+    await sends.calls(count: 2)
+    sends.respond(to: "/b old", with: .failure(.unauthorized))
+    await refreshes.calls(count: 2)  // a new refresh, not the cancelled one joined
+    refreshes.respond(toCall: 1, with: .success("newer"))
+    await sends.calls(count: 3)
+    sends.respond(to: "/b newer", with: .success("b"))
+    #expect(await clock.value(of: newer) == .success("b"))
+    refreshes.respond(toCall: 0, with: .success("late"))  // the old refresh returns last
+    await clock.runCurrent()
+    let next = clock.task { await Result(awaiting: { () throws(APIError) in try await client.get("/c") }) }
+    await sends.calls(count: 4)
+    #expect(sends.arguments.last == "/c newer")
+    sends.respond(toCall: 3, with: .success("c"))
+    #expect(await clock.value(of: next) == .success("c"))
+  }
+
   @Test func theNaiveClientRefreshesOncePerRequest() async {
     let clock = TestClock.current
     let (sends, refreshes, send, refresh) = stubs()

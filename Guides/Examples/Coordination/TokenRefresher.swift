@@ -40,7 +40,9 @@ public actor NaiveAPIClient {
 
 // region: token-refresher
 /// Fixed: the refresh is a single flight. Whichever request gets the first 401 starts it; every
-/// request that gets a 401 while it is in flight joins it and gets its token, or its failure.
+/// request that gets a 401 while it is in flight joins it and gets its token, or its failure. A
+/// 401 that arrives after the refresh finished, for a request sent with the old token, resends
+/// with the new one instead of refreshing again: the token each request was sent with tells.
 public actor APIClient {
   private enum Shared: Hashable, Sendable { case token }
 
@@ -56,19 +58,34 @@ public actor APIClient {
 
   /// The body at `path`, or `nil` if the calling task was cancelled while the token was refreshed.
   public func get(_ path: String) async throws(APIError) -> String? {
-    switch await send(path, token) {
+    let sentWith = token
+    switch await send(path, sentWith) {
     case .success(let body):
       return body
     case .failure(.unauthorized):
-      let refresh = self.refresh
-      // Joined while a refresh is in flight; a new one only after it ended (no caching).
-      guard let fresh = try await refreshes.run(.token, operation: { () throws(APIError) in try await refresh().get() })
-      else { return nil }
-      token = fresh  // every joined caller writes the same token: the actor's re-entrancy is harmless here
+      guard let fresh = try await token(replacing: sentWith) else { return nil }
       return try await send(path, fresh).get()
     case .failure(let error):
       throw error
     }
+  }
+
+  /// A token newer than `expired`: the current one if a refresh has replaced `expired` already,
+  /// else the result of the refresh in flight, joined or started; `nil` if this caller was
+  /// cancelled meanwhile.
+  private func token(replacing expired: String) async throws(APIError) -> String? {
+    if token != expired { return token }  // refreshed since this request was sent
+    return try await refreshes.run(.token) { () throws(APIError) in try await self.refreshAndStore() }
+  }
+
+  /// Stored inside the single flight's operation, so that a 401 arriving after the refresh ended
+  /// finds the new token. A refresh that every caller left is cancelled, and its result reaches no
+  /// one; its store is a side effect, which the check keeps from writing a late token over the one
+  /// a newer refresh stored.
+  private func refreshAndStore() async throws(APIError) -> String {
+    let fresh = try await refresh().get()
+    if !Task.isCancelled { token = fresh }
+    return fresh
   }
 }
 // endregion: token-refresher

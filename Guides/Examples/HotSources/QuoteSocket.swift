@@ -16,6 +16,9 @@ public struct SocketError: Error, Hashable, Sendable {
   public var reason: String
 
   public init(_ reason: String) { self.reason = reason }
+
+  /// The server closed the connection.
+  public static let closedByServer = SocketError("closed by the server")
 }
 
 // region: quote-socket
@@ -65,12 +68,14 @@ public final class QuoteSocket {
 extension QuoteSocket {
   /// One connection as a cold flow: each iteration connects, and its cleanup disconnects exactly
   /// once, whatever ends it. Written on the main actor, the setup runs there; the cleanup says so.
+  /// A live feed has no natural end, so a server close is a failure, like a dropped connection:
+  /// a retry reconnects after either, where `finish()` would end a shared feed for good.
   public func quotes() -> Flow<Quote, SocketError> {
     // Quotes are state: a consumer that falls behind wants the newest, not the oldest 64.
     Flow.callbacks(bufferingPolicy: .bufferingNewest(16)) { callbacks in
       self.onMessage = { callbacks.send($0) }
       self.onError = { callbacks.fail($0) }
-      self.onClose = { callbacks.finish() }
+      self.onClose = { callbacks.fail(.closedByServer) }
       self.connect()
       return { @MainActor in
         self.onMessage = nil
@@ -86,16 +91,18 @@ extension QuoteSocket {
 // region: quote-feed
 /// The app's one live feed: one connection for every screen that watches it (`shareFlow`), kept
 /// open for 5 s after the last screen left (`gracePeriod`), so that switching screens does not
-/// reconnect, and a reconnect after a failure whose backoff starts over once quotes flowed again
-/// (`resetAfterElement: true`): a connection that worked for an hour and then failed waits
-/// 1 s, not as long as one that never worked.
+/// reconnect, and reconnected after every failure or close for as long as a screen watches it
+/// (`maxRetries: .max`), waiting at most a minute (`maxDelay`), with a backoff that starts over
+/// once quotes flowed again (`resetAfterElement: true`): a connection that worked for an hour and
+/// then failed waits 1 s, not as long as one that never worked. With a limit, the failure after
+/// the last retry would end the shared feed, and every screen that came later would end at once.
 @MainActor
 public final class QuoteFeed {
   public let quotes: AsyncShareFlowSequence<Quote, SocketError>
 
   public init<C: Clock>(socket: QuoteSocket, clock: C) where C.Duration == Duration {
     quotes = socket.quotes()
-      .retryWithBackoff(maxRetries: 5, initialDelay: .seconds(1), resetAfterElement: true, clock: clock)
+      .retryWithBackoff(maxRetries: .max, initialDelay: .seconds(1), resetAfterElement: true, clock: clock)
       .shareFlow(replay: 1, gracePeriod: .seconds(5), clock: clock)
   }
 }

@@ -33,7 +33,10 @@
 /// - **Cancelling a caller** makes that caller's `run` return `nil` at once. The run goes on for
 ///   the others; it is cancelled only when every caller waiting for it has been cancelled, and
 ///   then the identity is free at once: the next caller starts a new run instead of joining the
-///   dying one, whose result then reaches no one.
+///   dying one, whose result then reaches no one. Its side effects do not stop with it: the
+///   cancelled operation runs on until it checks, and what it writes on the way (a token it
+///   stores) is written. Guard such a write with `Task.isCancelled`, so that a run every caller left
+///   does not write its late result over a newer run's.
 /// - **No caching.** When a run has ended, the next call starts a new one.
 /// - **Not re-entrant by identity.** An operation that calls `run` with its own identity joins
 ///   itself and waits forever (as Go's `singleflight` does): give nested work another identity.

@@ -51,6 +51,21 @@
 /// or keep no flag at all and bind the slot's running state, which stays `true` from the first
 /// run to the end of the last one: see ``isRunningFlow(_:)``.
 ///
+/// ## A run that never began
+///
+/// A run superseded or cancelled before its operation begins never begins it, whatever the
+/// operation's isolation: its task checks, on the operation's own actor, right before calling it,
+/// that it was not cancelled and is still registered. So two entry points in one main-actor turn
+/// (`category = "b"; retry()`) send one request, and an operation needs no
+/// `guard !Task.isCancelled` as its first line.
+///
+/// ## Awaiting a run
+///
+/// `run` returns the run's task, whose `value` ignores the caller's cancellation. For a caller that
+/// waits for its run (`.refreshable`'s `refresh() async`), use
+/// ``runAndWait(_:policy:priority:trigger:operation:)``: the caller's cancellation cancels the run,
+/// and the operation may throw its failure to the caller.
+///
 /// ## Mixed policies on one identity
 ///
 /// The policy of the new run decides, whatever the policies of the runs already registered under

@@ -10,8 +10,11 @@ extension AsyncSequence where Self: Sendable {
   /// Elements already delivered are not taken back, so a cold sequence (a
   /// ``Flow``, a request) runs again from its start, while a hot one (a subject) is subscribed
   /// to again and does not replay what it sent in between. After `maxRetries` retries the last
-  /// failure is thrown; `maxRetries: 0` retries nothing. Cancelling the consumer during a wait
-  /// ends the sequence at once, without another attempt.
+  /// failure is thrown; `maxRetries: 0` retries nothing; `maxRetries: .max` retries for as long as
+  /// the consumer iterates, as a live connection wants (behind a `shareFlow`, the failure after a
+  /// limit would end the shared feed for every later subscriber too). Only failures are retried: a
+  /// connection whose server close finishes the base ends here too, so make the close a failure.
+  /// Cancelling the consumer during a wait ends the sequence at once, without another attempt.
   ///
   /// Each iteration draws its jitter from its own copy of `generator`: the system's by default;
   /// pass a seeded one in tests to make the waits reproducible (not in production, where every
@@ -30,8 +33,8 @@ extension AsyncSequence where Self: Sendable {
   ///   .retryWithBackoff(maxRetries: 3, initialDelay: .seconds(1), clock: clock) { $0.isTransient }
   /// let reproducible = api.search(term)
   ///   .retryWithBackoff(maxRetries: 3, initialDelay: .seconds(1), jitter: 0.5, using: Seeded(state: 42), clock: clock)
-  /// let reconnecting = quotes
-  ///   .retryWithBackoff(maxRetries: 5, initialDelay: .seconds(1), resetAfterElement: true, clock: clock)
+  /// let reconnecting = quotes  // for as long as someone watches
+  ///   .retryWithBackoff(maxRetries: .max, initialDelay: .seconds(1), resetAfterElement: true, clock: clock)
   /// ```
   ///
   /// - Warning: With `resetAfterElement: true`, a source that delivers one element and then fails
