@@ -196,45 +196,92 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
   }
 
   /// Suspends until at least `count` calls have been made (answered or not) and each has reached
-  /// the wait for its answer, so that the test can answer it at once; or until the waiting task is
-  /// cancelled.
+  /// the wait for its answer, so that the test can answer it at once.
+  ///
+  /// On a test clock's schedule (the stub was made, or this is called, in `@Test(.onTestClock)` or
+  /// `withTestClock`), the clock runs meanwhile; when it is idle and the calls have not come,
+  /// nothing it can see will make them: this records an issue naming what was called and what is
+  /// parked (`calls(count: 2): 1 call made, 1 parked: call 0 ("a")`) and returns, in milliseconds.
+  /// Off a clock it waits until the calls come or the waiting task is cancelled.
   ///
   /// ```swift
   /// let request = Task { await search("swift") }  // the code under test sends a request
   /// await calls.calls(count: 1)                     // it is on the wire
   /// ```
-  public func calls(count: Int) async {
+  public func calls(
+    count: Int, fileID: String = #fileID, filePath: String = #filePath, line: Int = #line, column: Int = #column
+  ) async {
     precondition(count >= 0, "ControlledCalls.calls(count:): count must be 0 or greater, got \(count)")
-    await state.waitUntil(count: count, of: { $0.arrived }, watchers: \.callWatchers)
+    await barrier(
+      "calls(count: \(count))", isMet: { $0.arrived >= count },
+      wait: { await $0.state.waitUntil(count: count, of: { $0.arrived }, watchers: \.callWatchers) },
+      at: SourceCaller(fileID: fileID, filePath: filePath, line: line, column: column))
   }
 
-  /// Suspends until at least `count` calls are waiting for an answer at once, or until the
-  /// waiting task is cancelled.
+  /// Suspends until at least `count` calls are waiting for an answer at once. On a test clock's
+  /// schedule, fails fast as ``calls(count:fileID:filePath:line:column:)`` does.
   ///
   /// ```swift
   /// await calls.parked(count: 2)  // the old and the new request are both in flight
   /// ```
-  public func parked(count: Int) async {
+  public func parked(
+    count: Int, fileID: String = #fileID, filePath: String = #filePath, line: Int = #line, column: Int = #column
+  ) async {
     precondition(count >= 0, "ControlledCalls.parked(count:): count must be 0 or greater, got \(count)")
-    await state.waitUntil(count: count, of: { $0.parked.count }, watchers: \.parkedWatchers)
+    await barrier(
+      "parked(count: \(count))", isMet: { $0.parked.count >= count },
+      wait: { await $0.state.waitUntil(count: count, of: { $0.parked.count }, watchers: \.parkedWatchers) },
+      at: SourceCaller(fileID: fileID, filePath: filePath, line: line, column: column))
+  }
+
+  /// Waits in `wait` on the clock's schedule, failing fast there, or plainly off a clock.
+  private func barrier(
+    _ name: String, isMet: @escaping @Sendable (State) -> Bool,
+    wait: @escaping @Sendable (ControlledCalls) async -> Void, at caller: SourceCaller
+  ) async {
+    guard let executor = OffClock.executor(home: home) else { return await wait(self) }
+    executor.watch(self)
+    await executor.barrier(
+      { "\(self.typeName).\(name): \(self.progress)" }, isMet: { self.state.withLock { isMet($0) } },
+      wait: { await wait(self) }, at: caller)
+  }
+
+  private var typeName: String { "ControlledCalls<\(Argument.self), \(Response.self)>" }
+
+  /// `2 calls made, 1 parked: call 1 ("b")`: what a barrier that gave up saw.
+  private var progress: String {
+    let (made, waiting) = state.withLock { state in (state.log.count, state.parked.map { state.log[$0.index] }) }
+    return "\(made) call\(made == 1 ? "" : "s") made, \(waiting.count) parked" + Self.list(waiting)
+  }
+
+  /// `: call 0 ("a"), call 2 ("c")`, or nothing for no call. Outside the lock: it formats the
+  /// code under test's arguments.
+  private static func list(_ calls: [ControlledCall<Argument>]) -> String {
+    calls.isEmpty ? "" : ": " + calls.map { "call \($0.index) (\(String(reflecting: $0.argument)))" }.joined(separator: ", ")
   }
 
   /// Answers the oldest waiting call made with `argument`.
   ///
-  /// No such call waiting is a programmer error, except in a cancelled task: see
-  /// ``respond(toCall:with:)``.
+  /// No such call waiting is a wrong step of the test: it records an issue naming the calls that
+  /// are waiting, and returns (the process goes on, with the tests after this one). In a cancelled
+  /// task it returns silently: a test cancelled by its `.timeLimit` gets here because a wait
+  /// returned early, and it is failing already.
   ///
   /// ```swift
   /// calls.respond(to: "swift", with: ["swift", "swiftui"])
   /// ```
-  public func respond(to argument: Argument, with response: Response) {
+  public func respond(
+    to argument: Argument, with response: Response, fileID: String = #fileID, filePath: String = #filePath,
+    line: Int = #line, column: Int = #column
+  ) {
     while true {
       // `==` is the code under test's, so it runs outside the lock, on a copy of the waiting
       // calls: an `Argument` whose `==` reads this stub would otherwise deadlock on its own lock.
       let waiting = waitingCalls
       guard let index = waiting.first(where: { $0.argument == argument })?.index else {
-        precondition(
-          Task.isCancelled, "ControlledCalls.respond(to:with:): no call with argument \(argument) is waiting")
+        notWaiting(
+          "respond(to: \(String(reflecting: argument)), with:): no call with this argument is waiting", waiting: waiting,
+          at: SourceCaller(fileID: fileID, filePath: filePath, line: line, column: column))
         return
       }
       // Answered by another thread between the copy and now: look again.
@@ -244,19 +291,30 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
 
   /// Answers the call made `index`-th (from 0, in the order of ``log``).
   ///
-  /// That call not waiting is a programmer error, except in a cancelled task, where the answer is
-  /// ignored: a test cancelled by its `.timeLimit` gets here because a wait returned early (the
-  /// call it waited for never came), and it is failing already; stopping the process instead
-  /// would end the whole test run, every other test's report with it.
+  /// That call not waiting is a wrong step of the test: it records an issue naming the calls that
+  /// are waiting, and returns; silently in a cancelled task (see ``respond(to:with:fileID:filePath:line:column:)``).
   ///
   /// ```swift
   /// calls.respond(toCall: 0, with: ["late"])  // the first request answers last
   /// ```
-  public func respond(toCall index: Int, with response: Response) {
+  public func respond(
+    toCall index: Int, with response: Response, fileID: String = #fileID, filePath: String = #filePath,
+    line: Int = #line, column: Int = #column
+  ) {
     guard answer(index, with: response) else {
-      precondition(Task.isCancelled, "ControlledCalls.respond(toCall:with:): call \(index) is not waiting")
+      let made = state.withLock { $0.log.count }
+      let why = index < made ? "call \(index) is not waiting (answered already)" : "call \(index) was never made"
+      notWaiting(
+        "respond(toCall: \(index), with:): \(why)", waiting: waitingCalls,
+        at: SourceCaller(fileID: fileID, filePath: filePath, line: line, column: column))
       return
     }
+  }
+
+  private func notWaiting(_ what: String, waiting: [ControlledCall<Argument>], at caller: SourceCaller) {
+    guard !Task.isCancelled else { return }
+    let calls = waiting.isEmpty ? "no call is waiting" : "waiting" + Self.list(waiting)
+    recordIssue("\(typeName).\(what); \(calls)", at: caller)
   }
 
   /// Resumes the parked call `index` with `response`, after the lock; `false` if it is not parked.
@@ -281,25 +339,31 @@ extension ControlledCalls: WaitSource {
 }
 
 extension ControlledCalls {
-  /// Fails the oldest waiting call made with `argument`, for a stub whose response is a `Result`.
+  /// Fails the oldest waiting call made with `argument`, for a stub whose response is a `Result`;
+  /// no such call waiting records an issue, as ``respond(to:with:fileID:filePath:line:column:)`` does.
   ///
   /// ```swift
   /// let results = ControlledCalls<String, Result<[String], SearchError>>()
   /// results.fail("swi", with: .offline)
   /// ```
-  public func fail<Success, Failure>(_ argument: Argument, with error: Failure)
-  where Response == Result<Success, Failure> {
-    respond(to: argument, with: .failure(error))
+  public func fail<Success, Failure>(
+    _ argument: Argument, with error: Failure, fileID: String = #fileID, filePath: String = #filePath,
+    line: Int = #line, column: Int = #column
+  ) where Response == Result<Success, Failure> {
+    respond(to: argument, with: .failure(error), fileID: fileID, filePath: filePath, line: line, column: column)
   }
 
-  /// Fails the call made `index`-th, for a stub whose response is a `Result`.
+  /// Fails the call made `index`-th, for a stub whose response is a `Result`; that call not
+  /// waiting records an issue.
   ///
   /// ```swift
   /// results.fail(call: 1, with: .offline)
   /// ```
-  public func fail<Success, Failure>(call index: Int, with error: Failure)
-  where Response == Result<Success, Failure> {
-    respond(toCall: index, with: .failure(error))
+  public func fail<Success, Failure>(
+    call index: Int, with error: Failure, fileID: String = #fileID, filePath: String = #filePath,
+    line: Int = #line, column: Int = #column
+  ) where Response == Result<Success, Failure> {
+    respond(toCall: index, with: .failure(error), fileID: fileID, filePath: filePath, line: line, column: column)
   }
 }
 

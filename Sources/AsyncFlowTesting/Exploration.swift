@@ -63,6 +63,11 @@ public struct Exploration<Model: AnyObject> {
     var action: @MainActor (Model) async -> Void
   }
 
+  struct StatePart {
+    var name: String?
+    var read: @MainActor (Model) -> String
+  }
+
   struct Invariant {
     var name: String
     var holds: @MainActor (Model) -> Bool
@@ -72,7 +77,9 @@ public struct Exploration<Model: AnyObject> {
   let make: @MainActor (ExplorationRun) async -> Model
   var steps: [Step] = []
   var invariants: [Invariant] = []
-  var describe: (@MainActor (Model) -> String)?
+  /// What the model shows, part by part: a named part (``state(_:_:)``) or the whole
+  /// description (``state(_:)``), each read as text.
+  var parts: [StatePart] = []
   var timeStep: Duration = .seconds(1)
 
   /// A scenario named `name` whose runs each start from the model that `model` builds.
@@ -127,7 +134,30 @@ public struct Exploration<Model: AnyObject> {
   /// ```
   public func state(_ describe: @escaping @MainActor (Model) -> String) -> Self {
     var copy = self
-    copy.describe = describe
+    copy.parts.append(StatePart(name: nil, read: describe))
+    return copy
+  }
+
+  /// Adds one part of what the model shows, named `name`: the timeline writes it `name value`.
+  ///
+  /// After a cancellation point a part may go back to the value it had when the model was made,
+  /// before any entry point ran: that is the model's cleanup as its screen leaves (a spinner going
+  /// off, a loading flag cleared), not a stale write. Any other change after the release still
+  /// fails the run (`written after the release`): a page that arrives late and is written, a
+  /// failure shown for a request nobody waits for.
+  ///
+  /// ```swift
+  /// @MainActor final class FeedModel {
+  ///   var items: [String] = []
+  ///   var isLoading = false   // on while a load runs; off again when the screen leaves
+  /// }
+  /// let feed = Exploration("feed") { _ in FeedModel() }
+  ///   .state("items") { $0.items }
+  ///   .state("spinner") { $0.isLoading }   // may go back to `false` after leaving
+  /// ```
+  public func state<Value>(_ name: String, _ read: @escaping @MainActor (Model) -> Value) -> Self {
+    var copy = self
+    copy.parts.append(StatePart(name: name, read: { "\(read($0))" }))
     return copy
   }
 

@@ -13,7 +13,7 @@ private final class StepProgress {
   var hasLeft = false
   /// Seen by the entry point's own task, which still holds the model: once the explorer has let
   /// it go, that is the last moment its state can be read.
-  var shownAfterLeaving: String?
+  var shownAfterLeaving: [String]?
   init(count: Int) {
     finished = Array(repeating: false, count: count)
     returned = finished
@@ -59,7 +59,11 @@ struct ExplorerRunner<Model: AnyObject> {
     /// Per stub, the calls the explorer answered: an answer to a call older than one of them is
     /// out of order.
     var answered: [Set<Int>]
-    var shown: String?
+    /// What the model shows, part by part, after the last choice.
+    var shown: [String]?
+    /// What it showed once made, before any entry point ran: the values a part may go back to after
+    /// a cancellation point (its cleanup).
+    var initial: [String]?
     var point = 0
     var record = Record()
   }
@@ -74,6 +78,7 @@ struct ExplorerRunner<Model: AnyObject> {
     state.watched = state.model
     await quiesce(&state)
     state.shown = shown(state)
+    state.initial = state.shown
 
     while true {
       let enabled = enabledChoices(state, steps: true)
@@ -118,7 +123,7 @@ struct ExplorerRunner<Model: AnyObject> {
     }
     if let model = state.model {
       for invariant in exploration.invariants where !invariant.holds(model) {
-        state.record.problems.append("broken: \(invariant.name)" + (state.shown.map { "; \($0)" } ?? ""))
+        state.record.problems.append("broken: \(invariant.name)" + (display(state.shown).map { "; \($0)" } ?? ""))
       }
     }
     state.model = nil
@@ -179,11 +184,24 @@ struct ExplorerRunner<Model: AnyObject> {
     }
   }
 
-  private func noteWriteAfterLeaving(_ state: inout Run, by cause: String, since before: String?) {
+  /// A part that changed since `before` is written after the release, unless it went back to what
+  /// the model showed once made: that is its cleanup (a spinner off, a flag cleared).
+  private func noteWriteAfterLeaving(_ state: inout Run, by cause: String, since before: [String]?) {
     guard let before, let now = state.progress.shownAfterLeaving ?? state.shown, now != before else { return }
+    let initial = state.initial ?? before
+    let written = now.indices.filter { now[$0] != before[$0] && now[$0] != initial[$0] }
+    guard !written.isEmpty else { return }
     if !state.record.problems.contains(where: { $0.hasPrefix("written after the release") }) {
-      state.record.problems.append("written after the release (\(cause)): \(before) -> \(now)")
+      state.record.problems.append(
+        "written after the release (\(cause)): \(display(before) ?? "") -> \(display(now) ?? "")")
     }
+  }
+
+  /// The parts as one line, each named part as `name value`.
+  private func display(_ values: [String]?) -> String? {
+    guard let values else { return nil }
+    return zip(exploration.parts, values).map { part, value in part.name.map { "\($0) \(value)" } ?? value }
+      .joined(separator: " ")
   }
 
   // MARK: Choices
@@ -221,7 +239,7 @@ struct ExplorerRunner<Model: AnyObject> {
       state.nextStep += 1
       if let model = state.model {
         let step = exploration.steps[index].action
-        let (clock, progress, describe) = (state.run.clock, state.progress, exploration.describe)
+        let (clock, progress, parts) = (state.run.clock, state.progress, exploration.parts)
         // Weak: a cancellation point releases the model; a task that has not reached its step by
         // then does nothing, as a `.task` of a view that is gone.
         state.tasks.append(
@@ -232,7 +250,7 @@ struct ExplorerRunner<Model: AnyObject> {
               progress.returned[index] = true
             }
             progress.finished[index] = true
-            if progress.hasLeft, let describe { progress.shownAfterLeaving = describe(model) }
+            if progress.hasLeft, !parts.isEmpty { progress.shownAfterLeaving = parts.map { $0.read(model) } }
           })
       }
     case .answer(let stub, let call, let response):
@@ -252,7 +270,7 @@ struct ExplorerRunner<Model: AnyObject> {
     }
     await quiesce(&state)
     let now = shown(state)
-    let wrote = now != state.shown ? now : nil
+    let wrote = now != state.shown ? display(now) : nil
     state.shown = now
     state.record.timeline.append(
       ExplorationEvent(
@@ -264,15 +282,15 @@ struct ExplorerRunner<Model: AnyObject> {
 
   // MARK: Quiescence
 
-  private func shown(_ state: Run) -> String? {
-    guard let describe = exploration.describe, let model = state.watched else { return nil }
-    return describe(model)
+  private func shown(_ state: Run) -> [String]? {
+    guard !exploration.parts.isEmpty, let model = state.watched else { return nil }
+    return exploration.parts.map { $0.read(model) }
   }
 
   /// What the explorer can see move: calls made and answered, gates, sleepers, the model's state.
   private func snapshot(_ state: Run) -> [String] {
     state.run.stubs.map { "\($0.count())/\($0.answered())" } + state.run.gates.map { "\($0.gate.parkedCount)" }
-      + ["\(state.run.clock.pendingSleepers)", shown(state) ?? "", "\(state.watched == nil)"]
+      + ["\(state.run.clock.pendingSleepers)", display(shown(state)) ?? "", "\(state.watched == nil)"]
   }
 
   /// Settles the clock until nothing the explorer can see changes from one settle to the next: a

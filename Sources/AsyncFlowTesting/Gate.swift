@@ -90,18 +90,33 @@ public final class Gate: Sendable {
     }
   }
 
-  /// Suspends until at least `count` callers are parked in ``wait(isolation:)``. A cancelled caller returns
-  /// at once, so a test waiting for a caller that never comes fails at its time limit instead of
-  /// hanging.
+  /// Suspends until at least `count` callers are parked in ``wait(isolation:)``.
+  ///
+  /// On a test clock's schedule the clock runs meanwhile, and when it is idle with fewer callers
+  /// parked, nothing it can see will bring more: this records an issue naming what is parked and
+  /// returns, in milliseconds. Off a clock it waits until they come or the waiting task is
+  /// cancelled (a `.timeLimit` then ends the test instead of hanging it).
   ///
   /// ```swift
   /// let first = Task { await fetch("a") }
   /// let second = Task { await fetch("b") }
   /// await gate.entered(count: 2)   // both requests are in flight
   /// ```
-  public func entered(count: Int = 1) async {
+  public func entered(
+    count: Int = 1, fileID: String = #fileID, filePath: String = #filePath, line: Int = #line, column: Int = #column
+  ) async {
     precondition(count >= 0, "Gate.entered(count:): count must be 0 or greater, got \(count)")
-    await state.waitUntil(count: count, of: { $0.parked.count }, watchers: \.watchers)
+    let wait: @Sendable () async -> Void = {
+      await self.state.waitUntil(count: count, of: { $0.parked.count }, watchers: \.watchers)
+    }
+    guard let executor = OffClock.executor(home: home) else { return await wait() }
+    executor.watch(self)
+    await executor.barrier(
+      {
+        let parked = self.parkedCount
+        return "Gate.entered(count: \(count)): \(parked) caller\(parked == 1 ? "" : "s") parked"
+      }, isMet: { self.parkedCount >= count }, wait: wait,
+      at: SourceCaller(fileID: fileID, filePath: filePath, line: line, column: column))
   }
 
   /// The number of callers parked in ``wait(isolation:)`` right now.

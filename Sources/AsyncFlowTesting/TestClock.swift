@@ -11,6 +11,11 @@ import AsyncFlow
 /// suspends again, so a task woken at 1 s has registered its next sleep before anything at 2 s
 /// fires: timed operators behave exactly as on a real clock, in microseconds.
 ///
+/// Nothing moves between two statements of a test; the clock runs while the test awaits. The
+/// clock's executor runs its jobs on the main actor, so a `@MainActor` test body and the clock take
+/// turns: no job of the clock runs while a statement of the body does, and any `await` of the body
+/// (a clock's wait, a barrier, a task's value, a loop over a flow) lets them run.
+///
 /// Tasks take part in that schedule when they run on the clock's executor. Mark the test
 /// `@Test(.onTestClock)` (or wrap it in ``withTestClock(isolation:_:)``) and read the clock from
 /// ``current``: every task AsyncFlow starts in the test (operators, sinks, `TaskSlots`) then runs
@@ -118,15 +123,23 @@ public final class TestClock: Clock, Sendable {
     }
   }
 
-  private let state = LockedState(State())
-  let executor = TestExecutor()
+  private let state: LockedState<State>
+  let executor: TestExecutor
 
   /// Creates a clock at offset zero, with no sleepers.
   ///
   /// ```swift
   /// let clock = TestClock()
   /// ```
-  public init() {}
+  public init() {
+    let state = LockedState(State())
+    self.state = state
+    executor = TestExecutor(describeSleepers: {
+      state.withLock { $0.sleepers.ordered }.map { sleeper in
+        "a sleeper until \(sleeper.deadline)\(sleeper.sleeper.onSchedule ? "" : " (its task is not on the clock)")"
+      }
+    })
+  }
 
   /// The current instant; it moves only in `advance(by:)`, `advance(to:)` and `run()`.
   ///
@@ -209,7 +222,7 @@ public final class TestClock: Clock, Sendable {
     column: Int = #column
   ) async {
     precondition(duration >= .zero, "TestClock.advance(by:): duration must be 0 or greater, got \(duration)")
-    let caller = Caller(fileID: fileID, filePath: filePath, line: line, column: column)
+    let caller = SourceCaller(fileID: fileID, filePath: filePath, line: line, column: column)
     await fire(until: now.advanced(by: duration), caller: caller)
   }
 
@@ -223,7 +236,7 @@ public final class TestClock: Clock, Sendable {
     column: Int = #column
   ) async {
     precondition(deadline >= now, "TestClock.advance(to:): deadline \(deadline) is before now, \(now)")
-    let caller = Caller(fileID: fileID, filePath: filePath, line: line, column: column)
+    let caller = SourceCaller(fileID: fileID, filePath: filePath, line: line, column: column)
     await fire(until: deadline, caller: caller)
   }
 
@@ -238,7 +251,7 @@ public final class TestClock: Clock, Sendable {
   public func run(fileID: String = #fileID, filePath: String = #filePath, line: Int = #line, column: Int = #column)
     async
   {
-    await fire(until: nil, caller: Caller(fileID: fileID, filePath: filePath, line: line, column: column))
+    await fire(until: nil, caller: SourceCaller(fileID: fileID, filePath: filePath, line: line, column: column))
   }
 
   /// Lets every task on the clock's executor, and the main-actor work they hand over to, run until
@@ -305,23 +318,23 @@ public final class TestClock: Clock, Sendable {
       """
       TestClock.value(of:): the task has not finished once the clock's schedule is idle\
       \(Task.isCancelled ? " (the waiting test was cancelled)" : ""). It may be waiting in: \(seen)
-      """, caller: Caller(fileID: fileID, filePath: filePath, line: line, column: column))
+      """, caller: SourceCaller(fileID: fileID, filePath: filePath, line: line, column: column))
     return nil
   }
 
   /// What the code under test on this clock waits in right now: the stubs' parked calls and the
   /// gates' parked callers (those used on this clock's schedule), then the sleepers in firing order.
   package func describeWaits() -> [String] {
-    let sleepers = state.withLock { $0.sleepers.ordered }
-    return executor.describeWaits()
-      + sleepers.map { sleeper in
-        "a sleeper until \(sleeper.deadline)\(sleeper.sleeper.onSchedule ? "" : " (its task is not on the clock)")"
-      }
+    executor.describeWaits()
   }
 
   /// Suspends until at least `count` tasks are sleeping on this clock: a barrier that replaces
-  /// guessing how long a task needs to reach its sleep. A cancelled caller returns at once, so a
-  /// test that waits for a sleeper that never comes fails at its time limit instead of hanging.
+  /// guessing how long a task needs to reach its sleep.
+  ///
+  /// Called in this clock's scope (`@Test(.onTestClock)`, `withTestClock`, ``task(_:)``), the clock
+  /// runs meanwhile, and when it is idle with fewer sleepers, nothing it can see will add one: this
+  /// records an issue naming the sleepers and what else is parked, and returns. Outside the scope it
+  /// waits until the sleepers come or the caller is cancelled (a `.timeLimit` then ends the test).
   ///
   /// ```swift
   /// let attempts = Flow<[Item], APIError>.fail(.offline)
@@ -329,9 +342,20 @@ public final class TestClock: Clock, Sendable {
   /// let retry = clock.task { do { for try await _ in attempts {} } catch { print(error) } }
   /// await clock.sleepers(count: 1)   // the first attempt failed and the backoff sleeps
   /// ```
-  public func sleepers(count: Int) async {
+  public func sleepers(
+    count: Int, fileID: String = #fileID, filePath: String = #filePath, line: Int = #line, column: Int = #column
+  ) async {
     precondition(count >= 0, "TestClock.sleepers(count:): count must be 0 or greater, got \(count)")
-    await state.waitUntil(count: count, of: { $0.sleepers.count }, watchers: \.watchers)
+    let wait: @Sendable () async -> Void = {
+      await self.state.waitUntil(count: count, of: { $0.sleepers.count }, watchers: \.watchers)
+    }
+    guard FlowScheduling.executor === executor else { return await wait() }
+    await executor.barrier(
+      {
+        let sleeping = self.pendingSleepers
+        return "TestClock.sleepers(count: \(count)): \(sleeping) sleeper\(sleeping == 1 ? "" : "s")"
+      }, isMet: { self.pendingSleepers >= count }, wait: wait,
+      at: SourceCaller(fileID: fileID, filePath: filePath, line: line, column: column))
   }
 
   /// Starts `operation` on the clock's executor, so that it and every task AsyncFlow's operators
@@ -389,17 +413,9 @@ public final class TestClock: Clock, Sendable {
     return try result.get()
   }
 
-  /// Where `advance` or `run` was called: the location of the issue it records.
-  private struct Caller {
-    var fileID: String
-    var filePath: String
-    var line: Int
-    var column: Int
-  }
-
   /// Fires sleepers in deadline order up to `deadline` (or all, for `nil`), settling before each
   /// firing and after the last; stops as soon as the caller is cancelled.
-  private func fire(until deadline: Instant?, caller: Caller) async {
+  private func fire(until deadline: Instant?, caller: SourceCaller) async {
     while true {
       await settle()
       let due = state.withLock { state -> (deadline: Instant, sleeper: Sleeper)? in
@@ -417,48 +433,13 @@ public final class TestClock: Clock, Sendable {
     }
   }
 
-  /// Settling rounds in a row that must run nothing on the executor before the clock counts as
-  /// settled. One round lets every main-actor job enqueued before it run; more rounds reach work
-  /// that passes from one main-actor job to the next without touching the executor. Leaving a
-  /// task-executor preference scope on the main actor is such work: with 400 `@MainActor` test
-  /// cases running at once, a stub's return through ``onSchedule(isolation:_:)`` took up to 5 rounds
-  /// to reach its caller (12,000 measured); 12 leaves a margin.
-  private static let quietRoundsToSettle = 12
-
   /// Lets the executor and the main actor run until neither has anything runnable that this clock
   /// can see; returns early if the caller is cancelled.
-  ///
-  /// A round: hop through the main actor (its executor is serial, so the hop runs after every job
-  /// enqueued there before it), then wait until the executor is idle. Work that moves between the
-  /// two (a clock task writing a `@MainActor` model, a main-actor pipeline whose operators run
-  /// here) shows up as executor jobs; the clock stops after a few rounds in a row ran none.
   private func settle() async {
-    if executor.isPreferredByCurrentTask {
-      // Called from a task on the clock: its own resumptions would count as work in every round.
-      await withTaskExecutorPreference(globalConcurrentExecutor) { await settleRounds() }
-    } else {
-      await settleRounds()
-    }
+    await executor.settle()
   }
 
-  private func settleRounds() async {
-    await executor.idle()
-    var quietRounds = 0
-    while quietRounds < Self.quietRoundsToSettle, !Task.isCancelled {
-      let jobsBefore = executor.jobsRun
-      // A new task, not `MainActor.run`: it is enqueued even when the caller is on the main actor.
-      await Task { @MainActor in }.value
-      await executor.idle()
-      // A stub's answer or a gate's release still on its way back to its caller is work to come,
-      // however many rounds ran nothing: that hop is a job on the global executor, where no round
-      // sees it, and a loaded machine left it waiting for a thread for up to 278 main-actor hops.
-      // Not bounded by a count of rounds (100,000 passed in the full suite while a test held such
-      // a hop): like the clock's other waits, it ends when the caller is cancelled.
-      quietRounds = executor.jobsRun == jobsBefore && executor.returning == 0 ? quietRounds + 1 : 0
-    }
-  }
-
-  private func reportUnscheduled(deadline: Instant, caller: Caller) {
+  private func reportUnscheduled(deadline: Instant, caller: SourceCaller) {
     report(
       """
       TestClock woke a task sleeping until \(deadline) that does not run on the clock's executor \
@@ -467,14 +448,7 @@ public final class TestClock: Clock, Sendable {
       """, caller: caller)
   }
 
-  private func report(_ message: String, caller: Caller) {
-    #if canImport(Testing)
-      Issue.record(
-        Comment(rawValue: message),
-        sourceLocation: SourceLocation(
-          fileID: caller.fileID, filePath: caller.filePath, line: caller.line, column: caller.column))
-    #else
-      print("\(caller.fileID):\(caller.line): \(message)")
-    #endif
+  private func report(_ message: String, caller: SourceCaller) {
+    recordIssue(message, at: caller)
   }
 }

@@ -28,6 +28,12 @@ final class TestExecutor: TaskExecutor, Sendable {
   /// The stubs and gates used with this executor's clock, held weakly: what
   /// ``TestClock/value(of:fileID:filePath:line:column:)`` names when the work it waits for is stuck.
   private let waitSources = LockedState<[WeakWaitSource]>([])
+  /// The clock's sleepers, one line each, in firing order: the rest of what a stuck test waits in.
+  private let describeSleepers: @Sendable () -> [String]
+
+  init(describeSleepers: @escaping @Sendable () -> [String] = { [] }) {
+    self.describeSleepers = describeSleepers
+  }
 
   private enum Step {
     case run(UnownedJob)
@@ -44,8 +50,11 @@ final class TestExecutor: TaskExecutor, Sendable {
       defer { state.draining = true }
       return !state.draining
     }
-    // Jobs run on a task of the global executor, one at a time: no thread of our own is needed.
-    if startDrainer { Task.detached { self.drain() } }
+    // On the main actor, in a job of its own: a `@MainActor` test body's statements and the
+    // clock's jobs then take turns on one serial executor, so nothing on the clock runs between two
+    // statements of the body that have no `await` between them. The jobs run while the body
+    // awaits, whatever it awaits.
+    if startDrainer { Task.detached { @MainActor in self.drain() } }
   }
 
   private func drain() {
@@ -83,12 +92,13 @@ final class TestExecutor: TaskExecutor, Sendable {
     }
   }
 
-  /// What the code under test waits in right now, one line per wait, in the order the sources were
-  /// first used. Described outside the lock: a description reads the source's own state and
+  /// What the code under test waits in right now, one line per wait: the stubs' parked calls and
+  /// the gates' parked callers, in the order the sources were first used, then the sleepers in
+  /// firing order. Described outside the lock: a description reads the source's own state and
   /// formats the code under test's arguments.
   func describeWaits() -> [String] {
     let sources = waitSources.withLock { $0.compactMap(\.source) }
-    return sources.flatMap { $0.describeWaits() }
+    return sources.flatMap { $0.describeWaits() } + describeSleepers()
   }
 
   /// Callers that the stubs and gates used on this clock have let go and that are not back on
@@ -132,6 +142,86 @@ final class TestExecutor: TaskExecutor, Sendable {
       }
       waiter?.resume()
     }
+  }
+}
+
+// MARK: Settling and barriers
+
+extension TestExecutor {
+  /// Settling rounds in a row that must run nothing on the executor before the clock counts as
+  /// settled. One round lets every main-actor job enqueued before it run; more rounds reach work
+  /// that passes from one main-actor job to the next without touching the executor. Leaving a
+  /// task-executor preference scope on the main actor is such work: with 400 `@MainActor` test
+  /// cases running at once, a stub's return through ``TestClock/onSchedule(isolation:_:)`` took up to
+  /// 5 rounds to reach its caller (12,000 measured); 12 leaves a margin.
+  private static var quietRoundsToSettle: Int { 12 }
+
+  /// Lets this executor and the main actor run until neither has anything runnable that the clock
+  /// can see; returns early if the caller is cancelled.
+  ///
+  /// A round: hop through the main actor (its executor is serial, so the hop runs after every job
+  /// enqueued there before it, this executor's drain among them), then wait until the executor is
+  /// idle. Work that moves between the two (a clock task writing a `@MainActor` model, a
+  /// main-actor pipeline whose operators run here) shows up as executor jobs; settling stops after
+  /// a few rounds in a row ran none.
+  func settle() async {
+    if isPreferredByCurrentTask {
+      // Called from a task on the clock: its own resumptions would count as work in every round.
+      await withTaskExecutorPreference(globalConcurrentExecutor) { await settleRounds() }
+    } else {
+      await settleRounds()
+    }
+  }
+
+  private func settleRounds() async {
+    await idle()
+    var quietRounds = 0
+    while quietRounds < Self.quietRoundsToSettle, !Task.isCancelled {
+      let jobsBefore = jobsRun
+      // A new task, not `MainActor.run`: it is enqueued even when the caller is on the main actor.
+      await Task { @MainActor in }.value
+      await idle()
+      // A stub's answer or a gate's release still on its way back to its caller is work to come,
+      // however many rounds ran nothing: that hop is a job on the global executor, where no round
+      // sees it, and a loaded machine left it waiting for a thread for up to 278 main-actor hops.
+      // Not bounded by a count of rounds (100,000 passed in the full suite while a test held such
+      // a hop): like the clock's other waits, it ends when the caller is cancelled.
+      quietRounds = jobsRun == jobsBefore && returning == 0 ? quietRounds + 1 : 0
+    }
+  }
+
+  /// A barrier on this clock's schedule: waits in `wait` (which returns once the condition holds,
+  /// or when cancelled) while the clock runs. When the schedule is idle and `isMet` still fails,
+  /// nothing the clock can see will meet it: records an issue saying what the barrier waits for
+  /// (`what()`) and what the code under test is parked in, and returns. A test that waits for a
+  /// call that never comes fails in milliseconds, with a message, instead of at its time limit.
+  func barrier(
+    _ what: @escaping @Sendable () -> String, isMet: @escaping @Sendable () -> Bool,
+    wait: @escaping @Sendable () async -> Void, at caller: SourceCaller
+  ) async {
+    if isMet() { return }
+    let reached = await withTaskGroup(of: Bool.self) { group in
+      group.addTask {
+        await wait()
+        return !Task.isCancelled
+      }
+      group.addTask {
+        await self.settle()
+        return false
+      }
+      let first = await group.next() ?? false
+      group.cancelAll()
+      return first
+    }
+    // The waiting test was cancelled (its time limit): it is failing already, and says so.
+    if reached || isMet() || Task.isCancelled { return }
+    let waits = describeWaits()
+    let parked = waits.isEmpty ? " nothing AsyncFlowTesting can see" : waits.map { "\n- \($0)" }.joined()
+    recordIssue(
+      """
+      \(what()). The clock's schedule is idle and nothing on it can meet this any more: is the code \
+      under test stuck, or waiting for work off the clock (a `Task { }` of its own, real I/O)? Parked:\(parked)
+      """, at: caller)
   }
 }
 

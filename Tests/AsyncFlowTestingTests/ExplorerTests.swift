@@ -1,3 +1,4 @@
+import AsyncFlow
 import AsyncFlowTesting
 import Testing
 
@@ -328,5 +329,109 @@ struct ExplorerTests {
         return Nothing()
       }.explore()
     }
+  }
+}
+
+// MARK: Cleanup writes after leaving
+
+/// A feed whose spinner is bound to its slot's running state: when the screen leaves, the
+/// slot's run is cancelled and the spinner goes off, while `reload()`, which `.refreshable`
+/// awaits, still holds the model until its run has ended. That write after the release is the
+/// model's cleanup, and it writes no page: the explorer must pass it.
+@MainActor
+private final class BoundSpinnerFeed {
+  private(set) var items: [String] = []
+  private(set) var isLoading = false
+  private let slots = TaskSlots<String>()
+  private var subscriptions = Set<FlowSubscription>()
+  private let fetch: @Sendable (Int) async -> [String]
+
+  init(fetch: @escaping @Sendable (Int) async -> [String]) {
+    self.fetch = fetch
+  }
+
+  func start() {
+    slots.isRunningFlow("feed").assignFlow(to: \.isLoading, on: self).store(in: &subscriptions)
+  }
+
+  func reload() async {
+    let fetch = self.fetch
+    await slots.runAndWait("feed") { @MainActor [weak self] in
+      let page = await fetch(0)
+      guard let self, !Task.isCancelled else { return }
+      self.items = page
+    }
+  }
+}
+
+/// The same feed as first written: `reload() async` keeps the model alive until its answer, then
+/// writes the page and turns the spinner off, after the screen left.
+@MainActor
+private final class LateWritingFeed {
+  private(set) var items: [String] = []
+  private(set) var isLoading = false
+  private let fetch: @Sendable (Int) async -> [String]
+
+  init(fetch: @escaping @Sendable (Int) async -> [String]) { self.fetch = fetch }
+
+  func reload() async {
+    isLoading = true
+    items = await fetch(0)
+    isLoading = false
+  }
+}
+
+@Suite("The explorer and cleanup writes", .timeLimit(.minutes(1)))
+@MainActor
+struct ExplorerCleanupTests {
+  private typealias Pages = ControlledCalls<Int, [String]>
+
+  private func boundSpinnerFeed() -> Exploration<BoundSpinnerFeed> {
+    Exploration("bound spinner") { run in
+      let pages = Pages()  // answers even when cancelled, like a request already sent
+      run.answer(pages, as: "pages") { offset in ["page \(offset)"] }
+      let model = BoundSpinnerFeed(fetch: run.stub(pages))
+      await run.clock.onSchedule { model.start() }
+      return model
+    }
+    .step("appear") { await $0.reload() }
+    .step("pull to refresh") { await $0.reload() }
+  }
+
+  /// The spinner is a part of the explored state: its going back off after leaving is accepted.
+  @Test func aSpinnerThatGoesOffOnReleasePasses() async {
+    let report = await boundSpinnerFeed()
+      .state("items") { $0.items }
+      .state("spinner") { $0.isLoading }
+      .invariant("the spinner is off at the end") { !$0.isLoading }
+      .explore()
+    #expect(report.passed, "\(report)")
+    #expect(report.cancellationPoints > 0)
+  }
+
+  /// As one string, "items [page 0] spinner true" going to "... spinner false" is a change that
+  /// is not back to the start: the whole-state form still flags it, which is why the parts exist.
+  @Test func theWholeStateAsOneStringStillFlagsTheSpinner() async throws {
+    let report = await boundSpinnerFeed().state { "items \($0.items) spinner \($0.isLoading)" }.explore()
+    let failure = try #require(report.failure)
+    #expect(failure.problems.first?.hasPrefix("written after the release") == true, "\(failure)")
+  }
+
+  /// A page written after the release is still caught, whatever the spinner does.
+  @Test func aPageWrittenAfterReleaseStillFails() async throws {
+    let exploration = Exploration("late page") { run in
+      let pages = Pages()
+      run.answer(pages, as: "pages") { offset in ["page \(offset)"] }
+      return LateWritingFeed(fetch: run.stub(pages))
+    }
+    .step("appear") { await $0.reload() }
+    .state("items") { $0.items }
+    .state("spinner") { $0.isLoading }
+    let report = await exploration.explore()
+    let failure = try #require(report.failure)
+    #expect(failure.order.hasSuffix("leave"))
+    #expect(
+      failure.problems.first == "written after the release (after leaving: answered pages#0(0)): "
+        + "items [] spinner true -> items [\"page 0\"] spinner false", "\(failure)")
   }
 }

@@ -1,3 +1,4 @@
+import AsyncFlow
 import AsyncFlowTesting
 import Synchronization
 import Testing
@@ -51,14 +52,30 @@ struct GateTests {
     #expect(gate.parkedCount == 0)
   }
 
-  /// Parked for sure: the clock's executor ran the waiter until it suspended in `entered(count:)`.
+  /// Off a clock, `entered(count:)` only waits: its cancellation ends it.
   @Test func aCancelledEnteredWaitReturnsAtOnceThoughNobodyCame() async {
-    let clock = TestClock()
     let gate = Gate()
-    let parked = clock.task { await gate.entered(count: 5) }
-    await clock.runCurrent()
+    let parked = Task { await gate.entered(count: 5) }
     parked.cancel()
     await bounded(parked, "parked")
     #expect(gate.parkedCount == 0)
+  }
+
+  /// On a clock, `entered(count:)` gives up once the clock is idle, and says how many came.
+  @Test func enteredOnTheClockGivesUpWhenTheClockIsIdle() async {
+    await withTestClock { clock in
+      let gate = Gate()
+      let waiter = clock.task { await gate.wait() }
+      let message = LockedState("")
+      await withKnownIssue {
+        await gate.entered(count: 2)
+      } matching: { issue in
+        message.withLock { $0 = issue.comments.map(\.rawValue).joined() }
+        return true
+      }
+      #expect(message.withLock { $0 }.hasPrefix("Gate.entered(count: 2): 1 caller parked"))
+      gate.release()
+      #expect(await clock.value(of: waiter) != nil)
+    }
   }
 }

@@ -176,9 +176,8 @@ struct TestClockTests {
 
   @Test func aCancelledSleepersWaitReturnsAtOnce() async {
     let clock = TestClock()
-    // Parked for sure: the clock's executor ran it until it suspended in `sleepers(count:)`.
-    let parked = clock.task { await clock.sleepers(count: 5) }
-    await clock.runCurrent()
+    // Off the clock's scope: it only waits, until cancelled.
+    let parked = Task { await clock.sleepers(count: 5) }
     parked.cancel()
     await bounded(parked, "parked")
     // Cancelled before it waits.

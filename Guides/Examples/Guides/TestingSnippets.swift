@@ -1,9 +1,40 @@
 import AsyncFlow
 import AsyncFlowTesting
+import Synchronization
 import Testing
 
 // The Testing guide's tests, as it shows them. They are Swift Testing tests: compiled with the
 // package, and run with the `GuideExamplesTests` that link this module.
+
+// region: testing-statements
+/// Nothing moves between two statements: the sink's closure, which runs on the clock, runs only
+/// once the test awaits. Before, the clock ran its jobs on another thread as soon as they came,
+/// and the first `#expect` saw `1` in 37 of 40 runs.
+@Test(.onTestClock) @MainActor func nothingMovesBetweenTwoStatements() async {
+  let clock = TestClock.current
+  let taps = PassthroughFlow<Int, Never>()
+  let counted = Mutex(0)
+  let subscription = taps.sink { _ in counted.withLock { $0 += 1 } }
+  await clock.runCurrent()  // subscribed
+  taps.send(1)
+  #expect(counted.withLock { $0 } == 0)  // not yet: the test has not awaited
+  taps.send(2)
+  await clock.runCurrent()  // the clock runs while the test awaits
+  #expect(counted.withLock { $0 } == 2)
+  subscription.cancel()
+}
+
+/// Two entry points in one main-actor turn: the first load is superseded before the test awaits,
+/// so it never begins, and one request is sent. No `runCurrent()` between the two calls.
+@Test(.onTestClock) @MainActor func twoEntryPointsInOneTurnSendOneRequest() async {
+  let fetches = ControlledCalls<ArticlesQuery, Result<[String], any Error>>()
+  let model = ArticlesModel { query in await fetches.call(query) }
+  model.categoryChanged("swift")
+  model.retry()
+  await TestClock.current.runCurrent()
+  #expect(fetches.arguments == [ArticlesQuery(category: "swift")])  // one request, not two
+}
+// endregion: testing-statements
 
 // region: testing-on-test-clock
 /// The whole test on the clock, in one word: the screen's entry points are called directly, and

@@ -249,6 +249,13 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   /// `true` sees `true` still, and nothing. The flow finishes when its consumer is cancelled, and
   /// when the `TaskSlots` is released (after `false`, if it last delivered `true`).
   ///
+  /// A bound flag is one step behind the registry: the change travels through the flow's
+  /// consumer, a task, before it is written. Right after `run`, ``isRunning(_:)`` is `true` while
+  /// a flag bound with `assignFlow` is still `false`, until that task has run (in a test, after
+  /// `await clock.runCurrent()` or any other await of the test). A screen shows the spinner a
+  /// few scheduler hops later, which no user sees; a test that reads at once reads
+  /// `isRunning(_:)`, or awaits first.
+  ///
   /// ```swift
   /// @Observable @MainActor private final class ArticlesModel {
   ///   private(set) var isRefreshing = false
