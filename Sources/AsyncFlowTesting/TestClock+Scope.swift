@@ -75,7 +75,14 @@ extension TestClock {
 public func withTestClock<Success, Failure: Error>(
   isolation: isolated (any Actor)? = #isolation, _ body: (TestClock) async throws(Failure) -> Success
 ) async throws(Failure) -> Success {
-  let clock = TestClock()
+  try await withTestClock(TestClock(isolation: isolation), isolation: isolation, body)
+}
+
+/// ``withTestClock(isolation:_:)`` on a clock made by the caller: the trait's, whose jobs run on
+/// the main actor since it cannot know the test's isolation.
+func withTestClock<Success, Failure: Error>(
+  _ clock: TestClock, isolation: isolated (any Actor)?, _ body: (TestClock) async throws(Failure) -> Success
+) async throws(Failure) -> Success {
   let result = await TestClock.$scoped.withValue(
     clock,
     operation: { () async -> Result<Success, Failure> in
@@ -122,7 +129,9 @@ public func withTestClock<Success, Failure: Error>(
     public func provideScope(
       for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
     ) async throws {
-      try await withTestClock { _ in try await function() }
+      // On the main actor: the trait cannot see whether the test is `@MainActor`, and a
+      // nonisolated test body runs on the clock, as one of its jobs, either way.
+      try await withTestClock(TestClock(isolation: MainActor.shared), isolation: nil) { _ in try await function() }
     }
   }
 

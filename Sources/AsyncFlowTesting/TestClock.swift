@@ -12,9 +12,10 @@ import AsyncFlow
 /// fires: timed operators behave exactly as on a real clock, in microseconds.
 ///
 /// Nothing moves between two statements of a test; the clock runs while the test awaits. The
-/// clock's executor runs its jobs on the main actor, so a `@MainActor` test body and the clock take
-/// turns: no job of the clock runs while a statement of the body does, and any `await` of the body
-/// (a clock's wait, a barrier, a task's value, a loop over a flow) lets them run.
+/// clock's executor runs its jobs on the actor of the code that made it (the main actor under
+/// `.onTestClock`), so a `@MainActor` test body and the clock take turns: no job of the clock runs
+/// while a statement of the body does, and any `await` of the body (a clock's wait, a barrier, a
+/// task's value, a loop over a flow) lets them run.
 ///
 /// Tasks take part in that schedule when they run on the clock's executor. Mark the test
 /// `@Test(.onTestClock)` (or wrap it in ``withTestClock(isolation:_:)``) and read the clock from
@@ -126,15 +127,22 @@ public final class TestClock: Clock, Sendable {
   private let state: LockedState<State>
   let executor: TestExecutor
 
-  /// Creates a clock at offset zero, with no sleepers.
+  /// Creates a clock at offset zero, with no sleepers, whose jobs run on `isolation`: by default
+  /// the caller's actor, so a clock made in a `@MainActor` test runs its jobs on the main actor, in
+  /// turn with the test's statements (nothing moves between two of them; the clock runs while the
+  /// test awaits). Made in nonisolated code, a clock runs its jobs on a serial executor of its own
+  /// as soon as they come, beside the code that made it; a nonisolated body inside
+  /// ``withTestClock(isolation:_:)`` is then one of those jobs, and nothing of the clock runs while
+  /// it does. `@Test(.onTestClock)` makes a main-actor clock, whatever the test's isolation.
   ///
   /// ```swift
   /// let clock = TestClock()
+  /// let eager = TestClock(isolation: nil)   // its jobs run at once, wherever it was made
   /// ```
-  public init() {
+  public init(isolation: (any Actor)? = #isolation) {
     let state = LockedState(State())
     self.state = state
-    executor = TestExecutor(describeSleepers: {
+    executor = TestExecutor(home: isolation, describeSleepers: {
       state.withLock { $0.sleepers.ordered }.map { sleeper in
         "a sleeper until \(sleeper.deadline)\(sleeper.sleeper.onSchedule ? "" : " (its task is not on the clock)")"
       }

@@ -30,8 +30,12 @@ final class TestExecutor: TaskExecutor, Sendable {
   private let waitSources = LockedState<[WeakWaitSource]>([])
   /// The clock's sleepers, one line each, in firing order: the rest of what a stuck test waits in.
   private let describeSleepers: @Sendable () -> [String]
+  /// Where the jobs run: on this actor, in turn with the test body isolated to it; `nil`: on a
+  /// global-executor task, as soon as they come.
+  private let home: (any Actor)?
 
-  init(describeSleepers: @escaping @Sendable () -> [String] = { [] }) {
+  init(home: (any Actor)?, describeSleepers: @escaping @Sendable () -> [String] = { [] }) {
+    self.home = home
     self.describeSleepers = describeSleepers
   }
 
@@ -50,11 +54,20 @@ final class TestExecutor: TaskExecutor, Sendable {
       defer { state.draining = true }
       return !state.draining
     }
-    // On the main actor, in a job of its own: a `@MainActor` test body's statements and the
-    // clock's jobs then take turns on one serial executor, so nothing on the clock runs between two
-    // statements of the body that have no `await` between them. The jobs run while the body
-    // awaits, whatever it awaits.
-    if startDrainer { Task.detached { @MainActor in self.drain() } }
+    guard startDrainer else { return }
+    // On the test body's actor, in a job of its own: the body's statements and the clock's jobs
+    // then take turns on one serial executor, so nothing on the clock runs between two statements
+    // of the body that have no `await` between them, and the jobs run while the body awaits,
+    // whatever it awaits. Without an actor, on a global-executor task: no thread of our own.
+    switch home {
+    case nil: Task.detached { self.drain() }
+    case let actor? where actor === MainActor.shared: Task.detached { @MainActor in self.drain() }
+    case let actor?: Task.detached { await self.drain(on: actor) }
+    }
+  }
+
+  private func drain(on actor: isolated any Actor) {
+    drain()
   }
 
   private func drain() {

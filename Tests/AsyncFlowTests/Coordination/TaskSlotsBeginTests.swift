@@ -9,51 +9,69 @@ import Testing
 /// points in one main-actor turn (`category = "b"; retry()`) sent the request twice. The slot's task
 /// began on another thread while the turn still ran, passed a nonisolated `Task.isCancelled` check
 /// there, and then hopped to the main actor, where the operation began although the same turn had
-/// cancelled it (78 of 500 rounds of the first test with the check put back).
+/// cancelled it. With that check put back, the first test below saw 332 and 561 of 1,000 rounds
+/// begin the superseded operation, the second 457 and 717 cancelled runs begin, the third 36 and
+/// 87; the clock's test failed 65 of 1,000 rounds before the clock ran its jobs in turn with the
+/// test body, and cannot fail that way since.
 @Suite("TaskSlots: a superseded run never begins", .timeLimit(.minutes(1)))
 struct TaskSlotsBeginTests {
-  /// In an app, with no test clock: a fresh `TaskSlots` each round, both runs in one main-actor turn.
+  /// In an app, with no test clock: a fresh `TaskSlots` each round, both runs in one main-actor
+  /// turn. Rounds come in batches of 100 per turn, each batch's runs awaited at its end, so that
+  /// the test stays well inside its minute under ThreadSanitizer.
   @Test @MainActor func aRunSupersededInTheSameMainActorTurnNeverBegins() async {
     var doubled = 0
-    for _ in 0..<1_000 {
-      let ran = Mutex<[Int]>([])
-      let slots = TaskSlots<String>()
-      let first = slots.run("a") { @MainActor in ran.withLock { $0.append(1) } }
-      let second = slots.run("a") { @MainActor in ran.withLock { $0.append(2) } }
-      await bounded(run: first, "the superseded run")
-      await bounded(run: second, "the latest run")
-      if ran.withLock({ $0 }) != [2] { doubled += 1 }
+    for _ in 0..<10 {
+      var rounds: [(ran: EventLog<Int>, slots: TaskSlots<String>, runs: [Task<Void, Never>?])] = []
+      for _ in 0..<100 {
+        let ran = EventLog<Int>()
+        let slots = TaskSlots<String>()
+        let first = slots.run("a") { @MainActor in ran.append(1) }
+        let second = slots.run("a") { @MainActor in ran.append(2) }
+        rounds.append((ran, slots, [first, second]))  // kept: releasing it would cancel both
+      }
+      await endOf(rounds.flatMap { $0.runs })
+      doubled += rounds.count { $0.ran.all != [2] }
     }
     #expect(doubled == 0, "\(doubled) of 1,000 rounds began the superseded operation")
   }
 
   /// The same with the run token, and with a run cancelled by `cancel(_:)` in the turn that started it.
   @Test @MainActor func aRunCancelledInTheTurnThatStartedItNeverBegins() async {
-    var begun = 0
-    for _ in 0..<1_000 {
-      let ran = Mutex(0)
-      let slots = TaskSlots<String>()
-      let task = slots.run("a") { @MainActor _ in ran.withLock { $0 += 1 } }
-      slots.cancel("a")
-      await bounded(run: task, "the cancelled run")
-      begun += ran.withLock { $0 }
+    let began = Mutex(0)
+    for _ in 0..<10 {
+      var runs: [Task<Void, Never>?] = []
+      for _ in 0..<100 {
+        let slots = TaskSlots<String>()
+        runs.append(slots.run("a") { @MainActor _ in began.withLock { $0 += 1 } })
+        slots.cancel("a")
+      }
+      await endOf(runs)
     }
-    #expect(begun == 0, "\(begun) of 1,000 cancelled runs began their operation")
+    #expect(began.withLock { $0 } == 0, "\(began.withLock { $0 }) of 1,000 cancelled runs began their operation")
   }
 
   /// A global actor other than the main actor: the check runs on that actor too.
   @Test @ScreenActor func aRunSupersededOnItsOwnActorNeverBegins() async {
     var doubled = 0
-    for _ in 0..<1_000 {
-      let ran = Mutex<[Int]>([])
-      let slots = TaskSlots<String>()
-      let first = slots.run("a") { @ScreenActor in ran.withLock { $0.append(1) } }
-      let second = slots.run("a") { @ScreenActor in ran.withLock { $0.append(2) } }
-      await bounded(run: first, "the superseded run")
-      await bounded(run: second, "the latest run")
-      if ran.withLock({ $0 }) != [2] { doubled += 1 }
+    for _ in 0..<10 {
+      var rounds: [(ran: EventLog<Int>, slots: TaskSlots<String>, runs: [Task<Void, Never>?])] = []
+      for _ in 0..<100 {
+        let ran = EventLog<Int>()
+        let slots = TaskSlots<String>()
+        let first = slots.run("a") { @ScreenActor in ran.append(1) }
+        let second = slots.run("a") { @ScreenActor in ran.append(2) }
+        rounds.append((ran, slots, [first, second]))  // kept: releasing it would cancel both
+      }
+      await endOf(rounds.flatMap { $0.runs })
+      doubled += rounds.count { $0.ran.all != [2] }
     }
     #expect(doubled == 0, "\(doubled) of 1,000 rounds began the superseded operation")
+  }
+
+  /// Every run of a batch has ended (bounded: the suite's time limit ends a wait for a run that hangs).
+  private func endOf(_ runs: [Task<Void, Never>?]) async {
+    let tasks = runs.compactMap { $0 }
+    await bounded("the batch's runs") { for task in tasks { await task.value } }
   }
 }
 
@@ -61,24 +79,27 @@ struct TaskSlotsBeginTests {
   static let shared = ScreenActor()
 }
 
-/// The same promise on the test clock, where the slot's tasks run on the clock's executor.
+/// The same promise on the test clock, where the slot's tasks run on the clock's executor: 1,000
+/// fresh `TaskSlots`, each with two runs in the same turn, then one barrier for the 1,000 requests.
 @Suite("TaskSlots on the clock: a superseded run never begins", .onTestClock, .timeLimit(.minutes(1)))
 @MainActor
 struct TaskSlotsBeginOnClockTests {
   @Test func aRunSupersededInTheSameMainActorTurnSendsNoRequest() async {
-    var doubled = 0
+    let clock = TestClock.current
+    let calls = ControlledCalls<Int, Void>()
+    var slots: [TaskSlots<String>] = []
     for _ in 0..<1_000 {
-      let clock = TestClock.current
-      let calls = ControlledCalls<Int, Void>()
-      let slots = TaskSlots<String>()
-      slots.run("a") { @MainActor in await calls.call(1) }
-      slots.run("a") { @MainActor in await calls.call(2) }
-      await calls.calls(count: 1)
-      await clock.runCurrent()
-      if calls.arguments != [2] { doubled += 1 }
-      for call in calls.waitingCalls { calls.respond(toCall: call.index, with: ()) }
-      await clock.runCurrent()
+      let pair = TaskSlots<String>()
+      pair.run("a") { @MainActor in await calls.call(1) }
+      pair.run("a") { @MainActor in await calls.call(2) }
+      slots.append(pair)
     }
-    #expect(doubled == 0, "\(doubled) of 1,000 rounds sent the superseded request")
+    await calls.calls(count: 1_000)
+    await clock.runCurrent()
+    let superseded = calls.arguments.count { $0 == 1 }
+    #expect(superseded == 0 && calls.arguments.count == 1_000, "\(superseded) of 1,000 rounds sent the superseded request")
+    for call in calls.waitingCalls { calls.respond(toCall: call.index, with: ()) }
+    await clock.runCurrent()
+    #expect(slots.allSatisfy { $0.runningCount == 0 })
   }
 }
