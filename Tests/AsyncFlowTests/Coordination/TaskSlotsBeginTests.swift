@@ -19,59 +19,55 @@ struct TaskSlotsBeginTests {
   /// turn. Rounds come in batches of 100 per turn, each batch's runs awaited at its end, so that
   /// the test stays well inside its minute under ThreadSanitizer.
   @Test @MainActor func aRunSupersededInTheSameMainActorTurnNeverBegins() async {
-    var doubled = 0
-    for _ in 0..<10 {
-      var rounds: [(ran: EventLog<Int>, slots: TaskSlots<String>, runs: [Task<Void, Never>?])] = []
-      for _ in 0..<100 {
-        let ran = EventLog<Int>()
-        let slots = TaskSlots<String>()
-        let first = slots.run("a") { @MainActor in ran.append(1) }
-        let second = slots.run("a") { @MainActor in ran.append(2) }
-        rounds.append((ran, slots, [first, second]))  // kept: releasing it would cancel both
-      }
-      await endOf(rounds.flatMap { $0.runs })
-      doubled += rounds.count { $0.ran.all != [2] }
+    let doubled = await supersededRounds { ran, slots in
+      [
+        slots.run("a") { @MainActor in ran.append(1) },
+        slots.run("a") { @MainActor in ran.append(2) },
+      ]
     }
     #expect(doubled == 0, "\(doubled) of 1,000 rounds began the superseded operation")
   }
 
   /// The same with the run token, and with a run cancelled by `cancel(_:)` in the turn that started it.
   @Test @MainActor func aRunCancelledInTheTurnThatStartedItNeverBegins() async {
-    let began = Mutex(0)
-    for _ in 0..<10 {
-      var runs: [Task<Void, Never>?] = []
-      for _ in 0..<100 {
-        let slots = TaskSlots<String>()
-        runs.append(slots.run("a") { @MainActor _ in began.withLock { $0 += 1 } })
-        slots.cancel("a")
-      }
-      await endOf(runs)
+    let began = await supersededRounds(expecting: []) { ran, slots in
+      defer { slots.cancel("a") }
+      return [slots.run("a") { @MainActor _ in ran.append(1) }]
     }
-    #expect(began.withLock { $0 } == 0, "\(began.withLock { $0 }) of 1,000 cancelled runs began their operation")
+    #expect(began == 0, "\(began) of 1,000 cancelled runs began their operation")
   }
 
   /// A global actor other than the main actor: the check runs on that actor too.
   @Test @ScreenActor func aRunSupersededOnItsOwnActorNeverBegins() async {
-    var doubled = 0
-    for _ in 0..<10 {
-      var rounds: [(ran: EventLog<Int>, slots: TaskSlots<String>, runs: [Task<Void, Never>?])] = []
-      for _ in 0..<100 {
-        let ran = EventLog<Int>()
-        let slots = TaskSlots<String>()
-        let first = slots.run("a") { @ScreenActor in ran.append(1) }
-        let second = slots.run("a") { @ScreenActor in ran.append(2) }
-        rounds.append((ran, slots, [first, second]))  // kept: releasing it would cancel both
-      }
-      await endOf(rounds.flatMap { $0.runs })
-      doubled += rounds.count { $0.ran.all != [2] }
+    let doubled = await supersededRounds { ran, slots in
+      [
+        slots.run("a") { @ScreenActor in ran.append(1) },
+        slots.run("a") { @ScreenActor in ran.append(2) },
+      ]
     }
     #expect(doubled == 0, "\(doubled) of 1,000 rounds began the superseded operation")
   }
 
-  /// Every run of a batch has ended (bounded: the suite's time limit ends a wait for a run that hangs).
-  private func endOf(_ runs: [Task<Void, Never>?]) async {
-    let tasks = runs.compactMap { $0 }
-    await bounded("the batch's runs") { for task in tasks { await task.value } }
+  /// 1,000 rounds in 10 batches of one turn each: `start` makes a round's runs on a fresh
+  /// `TaskSlots` (kept until the batch ends: releasing it would cancel them), and a round counts
+  /// when its operations did not run exactly `expected`.
+  private func supersededRounds(
+    isolation: isolated (any Actor)? = #isolation, expecting expected: [Int] = [2],
+    _ start: (EventLog<Int>, TaskSlots<String>) -> [Task<Void, Never>?]
+  ) async -> Int {
+    var wrong = 0
+    for _ in 0..<10 {
+      var rounds: [(ran: EventLog<Int>, slots: TaskSlots<String>, runs: [Task<Void, Never>?])] = []
+      for _ in 0..<100 {
+        let (ran, slots) = (EventLog<Int>(), TaskSlots<String>())
+        rounds.append((ran, slots, start(ran, slots)))
+      }
+      let tasks = rounds.flatMap { $0.runs }.compactMap { $0 }
+      // Bounded: the suite's time limit ends a wait for a run that hangs.
+      await bounded("the batch's runs") { for task in tasks { await task.value } }
+      wrong += rounds.count { $0.ran.all != expected }
+    }
+    return wrong
   }
 }
 
