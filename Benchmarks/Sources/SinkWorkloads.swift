@@ -88,3 +88,24 @@ func w5Sink(_ count: Int) async -> Double {
   subscriptions.removeAll()
   return (after - before) / Double(count)
 }
+
+/// Bytes per idle sink that holds a task parked in its subscriber's context: `sink` on a
+/// `PassthroughFlow` reached through a generic `some AsyncSequence`, which iterates in a task of its
+/// own. What a subject's sink would cost if its deliveries ran in the subscriber's context rather
+/// than the sender's (Guides/Guarantees.md, "Context"): the task it would have to keep.
+func w5SinkInTask(_ count: Int) async -> Double {
+  let subject = PassthroughFlow<Int, Never>()
+  let received = SinkCount()
+  func subscribe(_ values: some AsyncSequence<Int, Never> & Sendable) -> FlowSubscription {
+    values.sink { _ in received.add() }
+  }
+  let before = residentBytes()
+  var subscriptions: [FlowSubscription] = []
+  subscriptions.reserveCapacity(count)
+  for _ in 0..<count { subscriptions.append(subscribe(subject)) }
+  // Each task subscribes when it starts, then parks in the subscriber's `next()`.
+  while subject.subscriberCount < count { await Task.yield() }
+  let after = await settledResidentBytes()
+  subscriptions.removeAll()
+  return (after - before) / Double(count)
+}

@@ -91,6 +91,7 @@ let memoryBenchmarks: [MemoryBenchmark] = [
     await w5PassthroughIterators($0)
   },
   MemoryBenchmark(workload: "W5", implementation: "sink", isBaseline: false) { await w5Sink($0) },
+  MemoryBenchmark(workload: "W5", implementation: "sinkInTask", isBaseline: false) { await w5SinkInTask($0) },
 ]
 
 /// The baseline each workload's ratios are taken against (W2 pairs subscriber counts). The main-actor
@@ -107,7 +108,7 @@ func baselineKey(for key: String) -> String? {
   case "W2.sink4": "W2.passthrough4"
   case "W3.switchToLatest": "W3.naive"
   case "W4.merge": "W4.asyncStream"
-  case "W5.passthrough", "W5.passthroughIterator", "W5.parkedTask", "W5.sink": "W5.asyncStream"
+  case "W5.passthrough", "W5.passthroughIterator", "W5.parkedTask", "W5.sink", "W5.sinkInTask": "W5.asyncStream"
   case "W6.taskSlotsLatest": "W6.naive"
   case "W6.taskSlotsLatestLogged": "W6.naive"
   case "W7.combineLatest", "W7.zip": "W7.naive"

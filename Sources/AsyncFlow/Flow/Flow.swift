@@ -14,6 +14,32 @@
 ///
 /// `Failure` is the error the flow can end with; a `Flow<Element, Never>` cannot fail, and says
 /// so in its type.
+///
+/// A flow runs in its consumer's context, as Kotlin's Flow runs in its collector's: its body, and
+/// every task an operator starts for the iteration (an upstream pump, a timer, an inner), inherit
+/// the task-local values and the priority of the task that makes the first `next()`, as a
+/// `Task { }` inherits its creator's; a transform runs where its stage is pulled, in that context
+/// too. A request ID that a server handler binds around its loop reaches a logging helper inside
+/// the `Flow.single` that `switchToLatestFlow` starts for each query:
+///
+/// ```swift
+/// private enum Request { @TaskLocal static var id = "-" }
+/// private func log(_ message: String) { print("[\(Request.id)] \(message)") }
+///
+/// let results = Flow.sequence(["sw", "swift"]).switchToLatestFlow { query in
+///   Flow.single {
+///     log("searching \(query)")  // [request-42] searching swift
+///     return [query]
+///   }
+/// }
+/// await Request.$id.withValue("request-42") {
+///   for await found in results { print(found) }
+/// }
+/// ```
+///
+/// A value bound inside the body stays there. The hot sources, which serve many subscribers from
+/// one upstream, have rules of their own: a share's upstream runs in the context of the subscriber
+/// that started it, a subject's sink in its sender's (see <doc:Guarantees>).
 public struct Flow<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
   /// Makes the pull function of one iteration; called once per `makeAsyncIterator()`.
   @usableFromInline

@@ -1,20 +1,32 @@
-/// Where AsyncFlow runs the tasks it starts.
+/// Where and in what context AsyncFlow runs the tasks it starts.
 ///
-/// By default nowhere in particular (the global concurrent executor). `AsyncFlowTesting`'s
-/// `TestClock` sets a serial executor here, so that every task an operator or a `TaskSlots` starts
-/// runs on it and `advance(by:)` can run them all until they suspend again: a deterministic schedule.
+/// Every task AsyncFlow starts for an iteration runs in its consumer's context: it is started,
+/// directly or through another such task, from the task that made the iteration's first `next()`
+/// (or, for `sink` and `assignFlow`, from the subscriber's task), and it inherits that task's
+/// task-local values and priority, as `Task { }` does. Kotlin's Flow calls this context
+/// preservation; swift-async-algorithms gets it by calling `Task { }` in `next()`.
+///
+/// The executor is nowhere in particular by default (the global concurrent executor).
+/// `AsyncFlowTesting`'s `TestClock` sets a serial executor here, so that every task an operator or a
+/// `TaskSlots` starts runs on it and `advance(by:)` can run them all until they suspend again: a
+/// deterministic schedule.
 @usableFromInline
 package enum FlowScheduling {
   /// The executor preference of the tasks that AsyncFlow starts; inherited by tasks they start.
+  ///
+  /// A task-local, because unstructured tasks inherit task-local values but not a task-executor
+  /// preference: each start reads it here and sets it on the new task.
   @usableFromInline @TaskLocal package static var executor: (any TaskExecutor)?
 
   /// Starts one of AsyncFlow's tasks, on the preferred executor if one is set: the single place
   /// where the library starts tasks.
   ///
-  /// An operator's internal task is detached: it serves whoever iterates, not whoever made the
-  /// sequence, so it inherits neither their priority nor their task-local values.
+  /// The task inherits the caller's task-local values and priority, as `Task { }` does (under a
+  /// `TestClock`, `Task(executorPreference:)` inherits them the same way), so that the work it does
+  /// for an iteration sees what its consumer sees: a request's trace ID, a `.high` priority.
+  /// `operation` is not isolated: the task runs on the global executor (or the preferred one).
   ///
-  /// - Parameter priority: the task's priority; `nil` as `Task.detached` reads it.
+  /// - Parameter priority: the task's priority; `nil` inherits the caller's.
   @usableFromInline
   package static func startTask(
     priority: TaskPriority? = nil, _ operation: sending @escaping () async -> Void
@@ -23,7 +35,7 @@ package enum FlowScheduling {
       // Task executor preferences are not inherited by unstructured tasks: set it on each one.
       return Task(executorPreference: executor, priority: priority, operation: operation)
     }
-    return Task.detached(priority: priority, operation: operation)
+    return Task(priority: priority, operation: operation)
   }
 
   /// Starts a task that app code asks for (`TaskSlots.run`, `SingleFlight.run`): it inherits the
@@ -46,20 +58,20 @@ package enum FlowScheduling {
 }
 
 extension FlowScheduling {
-  /// Starts one of AsyncFlow's tasks as ``startTask(priority:_:)`` does (detached,
-  /// on the preferred executor if one is set), but runs it at once in the caller's thread until its
-  /// first suspension, where the OS has `Task.immediate` (macOS 26, iOS 26 and their peers; always
-  /// on Linux). Elsewhere the task is only started, as `startTask` starts it.
+  /// Starts one of AsyncFlow's tasks as ``startTask(priority:_:)`` does (inheriting the caller's
+  /// task-local values and priority, on the preferred executor if one is set), but runs it at once
+  /// in the caller's thread until its first suspension, where the OS has `Task.immediate` (macOS
+  /// 26, iOS 26 and their peers; always on Linux). Elsewhere the task is only started, as
+  /// `startTask` starts it.
   ///
   /// For an operator that must know what an input has without waiting before it starts another:
   /// by the time this returns, the task has either suspended or gone past what was available at once.
   @usableFromInline
   package static func startTaskRunningAtOnce(_ operation: sending @escaping () async -> Void) -> Task<Void, Never> {
     if #available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *) {
-      // As `startTask`: with a preferred executor, a task that copies the task locals (so that the
-      // tasks it starts prefer that executor too); without, a detached one.
+      // The executor preference is set as in `startTask`; both forms copy the task-local values.
       if let executor { return Task.immediate(executorPreference: executor, operation: operation) }
-      return Task.immediateDetached(operation: operation)
+      return Task.immediate(operation: operation)
     }
     return startTask(operation)
   }

@@ -11,9 +11,8 @@ extension SubjectStateMachine {
     case idle
     /// The task of the upstream's iteration `generation` is being created.
     case starting(generation: Int)
-    /// `executor` is the preference the task was started with (`FlowScheduling.executor`: a
-    /// `TestClock`'s under test, `nil` in an app), kept for the grace timer of this run.
-    case running(generation: Int, task: Work, executor: (any TaskExecutor)?)
+    /// `timers`: where that task starts the grace timers of this run (`nil` without a grace period).
+    case running(generation: Int, task: Work, timers: GraceTimerStarter?)
     /// The last subscriber left a share with a grace period: its upstream runs on until the grace
     /// timer fires (then `idle`) or a subscriber comes (then `starting` or `running` again). What
     /// the upstream sends meanwhile reaches the replay only.
@@ -37,26 +36,28 @@ extension SubjectStateMachine {
     @usableFromInline let generation: Int
     /// Its task; `nil` while it is being created (the last subscriber left while it started).
     @usableFromInline var upstream: Work?
-    /// The executor preference that task was started with; the grace timer is started with it.
-    @usableFromInline var executor: (any TaskExecutor)?
+    /// Where that task starts its grace timers.
+    @usableFromInline var timers: GraceTimerStarter?
     /// Tells this grace timer from an older one that fires late.
     @usableFromInline let timer: Int
     /// The timer's task, `nil` until the storage, having started it outside the lock, reports it.
-    /// While `upstream` is `nil` the timer is not started yet: it starts when the upstream's task
-    /// reports, with that task's executor.
+    /// While `upstream` is `nil` the timer is not asked for yet: it is when the upstream's task
+    /// reports, with where that task starts its timers.
     @usableFromInline var timerTask: Work?
   }
 
-  /// A grace timer for the storage to start, after the lock, then report with `graceTimerStarted`.
+  /// A grace timer for the storage to ask the upstream's task for (`timers`), after the lock; the
+  /// timer reports with `graceTimerStarted`.
   ///
-  /// It is started with the executor preference of the upstream's task, not in the context of
-  /// whoever left last: a subscriber cancelled from outside the schedule (a test's body cancelling
-  /// its consumer task, whose cancellation handler unsubscribes; a `FlowSubscription` cancelled on
-  /// the main actor) would otherwise put the timer off the `TestClock`'s executor, where the clock
-  /// cannot wait for it to stop the upstream.
+  /// The upstream's task starts it, in its own context, not whoever left last: the task-local
+  /// values and priority of the subscriber that started the upstream, and its executor preference.
+  /// A subscriber cancelled from outside the schedule (a test's body cancelling its consumer task,
+  /// whose cancellation handler unsubscribes; a `FlowSubscription` cancelled on the main actor)
+  /// would otherwise put the timer off the `TestClock`'s executor, where the clock cannot wait for
+  /// it to stop the upstream.
   struct StartGraceTimer {
     let timer: Int
-    let executor: (any TaskExecutor)?
+    let timers: GraceTimerStarter?
   }
 
   /// The upstream's phase; `nil` once the source ended.
@@ -95,7 +96,7 @@ extension SubjectStateMachine {
   mutating func rejoin() -> Work? {
     guard case .lingering(let lingering)? = upstream else { return nil }
     if let upstream = lingering.upstream {
-      setUpstream(.running(generation: lingering.generation, task: upstream, executor: lingering.executor))
+      setUpstream(.running(generation: lingering.generation, task: upstream, timers: lingering.timers))
     } else {
       setUpstream(.starting(generation: lingering.generation))
     }
@@ -111,11 +112,11 @@ extension SubjectStateMachine {
     case .subject, .idle, .lingering:
       return
     case .starting(let generation) where hasGracePeriod:
-      // No timer yet: its executor is the upstream task's, known when that task reports
-      // (`upstreamStarted` starts the timer then), not this leaver's, which may be off the schedule.
-      _ = linger(generation: generation, upstream: nil, executor: nil)
-    case .running(let generation, let task, let executor) where hasGracePeriod:
-      action.startGraceTimer = linger(generation: generation, upstream: task, executor: executor)
+      // No timer yet: the upstream's task starts it, asked once that task reports
+      // (`upstreamStarted`), not this leaver, which may be off the schedule.
+      _ = linger(generation: generation, upstream: nil, timers: nil)
+    case .running(let generation, let task, let timers) where hasGracePeriod:
+      action.startGraceTimer = linger(generation: generation, upstream: task, timers: timers)
     case .starting:
       // The task being created finds a newer state when it reports, and is cancelled then.
       action.releasedReplay = stop()
@@ -125,12 +126,12 @@ extension SubjectStateMachine {
     }
   }
 
-  private mutating func linger(generation: Int, upstream: Work?, executor: (any TaskExecutor)?) -> StartGraceTimer {
+  private mutating func linger(generation: Int, upstream: Work?, timers: GraceTimerStarter?) -> StartGraceTimer {
     defer { nextGraceTimer += 1 }
     let lingering = Lingering(
-      generation: generation, upstream: upstream, executor: executor, timer: nextGraceTimer, timerTask: nil)
+      generation: generation, upstream: upstream, timers: timers, timer: nextGraceTimer, timerTask: nil)
     setUpstream(.lingering(lingering))
-    return StartGraceTimer(timer: nextGraceTimer, executor: executor)
+    return StartGraceTimer(timer: nextGraceTimer, timers: timers)
   }
 
   // MARK: Upstream events
@@ -141,26 +142,26 @@ extension SubjectStateMachine {
     /// The iteration was stopped, or superseded, while its task was being created: cancel it.
     case cancel(Work)
     /// The last subscriber left while the task was being created: the task is kept, and the grace
-    /// timer, which waited for the task's executor, is to be started now with it.
+    /// timer, which waited for the task, is to be asked of it now.
     case startGraceTimer(StartGraceTimer)
   }
 
-  /// The task of iteration `generation` exists, started with the executor preference `executor`.
+  /// The task of iteration `generation` exists, and starts its grace timers in `timers`.
   mutating func upstreamStarted(
-    _ task: Work, generation: Int, executor: (any TaskExecutor)? = nil
+    _ task: Work, generation: Int, timers: GraceTimerStarter? = nil
   ) -> UpstreamStartedAction {
     switch state {
     case .open(.starting(generation)):
-      setUpstream(.running(generation: generation, task: task, executor: executor))
+      setUpstream(.running(generation: generation, task: task, timers: timers))
       return .none
     case .open(.lingering(var lingering)) where lingering.generation == generation:
       guard lingering.upstream == nil, lingering.timerTask == nil else {
         preconditionFailure("Internal inconsistency: state \(state), event upstreamStarted(\(generation))")
       }
       lingering.upstream = task
-      lingering.executor = executor
+      lingering.timers = timers
       setUpstream(.lingering(lingering))
-      return .startGraceTimer(StartGraceTimer(timer: lingering.timer, executor: executor))
+      return .startGraceTimer(StartGraceTimer(timer: lingering.timer, timers: timers))
     case .open(.running(generation, _, _)), .open(.subject):
       preconditionFailure("Internal inconsistency: state \(state), event upstreamStarted(\(generation))")
     case .open, .ended:

@@ -3,17 +3,28 @@
 extension SubjectStorage {
   // MARK: shareFlow's upstream
 
+  /// Starts the task of iteration `generation` in the current task's context: the subscriber
+  /// whose iteration (or sink) asked first. With a grace period, the task runs the iteration in a
+  /// child and starts this run's grace timers itself (`GraceTimerStarter`), so that they get its
+  /// context too, not the last leaver's.
   @usableFromInline
   func startUpstream(generation: Int) {
     guard let upstream else { preconditionFailure("Internal inconsistency: a subject was asked to start an upstream") }
-    // The preference the task is started with (`FlowScheduling.startTask` reads the same one), kept
-    // for this run's grace timer.
-    let executor = FlowScheduling.executor
-    let task = FlowScheduling.startTask { await upstream(self, generation) }
-    switch state.withLock({ $0.upstreamStarted(task, generation: generation, executor: executor) }) {
+    let timers = grace == nil ? nil : GraceTimerStarter()
+    let task = FlowScheduling.startTask {
+      guard let timers else { return await upstream(self, generation) }
+      await withTaskGroup(of: Void.self) { group in
+        group.addTask {
+          await upstream(self, generation)
+          timers.close()
+        }
+        while let request = await timers.next() { self.startGraceTimer(request) }
+      }
+    }
+    switch state.withLock({ $0.upstreamStarted(task, generation: generation, timers: timers) }) {
     case .none: break
     case .cancel(let task): task.cancel()
-    case .startGraceTimer(let start): startGraceTimer(start)
+    case .startGraceTimer(let start): requestGraceTimer(start)
     }
   }
 
@@ -36,23 +47,28 @@ extension SubjectStorage {
 
   // MARK: shareFlow's grace period
 
-  /// Starts the task of the grace timer, with the upstream task's executor preference (see
-  /// `StartGraceTimer`): it sleeps for the grace period, then reports `graceExpired`; cancelled (a
-  /// subscriber came, or the upstream ended), it ends at once.
-  func startGraceTimer(_ start: Machine.StartGraceTimer) {
-    guard let grace else {
+  /// Asks the upstream's task for grace timer `start.timer` (see `StartGraceTimer`).
+  func requestGraceTimer(_ start: Machine.StartGraceTimer) {
+    guard let grace, let timers = start.timers else {
       preconditionFailure("Internal inconsistency: a share without grace period was asked to start a grace timer")
     }
     // The deadline counts from the last subscriber's leaving (or, if it left while the upstream's
     // task was being created, from that task's report), not from when the timer's task runs.
-    let deadline = grace.clock.now.advanced(by: grace.period)
-    let task = FlowScheduling.$executor.withValue(start.executor) {
-      FlowScheduling.startTask {
-        guard (try? await grace.clock.sleep(until: deadline)) != nil else { return }
-        // Nobody came: the upstream stops, unless a subscriber came since (then this timer is old).
-        self.perform(self.state.withLock { $0.graceExpired(timer: start.timer) })
-      }
+    timers.request(.init(timer: start.timer, deadline: grace.clock.now.advanced(by: grace.period)))
+  }
+
+  /// In the upstream's task: starts the task of a grace timer, which inherits the upstream task's
+  /// context (its executor preference with it). It sleeps until the deadline, then reports
+  /// `graceExpired`; cancelled (a subscriber came, or the upstream ended), it ends at once.
+  func startGraceTimer(_ request: GraceTimerStarter.Request) {
+    guard let grace else {
+      preconditionFailure("Internal inconsistency: a share without grace period was asked to start a grace timer")
     }
-    state.withLock { $0.graceTimerStarted(task, timer: start.timer) }?.cancel()
+    let task = FlowScheduling.startTask {
+      guard (try? await grace.clock.sleep(until: request.deadline)) != nil else { return }
+      // Nobody came: the upstream stops, unless a subscriber came since (then this timer is old).
+      self.perform(self.state.withLock { $0.graceExpired(timer: request.timer) })
+    }
+    state.withLock { $0.graceTimerStarted(task, timer: request.timer) }?.cancel()
   }
 }

@@ -55,7 +55,7 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
     action.resumeConsumer?.resume()
     action.cancelUpstream?.cancel()
     action.cancelDrain?.cancel()
-    if let timer = action.startGraceTimer { startGraceTimer(timer) }
+    if let timer = action.startGraceTimer { requestGraceTimer(timer) }
   }
 
   // MARK: Push subscribers (sink, assignFlow)

@@ -8,11 +8,11 @@ private let timerTask = 103
 
 private func same(_ lhs: Int?, _ rhs: Int) -> Bool { lhs == rhs }
 
-/// The executor preference the upstream's task is reported with (a `TestClock`'s, under test):
-/// the machine only stores it and hands it back with the grace timer to start.
-private let upstreamExecutor: any TaskExecutor = globalConcurrentExecutor
+/// Where the upstream's task is reported to start its grace timers: the machine only stores it and
+/// hands it back with the grace timer to ask for.
+private let upstreamTimers = GraceTimerStarter()
 
-private func same(_ lhs: (any TaskExecutor)?, _ rhs: any TaskExecutor) -> Bool { lhs.map { $0 === rhs } ?? false }
+private func same(_ lhs: GraceTimerStarter?, _ rhs: GraceTimerStarter) -> Bool { lhs === rhs }
 
 /// The grace-period cells of ``SubjectStateMachine``'s grid: the new state `lingering` (upstream
 /// task known or still being created, timer task known or not) against every event that reaches
@@ -31,7 +31,7 @@ struct ShareGracePeriodStateMachineTests {
       preconditionFailure("expected startUpstream")
     }
     if started {
-      precondition(machine.upstreamStarted(upstreamTask, generation: generation, executor: upstreamExecutor).isKept)
+      precondition(machine.upstreamStarted(upstreamTask, generation: generation, timers: upstreamTimers).isKept)
     }
     return (machine, id, generation)
   }
@@ -69,7 +69,7 @@ struct ShareGracePeriodStateMachineTests {
     let action = machine.unsubscribe(id)
     #expect(action.cancelUpstream == nil)
     // The timer goes where the upstream's task runs, not where the last subscriber left from.
-    #expect(same(action.startGraceTimer?.executor, upstreamExecutor))
+    #expect(same(action.startGraceTimer?.timers, upstreamTimers))
     guard case .lingering(let lingering)? = machine.upstream else {
       Issue.record("expected lingering, got \(machine.state)")
       return
@@ -81,17 +81,17 @@ struct ShareGracePeriodStateMachineTests {
 
   @Test func testLastUnsubscribe_whenStarting_lingersWithoutATimerUntilTheTaskReports() {
     var (machine, id, generation) = Self.subscribed(started: false)
-    // The task's executor is not known yet: the timer waits for it.
+    // The task, which starts the timer, is not known yet: the timer waits for it.
     #expect(machine.unsubscribe(id).startGraceTimer == nil)
     guard case .lingering(let before)? = machine.upstream else {
       Issue.record("expected lingering, got \(machine.state)")
       return
     }
-    // The task reports: it is kept, not cancelled, and the timer starts now, with its executor.
-    let start = machine.upstreamStarted(upstreamTask, generation: generation, executor: upstreamExecutor)
+    // The task reports: it is kept, not cancelled, and the timer is asked of it now.
+    let start = machine.upstreamStarted(upstreamTask, generation: generation, timers: upstreamTimers)
       .startGraceTimer
     #expect(start?.timer == before.timer)
-    #expect(same(start?.executor, upstreamExecutor))
+    #expect(same(start?.timers, upstreamTimers))
     guard case .lingering(let lingering)? = machine.upstream else {
       Issue.record("expected lingering, got \(machine.state)")
       return
@@ -109,18 +109,18 @@ struct ShareGracePeriodStateMachineTests {
     #expect(machine.isEnded)
   }
 
-  @Test func testLastUnsubscribe_whenRunningAfterALingerWhileStarting_keepsTheExecutor() {
+  @Test func testLastUnsubscribe_whenRunningAfterALingerWhileStarting_keepsWhereTheTaskStartsTimers() {
     // Left while starting, rejoined before the task reported, left again once it ran.
     var (machine, generation, _) = Self.lingering(started: false)
     let id = machine.subscribe().id
-    #expect(machine.upstreamStarted(upstreamTask, generation: generation, executor: upstreamExecutor).isKept)
-    #expect(same(machine.unsubscribe(id).startGraceTimer?.executor, upstreamExecutor))
+    #expect(machine.upstreamStarted(upstreamTask, generation: generation, timers: upstreamTimers).isKept)
+    #expect(same(machine.unsubscribe(id).startGraceTimer?.timers, upstreamTimers))
   }
 
-  @Test func testLastUnsubscribe_afterALingerThatRejoined_keepsTheExecutor() {
+  @Test func testLastUnsubscribe_afterALingerThatRejoined_keepsWhereTheTaskStartsTimers() {
     var (machine, _, _) = Self.lingering()
     let id = machine.subscribe().id
-    #expect(same(machine.unsubscribe(id).startGraceTimer?.executor, upstreamExecutor))
+    #expect(same(machine.unsubscribe(id).startGraceTimer?.timers, upstreamTimers))
   }
 
   @Test func testLastPushUnsubscribe_whenRunning_lingers() {
@@ -130,10 +130,10 @@ struct ShareGracePeriodStateMachineTests {
       Issue.record("expected startUpstream")
       return
     }
-    #expect(machine.upstreamStarted(upstreamTask, generation: generation, executor: upstreamExecutor).isKept)
+    #expect(machine.upstreamStarted(upstreamTask, generation: generation, timers: upstreamTimers).isKept)
     let action = machine.unsubscribe(mailbox)
     #expect(action.cancelUpstream == nil)
-    #expect(same(action.startGraceTimer?.executor, upstreamExecutor))
+    #expect(same(action.startGraceTimer?.timers, upstreamTimers))
     #expect(Self.isLingering(machine))
   }
 
@@ -177,12 +177,12 @@ struct ShareGracePeriodStateMachineTests {
     let subscribed = machine.subscribe()
     let id = subscribed.id
     #expect(same(subscribed.cancelGraceTimer, timerTask))
-    guard case .running(generation, let task, let executor)? = machine.upstream else {
+    guard case .running(generation, let task, let timers)? = machine.upstream else {
       Issue.record("expected running(\(generation)), got \(machine.state)")
       return
     }
     #expect(same(task, upstreamTask))
-    #expect(same(executor, upstreamExecutor))
+    #expect(same(timers, upstreamTimers))
     var batch: [Int] = []
     guard case .deliver = machine.next(id, swapping: &batch) else {
       Issue.record("expected the replay")
@@ -261,7 +261,7 @@ struct ShareGracePeriodStateMachineTests {
   }
 
   @Test func testGraceExpired_whenLingeringWhileStarting_doesNothing() {
-    // No timer was started (it waits for the task's executor): an older one firing changes nothing.
+    // No timer was asked for (it waits for the task): an older one firing changes nothing.
     var (machine, generation, timer) = Self.lingering(started: false)
     #expect(machine.graceExpired(timer: timer - 1).cancelUpstream == nil)
     #expect(Self.isLingering(machine))
