@@ -6,12 +6,9 @@
 /// input finished and their elements were taken.
 @usableFromInline
 struct CombineLatestLogic<Values: CombiningValues, Failure: Error>: CombiningLogic {
-  @usableFromInline typealias Element = Values.Input
   @usableFromInline typealias Output = CombineLatestBatch<Values>
-  @usableFromInline typealias InputFailure = Failure
 
-  @usableFromInline var values: Values
-  @usableFromInline var readAhead: CombiningReadAhead
+  @usableFromInline var held: CombiningHeld<Values>
   @usableFromInline var end = PendingEnd<Failure>.notYet
   /// The first output (every input's first element) was taken.
   @usableFromInline var started = false
@@ -20,36 +17,32 @@ struct CombineLatestLogic<Values: CombiningValues, Failure: Error>: CombiningLog
 
   @inlinable
   init(count: Int, readAhead: Int) {
-    values = Values(count: count)
-    self.readAhead = CombiningReadAhead(count: count, limit: readAhead)
+    held = CombiningHeld(count: count, limit: readAhead)
   }
 
   @inlinable
-  mutating func input(_ element: Element, at now: Instant) -> InputVerdict<Element> {
-    let slot = Values.slot(of: element)
-    values.append(element)
-    readAhead.hold(slot)
-    arrivals.append(slot)
+  mutating func input(_ element: Values.Input, at now: Instant) -> InputVerdict<Values.Input> {
+    arrivals.append(held.hold(element))
     return .kept
   }
 
-  @inlinable var deliverable: Bool { started ? !arrivals.isEmpty : readAhead.everySlotHolds }
+  @inlinable var deliverable: Bool { started ? !arrivals.isEmpty : held.everySlotHolds }
 
   @inlinable var exhausted: Bool {
     // An input that finished without ever producing: no output can be made.
-    if readAhead.slots.contains(where: { $0.finished && !$0.produced }) { return true }
-    return arrivals.isEmpty && readAhead.slots.allSatisfy(\.finished)
+    if held.slots.contains(where: { $0.finished && !$0.produced }) { return true }
+    return arrivals.isEmpty && held.slots.allSatisfy(\.finished)
   }
 
   /// Every held element, with the order they arrived in.
   @inlinable
   mutating func takeBatch() -> Output {
-    var batch = Output(count: readAhead.slots.count)
-    values.moveAll(to: &batch.values)
+    var batch = Output(count: held.slots.count)
+    held.values.moveAll(to: &batch.values)
     swap(&batch.order, &arrivals)
     batch.first = !started
     started = true
-    for slot in readAhead.slots.indices { readAhead.slots[slot].held = 0 }
+    for slot in held.slots.indices { held.slots[slot].held = 0 }
     return batch
   }
 }

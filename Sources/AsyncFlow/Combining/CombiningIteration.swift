@@ -67,6 +67,10 @@ struct CombiningInput<Base: AsyncSequence & Sendable, Element>: AsyncSequence, S
   }
 }
 
+/// The inputs of an iteration of `Logic`, each told its index (its slot).
+@usableFromInline
+typealias CombiningPulls<Logic: TimelessOperatorLogic> = [OperatorStorage<Logic, TimelessClock>.IndexedInput]
+
 /// The inputs of one combining operator, typed for their arity: what the iteration pulls (each
 /// input as the input of its slot, with its element type kept, no erasure), into the values of
 /// that arity, and the operator's element made of those values' nested output.
@@ -76,11 +80,8 @@ protocol CombiningInputs: Sendable {
   associatedtype Element: Sendable
   associatedtype Failure: Error
 
-  var count: Int { get }
   /// Each input, pulled as the input of its slot into a storage of `Logic`.
-  func pulls<Logic: OperatorLogic>(
-    into _: Logic.Type
-  ) -> [OperatorStorage<Logic, TimelessClock>.IndexedInput]
+  func pulls<Logic: TimelessOperatorLogic>(into _: Logic.Type) -> CombiningPulls<Logic>
   where Logic.Element == Values.Input, Logic.InputFailure == Failure
   /// The operator's element: the values' nested output (`(A, (B, C))`) flattened into its tuple.
   static func element(of output: Values.Output) -> Element
@@ -89,7 +90,7 @@ protocol CombiningInputs: Sendable {
 extension CombiningInputs {
   /// `base`, pulled as the input of its slot, each element made the values' input by `wrap`.
   @inlinable
-  static func pull<Base: AsyncSequence & Sendable, Logic: OperatorLogic>(
+  static func pull<Base: AsyncSequence & Sendable, Logic: TimelessOperatorLogic>(
     _ base: Base, into _: Logic.Type, _ wrap: @escaping @Sendable (Base.Element) -> Values.Input
   ) -> OperatorStorage<Logic, TimelessClock>.IndexedInput
   where Logic.Element == Values.Input, Logic.InputFailure == Base.Failure {
@@ -111,11 +112,7 @@ where A.Element: Sendable, B.Element: Sendable, B.Failure == A.Failure {
     (self.a, self.b) = (a, b)
   }
 
-  @inlinable var count: Int { 2 }
-
-  @inlinable func pulls<Logic: OperatorLogic>(
-    into logic: Logic.Type
-  ) -> [OperatorStorage<Logic, TimelessClock>.IndexedInput]
+  @inlinable func pulls<Logic: TimelessOperatorLogic>(into logic: Logic.Type) -> CombiningPulls<Logic>
   where Logic.Element == Values.Input, Logic.InputFailure == Failure {
     [Self.pull(a, into: logic) { .head($0) }, Self.pull(b, into: logic) { .tail($0) }]
   }
@@ -138,11 +135,7 @@ where A.Element: Sendable, B.Element: Sendable, C.Element: Sendable, B.Failure =
     (self.a, self.b, self.c) = (a, b, c)
   }
 
-  @inlinable var count: Int { 3 }
-
-  @inlinable func pulls<Logic: OperatorLogic>(
-    into logic: Logic.Type
-  ) -> [OperatorStorage<Logic, TimelessClock>.IndexedInput]
+  @inlinable func pulls<Logic: TimelessOperatorLogic>(into logic: Logic.Type) -> CombiningPulls<Logic>
   where Logic.Element == Values.Input, Logic.InputFailure == Failure {
     [
       Self.pull(a, into: logic) { .head($0) }, Self.pull(b, into: logic) { .tail(.head($0)) },
@@ -177,11 +170,7 @@ where
     (self.a, self.b, self.c, self.d) = (a, b, c, d)
   }
 
-  @inlinable var count: Int { 4 }
-
-  @inlinable func pulls<Logic: OperatorLogic>(
-    into logic: Logic.Type
-  ) -> [OperatorStorage<Logic, TimelessClock>.IndexedInput]
+  @inlinable func pulls<Logic: TimelessOperatorLogic>(into logic: Logic.Type) -> CombiningPulls<Logic>
   where Logic.Element == Values.Input, Logic.InputFailure == Failure {
     [
       Self.pull(a, into: logic) { .head($0) }, Self.pull(b, into: logic) { .tail(.head($0)) },
@@ -206,11 +195,7 @@ struct CombiningArray<Input: AsyncSequence & Sendable>: CombiningInputs where In
     self.inputs = inputs
   }
 
-  @inlinable var count: Int { inputs.count }
-
-  @inlinable func pulls<Logic: OperatorLogic>(
-    into logic: Logic.Type
-  ) -> [OperatorStorage<Logic, TimelessClock>.IndexedInput]
+  @inlinable func pulls<Logic: TimelessOperatorLogic>(into logic: Logic.Type) -> CombiningPulls<Logic>
   where Logic.Element == Values.Input, Logic.InputFailure == Failure {
     inputs.enumerated().map { slot, base in Self.pull(base, into: logic) { Values.Input(slot: slot, element: $0) } }
   }
@@ -224,20 +209,22 @@ struct CombiningArray<Input: AsyncSequence & Sendable>: CombiningInputs where In
 @usableFromInline
 protocol CombiningRule: Sendable {
   /// Makes one iteration of `inputs` at each `makeAsyncIterator()`, on this rule's logic.
-  static func iteration<Inputs: CombiningInputs>(
-    of inputs: Inputs
-  ) -> @Sendable () -> CombiningPull<Inputs.Element, Inputs.Failure>
+  static func iteration<Inputs: CombiningInputs>(of inputs: Inputs) -> CombiningIterations<Inputs>
 }
+
+/// What makes one iteration of `Inputs` at each `makeAsyncIterator()`.
+@usableFromInline
+typealias CombiningIterations<Inputs: CombiningInputs> = @Sendable () -> CombiningPull<Inputs.Element, Inputs.Failure>
 
 extension CombiningRule {
   /// One iteration of `inputs` on `Logic`: a consumer, a storage and a logic of their own.
   @inlinable
   static func iteration<Inputs: CombiningInputs, Logic: CombiningLogic>(
     of inputs: Inputs, on _: Logic.Type
-  ) -> @Sendable () -> CombiningPull<Inputs.Element, Inputs.Failure>
-  where Logic.Values == Inputs.Values, Logic.Failure == Inputs.Failure {
+  ) -> CombiningIterations<Inputs> where Logic.Values == Inputs.Values, Logic.Failure == Inputs.Failure {
     {
-      let consumer = CombiningConsumer(Logic(count: inputs.count), inputs.pulls(into: Logic.self))
+      let pulls = inputs.pulls(into: Logic.self)
+      let consumer = CombiningConsumer(Logic(count: pulls.count), pulls)
       return { (actor: isolated (any Actor)?) async throws(Inputs.Failure) -> Inputs.Element? in
         try await consumer.next(isolation: actor).map(Inputs.element(of:))
       }
@@ -246,48 +233,39 @@ extension CombiningRule {
 }
 
 @usableFromInline
-struct ZipRule: CombiningRule {
-  @inlinable init() {}
-
-  @inlinable static func iteration<Inputs: CombiningInputs>(
-    of inputs: Inputs
-  ) -> @Sendable () -> CombiningPull<Inputs.Element, Inputs.Failure> {
-    iteration(of: inputs, on: ZipLogic<Inputs.Values, Inputs.Failure>.self)
+enum ZipRule: CombiningRule {
+  case rule
+  @inlinable static func iteration<I: CombiningInputs>(of inputs: I) -> CombiningIterations<I> {
+    iteration(of: inputs, on: ZipLogic<I.Values, I.Failure>.self)
   }
 }
 
 @usableFromInline
-struct CombineLatestRule: CombiningRule {
-  @inlinable init() {}
-
-  @inlinable static func iteration<Inputs: CombiningInputs>(
-    of inputs: Inputs
-  ) -> @Sendable () -> CombiningPull<Inputs.Element, Inputs.Failure> {
-    iteration(of: inputs, on: CombineLatestLogic<Inputs.Values, Inputs.Failure>.self)
+enum CombineLatestRule: CombiningRule {
+  case rule
+  @inlinable static func iteration<I: CombiningInputs>(of inputs: I) -> CombiningIterations<I> {
+    iteration(of: inputs, on: CombineLatestLogic<I.Values, I.Failure>.self)
   }
 }
 
 @usableFromInline
-struct WithLatestFromRule: CombiningRule {
-  @inlinable init() {}
-
-  @inlinable static func iteration<Inputs: CombiningInputs>(
-    of inputs: Inputs
-  ) -> @Sendable () -> CombiningPull<Inputs.Element, Inputs.Failure> {
-    iteration(of: inputs, on: WithLatestFromLogic<Inputs.Values, Inputs.Failure>.self)
+enum WithLatestFromRule: CombiningRule {
+  case rule
+  @inlinable static func iteration<I: CombiningInputs>(of inputs: I) -> CombiningIterations<I> {
+    iteration(of: inputs, on: WithLatestFromLogic<I.Values, I.Failure>.self)
   }
 }
 
 extension CombiningRule where Self == ZipRule {
-  @inlinable static var zip: Self { ZipRule() }
+  @inlinable static var zip: Self { .rule }
 }
 
 extension CombiningRule where Self == CombineLatestRule {
-  @inlinable static var combineLatest: Self { CombineLatestRule() }
+  @inlinable static var combineLatest: Self { .rule }
 }
 
 extension CombiningRule where Self == WithLatestFromRule {
-  @inlinable static var withLatestFrom: Self { WithLatestFromRule() }
+  @inlinable static var withLatestFrom: Self { .rule }
 }
 
 /// Makes the iterations of a combining operator from its inputs, by arity, on its rule's logic.
@@ -295,8 +273,7 @@ extension CombiningRule where Self == WithLatestFromRule {
 enum CombiningIteration {
   @inlinable static func pull<Rule: CombiningRule, A: AsyncSequence & Sendable, B: AsyncSequence & Sendable>(
     _: Rule, _ a: A, _ b: B
-  ) -> @Sendable () -> CombiningPull<(A.Element, B.Element), A.Failure>
-  where A.Element: Sendable, B.Element: Sendable, B.Failure == A.Failure {
+  ) -> CombiningIterations<CombiningPair<A, B>> where A.Element: Sendable, B.Element: Sendable, B.Failure == A.Failure {
     Rule.iteration(of: CombiningPair(a, b))
   }
 

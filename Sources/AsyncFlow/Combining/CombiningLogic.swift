@@ -1,6 +1,6 @@
 /// What `Flow.combineLatest`, `Flow.zip` and `withLatestFromFlow` share on the one life cycle: any
 /// number of inputs ("slots"), each pulled as the input of its index into values typed for the
-/// arity (``CombiningValues``), each bounded on its own (``CombiningReadAhead``), and a consumer
+/// arity, each bounded on its own (``CombiningHeld``), and a consumer
 /// that takes, in one step, every element that makes an output (a batch, the logic's `Output`)
 /// and makes the outputs out of the lock (``CombiningConsumer``).
 ///
@@ -18,7 +18,8 @@ where Element == Values.Input, InputFailure == Failure, Output: CombiningBatch, 
   /// A logic of `count` inputs, each holding at most `readAhead` elements the consumer has not taken.
   init(count: Int, readAhead: Int)
 
-  var readAhead: CombiningReadAhead { get set }
+  /// What the inputs hold that the consumer has not taken.
+  var held: CombiningHeld<Values> { get set }
   var end: PendingEnd<Failure> { get set }
   /// Whether the consumer may take a batch now.
   var deliverable: Bool { get }
@@ -31,12 +32,12 @@ where Element == Values.Input, InputFailure == Failure, Output: CombiningBatch, 
 extension CombiningLogic {
   /// A logic whose inputs each run ahead of the consumer by at most 64 elements.
   @inlinable
-  init(count: Int) { self.init(count: count, readAhead: CombiningReadAhead.defaultLimit) }
+  init(count: Int) { self.init(count: count, readAhead: CombiningHeld<Values>.defaultLimit) }
 
   @inlinable
   mutating func start(at now: Instant) {
     // No inputs (an empty array): nothing to combine, the result is empty.
-    if readAhead.slots.isEmpty { end.end(nil) }
+    if held.slots.isEmpty { end.end(nil) }
   }
 
   /// The first failure ends the result at once: what is held is dropped, and so is what the
@@ -44,7 +45,7 @@ extension CombiningLogic {
   /// cycle passes only the first end of each input, none once the result ends.
   @inlinable
   mutating func inputEnded(_ failure: Failure?, from index: Int, at now: Instant) -> Element? {
-    readAhead.slots[index].finished = true
+    held.slots[index].finished = true
     if let failure {
       end.end(failure)
     } else if exhausted {
@@ -54,8 +55,8 @@ extension CombiningLogic {
   }
 
   /// Some input may be pulled (the life cycle then asks each).
-  @inlinable var wantsInput: Bool { readAhead.slots.contains { !$0.full } }
-  @inlinable func wantsInput(from index: Int) -> Bool { !readAhead.slots[index].full }
+  @inlinable var wantsInput: Bool { held.slots.contains { !$0.full } }
+  @inlinable func wantsInput(from index: Int) -> Bool { !held.slots[index].full }
   @inlinable var isEnding: Bool { end.isKnown }
   @inlinable var hasOutput: Bool { end.isWaiting || (!isEnding && deliverable) }
   /// A failure: the outputs of elements read ahead are not returned once it happened.
@@ -73,16 +74,17 @@ extension CombiningLogic {
     if exhausted {
       end.end(nil)
     } else {
-      readAhead.refill()
+      held.refill()
     }
     return .element(batch)
   }
 }
 
-/// How far each input of a combining logic has run ahead: at `limit` held elements its input is no
-/// longer wanted, and is wanted again once the consumer has taken it down to half.
+/// What the inputs of a combining logic hold that the consumer has not taken: their elements, in
+/// the values typed for the arity, and how far each input has run ahead. At `limit` held elements
+/// an input is no longer wanted, and is wanted again once the consumer has taken it down to half.
 @usableFromInline
-struct CombiningReadAhead: Sendable {
+struct CombiningHeld<Values: CombiningValues>: Sendable {
   @usableFromInline
   struct Slot: Sendable {
     /// How many elements it holds that the consumer has not taken.
@@ -101,21 +103,27 @@ struct CombiningReadAhead: Sendable {
   @inlinable static var defaultLimit: Int { 64 }
 
   @usableFromInline let limit: Int
+  @usableFromInline var values: Values
   @usableFromInline var slots: [Slot]
 
   @inlinable
   init(count: Int, limit: Int) {
     precondition(limit > 0, "Internal inconsistency: readAhead \(limit)")
     self.limit = limit
+    values = Values(count: count)
     slots = Array(repeating: Slot(), count: count)
   }
 
-  /// Slot `index` holds one more element.
+  /// Holds `element` in its slot; returns the slot.
   @inlinable
-  mutating func hold(_ index: Int) {
+  @discardableResult
+  mutating func hold(_ element: Values.Input) -> Int {
+    let index = Values.slot(of: element)
+    values.append(element)
     slots[index].held += 1
     slots[index].produced = true
     if slots[index].held >= limit { slots[index].full = true }
+    return index
   }
 
   /// Whether every slot holds an element.

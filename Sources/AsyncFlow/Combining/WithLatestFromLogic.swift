@@ -10,51 +10,46 @@
 /// has at once is its latest before the base's first element is read.
 @usableFromInline
 struct WithLatestFromLogic<Values: CombiningValues, Failure: Error>: CombiningLogic {
-  @usableFromInline typealias Element = Values.Input
-  @usableFromInline typealias Output = CombiningRows<Values>
-  @usableFromInline typealias InputFailure = Failure
-
   @inlinable static var base: Int { 0 }
   @inlinable static var other: Int { 1 }
   @inlinable static var inputStartedFirst: Int? { other }
 
-  @usableFromInline var values: Values
-  @usableFromInline var readAhead: CombiningReadAhead
+  @usableFromInline typealias Output = CombiningRows<Values>
+
+  @usableFromInline var held: CombiningHeld<Values>
   @usableFromInline var end = PendingEnd<Failure>.notYet
 
   @inlinable
   init(count: Int, readAhead: Int) {
     precondition(count == 2, "Internal inconsistency: withLatestFrom has 2 inputs, not \(count)")
-    values = Values(count: count)
-    self.readAhead = CombiningReadAhead(count: count, limit: readAhead)
+    held = CombiningHeld(count: count, limit: readAhead)
   }
 
   @inlinable
-  mutating func input(_ element: Element, at now: Instant) -> InputVerdict<Element> {
+  mutating func input(_ element: Values.Input, at now: Instant) -> InputVerdict<Values.Input> {
     guard Values.slot(of: element) == Self.base else {
       // The other's element only replaces its latest, which never makes an output by itself.
-      readAhead.slots[Self.other].produced = true
-      return values.replaceLatest(element).map { .keptDisplacing($0) } ?? .kept
+      held.slots[Self.other].produced = true
+      return held.values.replaceLatest(element).map { .keptDisplacing($0) } ?? .kept
     }
     // Before the other's first element there is nothing to pair it with.
-    guard readAhead.slots[Self.other].produced else { return .refused(element) }
-    values.append(element)
-    values.appendLatest(Self.other)
-    readAhead.hold(Self.base)
+    guard held.slots[Self.other].produced else { return .refused(element) }
+    held.hold(element)
+    held.values.appendLatest(Self.other)
     return .kept
   }
 
-  @inlinable var deliverable: Bool { readAhead.slots[Self.base].held > 0 }
+  @inlinable var deliverable: Bool { held.slots[Self.base].held > 0 }
 
-  @inlinable var exhausted: Bool { readAhead.slots[Self.base].finished && readAhead.slots[Self.base].held == 0 }
+  @inlinable var exhausted: Bool { held.slots[Self.base].finished && held.slots[Self.base].held == 0 }
 
   /// Every held pair: the base elements with the other's latest as each was read.
   @inlinable
   mutating func takeBatch() -> Output {
     var batch = Output(count: 2)
-    values.moveAll(to: &batch.values)
-    batch.count = readAhead.slots[Self.base].held
-    readAhead.slots[Self.base].held = 0
+    held.values.moveAll(to: &batch.values)
+    batch.count = held.slots[Self.base].held
+    held.slots[Self.base].held = 0
     return batch
   }
 }

@@ -4,39 +4,34 @@
 /// are used: no row can be completed after that.
 @usableFromInline
 struct ZipLogic<Values: CombiningValues, Failure: Error>: CombiningLogic {
-  @usableFromInline typealias Element = Values.Input
   @usableFromInline typealias Output = CombiningRows<Values>
-  @usableFromInline typealias InputFailure = Failure
 
-  @usableFromInline var values: Values
-  @usableFromInline var readAhead: CombiningReadAhead
+  @usableFromInline var held: CombiningHeld<Values>
   @usableFromInline var end = PendingEnd<Failure>.notYet
 
   @inlinable
   init(count: Int, readAhead: Int) {
-    values = Values(count: count)
-    self.readAhead = CombiningReadAhead(count: count, limit: readAhead)
+    held = CombiningHeld(count: count, limit: readAhead)
   }
 
   @inlinable
-  mutating func input(_ element: Element, at now: Instant) -> InputVerdict<Element> {
-    values.append(element)
-    readAhead.hold(Values.slot(of: element))
+  mutating func input(_ element: Values.Input, at now: Instant) -> InputVerdict<Values.Input> {
+    held.hold(element)
     return .kept
   }
 
-  @inlinable var deliverable: Bool { readAhead.everySlotHolds }
+  @inlinable var deliverable: Bool { held.everySlotHolds }
 
-  @inlinable var exhausted: Bool { readAhead.slots.contains { $0.finished && $0.held == 0 } }
+  @inlinable var exhausted: Bool { held.slots.contains { $0.finished && $0.held == 0 } }
 
   /// Every complete row: as many as the input holding the fewest elements holds.
   @inlinable
   mutating func takeBatch() -> Output {
-    let rows = readAhead.slots.lazy.map(\.held).min()!
-    var batch = Output(count: readAhead.slots.count)
-    values.moveRows(rows, to: &batch.values)
+    let rows = held.slots.lazy.map(\.held).min()!
+    var batch = Output(count: held.slots.count)
+    held.values.moveRows(rows, to: &batch.values)
     batch.count = rows
-    for slot in readAhead.slots.indices { readAhead.slots[slot].held -= rows }
+    for slot in held.slots.indices { held.slots[slot].held -= rows }
     return batch
   }
 }

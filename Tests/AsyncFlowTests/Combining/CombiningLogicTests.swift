@@ -33,7 +33,7 @@ private func check<Logic: CombiningLogic>(
   sourceLocation: SourceLocation = #_sourceLocation
 ) where Logic.Values == Values, Logic.Failure == TestError {
   checkLogic(
-    logic, table, inputs: logic.readAhead.slots.count, output: output,
+    logic, table, inputs: logic.held.slots.count, output: output,
     flags: { $0.isEnding && $0.dropsTakenOutputs ? ["drops"] : [] }, sourceLocation: sourceLocation)
 }
 
