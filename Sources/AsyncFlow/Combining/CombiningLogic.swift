@@ -1,8 +1,8 @@
 /// What `Flow.combineLatest`, `Flow.zip` and `withLatestFromFlow` share on the one life cycle: any
 /// number of inputs ("slots"), each pulled as the input of its index into values typed for the
-/// arity, each bounded on its own (``CombiningHeld``), and a consumer
-/// that takes, in one step, every element that makes an output (a batch, the logic's `Output`)
-/// and makes the outputs out of the lock (``CombiningConsumer``).
+/// arity and bounded on its own (``CombiningHeld``), and a consumer that takes, in one step, every
+/// element that makes an output (a batch, the logic's `Output`) and makes the outputs out of the
+/// lock (``CombiningConsumer``).
 ///
 /// Each logic says what it does with an element (``OperatorLogic/input(_:at:)``), when the
 /// consumer may take a batch (``deliverable``), what the batch is (``takeBatch()``), and when no
