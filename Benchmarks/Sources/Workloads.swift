@@ -420,6 +420,19 @@ func w7Zip(_ n: Int) async -> (Int, String?) {
   return (2 * half, "tuples \(count)")
 }
 
+/// Each element of one sequence paired with the latest of the other: the other is read as fast as
+/// it produces, the base ahead of the consumer; per input element, as the rows above.
+func w7WithLatestFrom(_ n: Int) async -> (Int, String?) {
+  let half = n / 2
+  let task = Task.detached {
+    var count = 0
+    for await _ in Flow.sequence(0..<half).withLatestFromFlow(Flow.sequence(0..<half)) { count += 1 }
+    return count
+  }
+  let count = await task.value
+  return (2 * half, "pairs \(count)")
+}
+
 /// Combine-latest by hand: two tasks of a task group update the latest pair under a lock and yield
 /// it into one `AsyncStream` once both have produced.
 func w7Naive(_ n: Int) async -> (Int, String?) {

@@ -73,6 +73,10 @@ let benchmarks: [(size: Int, Benchmark)] = [
     Benchmark(workload: "W7", implementation: "combineLatest", isBaseline: false) { await w7CombineLatest($0) }
   ),
   (1_000_000, Benchmark(workload: "W7", implementation: "zip", isBaseline: false) { await w7Zip($0) }),
+  (
+    1_000_000,
+    Benchmark(workload: "W7", implementation: "withLatestFrom", isBaseline: false) { await w7WithLatestFrom($0) }
+  ),
 ]
 
 /// Measured in alternation (`measureInterleaved`): the baseline is a bare task, which the machine's
@@ -111,7 +115,7 @@ func baselineKey(for key: String) -> String? {
   case "W5.passthrough", "W5.passthroughIterator", "W5.parkedTask", "W5.sink", "W5.sinkInTask": "W5.asyncStream"
   case "W6.taskSlotsLatest": "W6.naive"
   case "W6.taskSlotsLatestLogged": "W6.naive"
-  case "W7.combineLatest", "W7.zip": "W7.naive"
+  case "W7.combineLatest", "W7.zip", "W7.withLatestFrom": "W7.naive"
   default: nil
   }
 }

@@ -131,6 +131,10 @@ struct PriorityOracle: ExplorerOracle {
 /// SplitMix64 (Steele, Lea and Flood, 2014): a tiny generator whose whole state is one integer, so
 /// that a seed names a schedule on every platform and every Swift version (the standard library's
 /// generator promises neither).
+///
+/// The test targets have one too (`SplitMix64` in `Tests/AsyncFlowTests/Support`): a library
+/// cannot use a test target's code, and making this one public would make its sequence part of
+/// AsyncFlowTesting's API, where it is what a reported seed replays by, and nothing else.
 struct ExplorerRandom {
   private var state: UInt64
 

@@ -22,9 +22,10 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 /// paired with the latest element of the other sequence.
 ///
 /// - The base and the other sequence each run in a task of their own, started when the consumer
-///   first asks. The base runs ahead of the consumer by at most 64 elements, which the consumer
-///   takes in batches, each paired with the other's latest as of the batch; the other is pulled
-///   as fast as it produces, keeping only its latest element.
+///   first asks. Each base element is paired with the other's latest as of the moment it is read,
+///   so the outputs do not depend on how far the base ran ahead of the consumer: at most 64
+///   elements, which the consumer takes in batches. The other is pulled as fast as it produces,
+///   keeping only its latest element.
 /// - The other is started first, and runs in the caller of the first `next()` until it suspends
 ///   (or has produced its first element); only then is the base started. So a value the other has
 ///   at once (a `CurrentValueFlow`, a `Flow.just`-like source that produces without suspending)

@@ -1,5 +1,5 @@
 /// The elements of one combining iteration, typed for its arity: per slot, the elements held
-/// (`pending`, oldest first) and the one the outputs use (`latest`). The ``CombiningLogic`` keeps
+/// (`pending`, oldest first) and the one the outputs use (`latest`). A ``CombiningLogic`` keeps
 /// one under the storage's lock, where the inputs append; each batch moves to the consumer's, out
 /// of any lock, where the outputs are made: an element an output replaces is released there,
 /// never under the lock (an element's `deinit` may call back into the same pipeline).
@@ -13,6 +13,8 @@ protocol CombiningValues: Sendable {
   /// One element of one slot, as its input hands it over: it names its slot.
   associatedtype Input: Sendable
   init(count: Int)
+  /// How many slots it has.
+  var slotCount: Int { get }
   static func slot(of input: Input) -> Int
   /// Appends `input` to its slot's held elements.
   mutating func append(_ input: Input)
@@ -22,12 +24,11 @@ protocol CombiningValues: Sendable {
   mutating func moveAll(to batch: inout Self)
   /// Moves the oldest `rows` elements of every slot to `batch`.
   mutating func moveRows(_ rows: Int, to batch: inout Self)
-  /// Copies `slot`'s latest to `batch`, whose latest of that slot is `nil`.
-  func shareLatest(_ slot: Int, with batch: inout Self)
+  /// Appends a copy of `slot`'s latest, which it has, to its held elements (withLatestFrom pairs
+  /// a base element with the other's latest as of the moment it reads it).
+  mutating func appendLatest(_ slot: Int)
   /// Makes `slot`'s oldest held element its latest.
   mutating func promote(_ slot: Int)
-  /// Lets go of `slot`'s latest element.
-  mutating func clearLatest(_ slot: Int)
   /// The output of every slot's latest element.
   func output() -> Output
   /// The output of every slot's oldest held element, taken out (zip: no latest kept).
@@ -41,6 +42,8 @@ struct CombiningSlot<Element: Sendable>: CombiningValues {
   @usableFromInline var latest: Element?
 
   @inlinable init(count: Int = 1) {}
+
+  @inlinable var slotCount: Int { 1 }
 
   @inlinable static func slot(of input: Element) -> Int { 0 }
 
@@ -57,11 +60,9 @@ struct CombiningSlot<Element: Sendable>: CombiningValues {
     for _ in 0..<rows { batch.pending.append(pending.popFirst()!) }
   }
 
-  @inlinable func shareLatest(_ slot: Int, with batch: inout Self) { batch.latest = latest }
+  @inlinable mutating func appendLatest(_ slot: Int) { pending.append(latest!) }
 
   @inlinable mutating func promote(_ slot: Int) { latest = pending.popFirst() }
-
-  @inlinable mutating func clearLatest(_ slot: Int) { latest = nil }
 
   @inlinable func output() -> Element { latest! }
 
@@ -82,6 +83,8 @@ struct CombiningSlots<Head: Sendable, Tail: CombiningValues>: CombiningValues {
   @usableFromInline var tail: Tail
 
   @inlinable init(count: Int) { tail = Tail(count: count) }
+
+  @inlinable var slotCount: Int { 1 + tail.slotCount }
 
   @inlinable static func slot(of input: Input) -> Int {
     switch input {
@@ -114,16 +117,12 @@ struct CombiningSlots<Head: Sendable, Tail: CombiningValues>: CombiningValues {
     tail.moveRows(rows, to: &batch.tail)
   }
 
-  @inlinable func shareLatest(_ slot: Int, with batch: inout Self) {
-    if slot == 0 { head.shareLatest(0, with: &batch.head) } else { tail.shareLatest(slot - 1, with: &batch.tail) }
+  @inlinable mutating func appendLatest(_ slot: Int) {
+    if slot == 0 { head.appendLatest(0) } else { tail.appendLatest(slot - 1) }
   }
 
   @inlinable mutating func promote(_ slot: Int) {
     if slot == 0 { head.promote(0) } else { tail.promote(slot - 1) }
-  }
-
-  @inlinable mutating func clearLatest(_ slot: Int) {
-    if slot == 0 { head.clearLatest(0) } else { tail.clearLatest(slot - 1) }
   }
 
   @inlinable func output() -> (Head, Tail.Output) { (head.output(), tail.output()) }
@@ -156,6 +155,8 @@ struct CombiningValuesArray<Element: Sendable>: CombiningValues {
     latest = Array(repeating: nil, count: count)
   }
 
+  @inlinable var slotCount: Int { pending.count }
+
   @inlinable static func slot(of input: Input) -> Int { input.slot }
 
   @inlinable mutating func append(_ input: Input) { pending[input.slot].append(input.element) }
@@ -175,11 +176,9 @@ struct CombiningValuesArray<Element: Sendable>: CombiningValues {
     }
   }
 
-  @inlinable func shareLatest(_ slot: Int, with batch: inout Self) { batch.latest[slot] = latest[slot] }
+  @inlinable mutating func appendLatest(_ slot: Int) { pending[slot].append(latest[slot]!) }
 
   @inlinable mutating func promote(_ slot: Int) { latest[slot] = pending[slot].popFirst() }
-
-  @inlinable mutating func clearLatest(_ slot: Int) { latest[slot] = nil }
 
   @inlinable func output() -> [Element] { latest.map { $0! } }
 

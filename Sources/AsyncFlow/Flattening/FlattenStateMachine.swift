@@ -164,15 +164,17 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
 
   @usableFromInline let policy: FlattenPolicy
   @usableFromInline var state = State.idle
-  /// The running state's data, outside `state` so that events mutate it in place, as
-  /// ``OperatorLifecycle``'s `logic` and `inputs`: as the payload of the generic `State`, it was
-  /// copied and destroyed through value witnesses at every event (IRGen outlines them for these
-  /// nested generic types), which made `W3.switchToLatest` 40–90 % slower. Here it needs neither a
-  /// class nor unchecked exclusivity (measured against the class it replaced: the events alone
-  /// 3–38 % faster, `W3` and `W4` within noise or better). Valid only while `state` is `running`;
-  /// reset when the operator ends (``end(_:drain:)``), whose action takes out the outer elements it
-  /// held, so that they are released after the lock.
-  @usableFromInline var running = Running()
+  /// The running state's data: there exactly while `state` is `running` (set at the start, taken
+  /// out by ``end(_:drain:)``, whose action carries the outer elements it held, released after the
+  /// lock), `nil` otherwise, so that it cannot be read in another state: such a read traps.
+  ///
+  /// Outside `state`, so that events mutate it in place, as ``OperatorLifecycle``'s `logic` and
+  /// `inputs`: as the payload of the generic `State`, it was copied and destroyed through value
+  /// witnesses at every event (IRGen outlines them for these nested generic types), which made
+  /// `W3.switchToLatest` 40–90 % slower. Here it needs neither a class nor unchecked exclusivity
+  /// (measured against the class it replaced: the events alone 3–38 % faster, `W3` and `W4` within
+  /// noise or better); as an optional beside the state it is changed in place too (`running!`).
+  @usableFromInline var running: Running?
 
   /// Whether the operator is ending or finished: the only states, besides running, in which the
   /// events of its tasks may come.
@@ -216,10 +218,11 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   @inlinable mutating func next() -> NextAction {
     switch state {
     case .running:
-      guard let entry = running.ready.popFirst() else { return .suspend }
+      guard let entry = running!.ready.popFirst() else { return .suspend }
       return .take(id: entry.id, channel: entry.channel, all: takesBatches)
     case .idle:
       state = .running
+      running = Running()
       return .start
     case .ending(let failure, var stopping):
       if let drain = stopping.drain.take() {
@@ -254,27 +257,27 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     // One that still has elements goes to the back, behind the others: a busy inner cannot
     // starve the other keys of a keyed `switchToLatestFlow`.
     if !isDrained {
-      running.ready.append((id, channel))
-    } else if tracksBehind, let index = running.inners.index(forKey: id), running.inners.values[index].isBehind {
+      running!.ready.append((id, channel))
+    } else if tracksBehind, let index = running!.inners.index(forKey: id), running!.inners.values[index].isBehind {
       // Caught up with (a superseded inner is not behind: it gave nothing). What was taken is
       // in the consumer's batch until it asks again (``batchDelivered()``).
-      running.inners.values[index].isBehind = false
-      running.behindCount -= 1
-      if takesBatches { running.batchInners += 1 }
+      running!.inners.values[index].isBehind = false
+      running!.behindCount -= 1
+      if takesBatches { running!.batchInners += 1 }
     }
     guard retires else {
       // The consumer took one off the ready queue: the outer may go on (mergeFlow).
-      guard running.outerWaiting != nil, outerWanted, let outer = running.outerWaiting.take() else {
+      guard running!.outerWaiting != nil, outerWanted, let outer = running!.outerWaiting.take() else {
         return .takeMore
       }
       return .resumeOuter(outer)
     }
-    guard let inner = running.inners.removeValue(forKey: id), case .draining(let holdsTurn) = inner.stage else {
+    guard let inner = running!.inners.removeValue(forKey: id), case .draining(let holdsTurn) = inner.stage else {
       preconditionFailure(
         "Internal inconsistency: state running, event taken retiring inner \(id) that is not draining")
     }
     guard holdsTurn else {
-      running.drainingAfterTurn -= 1
+      running!.drainingAfterTurn -= 1
       return finishIfDone().map { .end($0) } ?? .takeMore
     }
     switch retire(inner, failure: nil) {
@@ -289,19 +292,19 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   /// returns the outer pump to resume with `true` if that freed it.
   @inlinable mutating func batchDelivered() -> Waiter? {
     // `switchToLatestFlow` counts no batch: nothing to look at (it asks once per element).
-    guard tracksBehind, case .running = state, running.batchInners > 0 else { return nil }
-    running.batchInners = 0
-    guard running.outerWaiting != nil, outerWanted else { return nil }
-    return running.outerWaiting.take()
+    guard tracksBehind, case .running = state, running!.batchInners > 0 else { return nil }
+    running!.batchInners = 0
+    guard running!.outerWaiting != nil, outerWanted else { return nil }
+    return running!.outerWaiting.take()
   }
 
   /// Registers the waiting consumer, or returns it to be resumed at once.
   @inlinable mutating func suspendConsumer(_ consumer: Waiter) -> Waiter? {
     if case .running = state {
       // Something may have been listed between `next()` and this registration.
-      guard running.ready.isEmpty else { return consumer }
-      precondition(running.consumer == nil, "Internal inconsistency: state running, event suspendConsumer twice")
-      running.consumer = consumer
+      guard running!.ready.isEmpty else { return consumer }
+      precondition(running!.consumer == nil, "Internal inconsistency: state running, event suspendConsumer twice")
+      running!.consumer = consumer
       return nil
     }
     precondition(hasEnded, "Internal inconsistency: state \(state), event suspendConsumer")
@@ -342,7 +345,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   /// The outer task exists; returns it if the operator is ending already, so that it is cancelled.
   @inlinable mutating func outerStarted(_ task: Handle) -> Handle? {
     if case .running = state {
-      running.outerTask = task
+      running!.outerTask = task
       return nil
     }
     // The consumer starts the outer task right after `next()` returned `.start`: it cannot have
@@ -370,9 +373,9 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   /// most one element ahead of the slots of `mergeFlow`, and its failure or end is seen then.
   @inlinable mutating func pumpStep(channel: (Int) -> Channel) -> PumpAction {
     if case .running = state {
-      guard let held = running.held else { return running.outerHasEnded ? .stop : .pull }
+      guard let held = running!.held else { return running!.outerHasEnded ? .stop : .pull }
       guard outerWanted else { return .wait }
-      running.held = nil
+      running!.held = nil
       return .startInner(makeInner(held.element, key: held.key, channel: channel))
     }
     precondition(hasEnded, "Internal inconsistency: state \(state), event pumpStep")
@@ -382,9 +385,9 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   /// The pump is about to wait; registers it, or returns false if it must ask again at once.
   @inlinable mutating func pumpWait(_ waiter: Waiter) -> Bool {
     if case .running = state {
-      guard running.held != nil, !outerWanted else { return false }
-      precondition(running.outerWaiting == nil, "Internal inconsistency: state running, event pumpWait twice")
-      running.outerWaiting = waiter
+      guard running!.held != nil, !outerWanted else { return false }
+      precondition(running!.outerWaiting == nil, "Internal inconsistency: state running, event pumpWait twice")
+      running!.outerWaiting = waiter
       return true
     }
     precondition(hasEnded, "Internal inconsistency: state \(state), event pumpWait")
@@ -410,15 +413,15 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     _ element: OuterElement, key: Key, channel: (Int) -> Channel
   ) -> OuterElementAction {
     if case .running = state {
-      if policy == .exhaust && running.behindCount + running.batchInners >= behindLimit {
+      if policy == .exhaust && running!.behindCount + running!.batchInners >= behindLimit {
         // Dropped as while an inner runs: the consumer is that many ended inners behind (or holds
         // their elements in its batch), which bounds what `exhaustFlow` holds however fast the outer.
         return .none
       }
-      if !isMerge, let current = running.currentByKey[key] {
+      if !isMerge, let current = running!.currentByKey[key] {
         guard policy == .latest else { return .none }  // exhaust: dropped, the current inner's work runs
-        if let index = running.inners.index(forKey: current),
-          let replaced = running.inners.values[index].replaceUnclaimed(element)
+        if let index = running!.inners.index(forKey: current),
+          let replaced = running!.inners.values[index].replaceUnclaimed(element)
         {
           return .release(replaced)
         }
@@ -427,8 +430,8 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
         return .startInner(id, superseding: superseded?.channel, cancelling: superseded?.task)
       }
       guard outerWanted else {
-        precondition(running.held == nil, "Internal inconsistency: state running, event outerElement with one held")
-        running.held = (element, key)
+        precondition(running!.held == nil, "Internal inconsistency: state running, event outerElement with one held")
+        running!.held = (element, key)
         return .none
       }
       return .startInner(makeInner(element, key: key, channel: channel), superseding: nil, cancelling: nil)
@@ -440,9 +443,9 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   /// The outer finished (`failure == nil`) or threw: what ends, if the operator does.
   @inlinable mutating func outerEnded(_ failure: Failure?) -> Ending? {
     if case .running = state {
-      precondition(!running.outerHasEnded, "Internal inconsistency: state running, event outerEnded twice")
+      precondition(!running!.outerHasEnded, "Internal inconsistency: state running, event outerEnded twice")
       if let failure { return end(failure) }
-      running.outerHasEnded = true
+      running!.outerHasEnded = true
       return finishIfDone()
     }
     precondition(hasEnded, "Internal inconsistency: state \(state), event outerEnded")
@@ -456,9 +459,9 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   @inlinable mutating func innerStarted(_ id: Int, task: Handle) -> Handle? {
     if case .running = state {
       // The task may have ended already (then its inner is gone).
-      guard let index = running.inners.index(forKey: id) else { return nil }
-      running.inners.values[index].task = task
-      if case .superseded = running.inners.values[index].stage { return task }
+      guard let index = running!.inners.index(forKey: id) else { return nil }
+      running!.inners.values[index].task = task
+      if case .superseded = running!.inners.values[index].stage { return task }
       return nil
     }
     return updateStopping("innerStarted") { stopping, _ in
@@ -473,14 +476,14 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   @inlinable mutating func claim(_ id: Int) -> (channel: Channel, element: OuterElement)? {
     if case .running = state {
       // An inner is superseded or retired only once its task claimed its element.
-      guard let index = running.inners.index(forKey: id),
-        case .unclaimed(let element) = running.inners.values[index].stage
+      guard let index = running!.inners.index(forKey: id),
+        case .unclaimed(let element) = running!.inners.values[index].stage
       else {
         preconditionFailure("Internal inconsistency: state running, event claim of inner \(id) that is not unclaimed")
       }
       // Through the index: one hash lookup per event on the path every outer element may take.
-      running.inners.values[index].stage = .running
-      return (running.inners.values[index].channel, element)
+      running!.inners.values[index].stage = .running
+      return (running!.inners.values[index].channel, element)
     }
     updateStopping("claim") { stopping, _ in _ = stopping.innerTasks.removeValue(forKey: id) }
     return nil
@@ -491,16 +494,16 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   /// just before its channel was dropped): its channel is dropped, so nothing is taken from it.
   @inlinable mutating func listReady(_ id: Int, channel: Channel) -> Waiter? {
     if case .running = state {
-      running.ready.append((id, channel))
+      running!.ready.append((id, channel))
       // A caught-up inner offers again: the consumer is behind it again. (A superseded one is
       // not counted: what it offered is dropped.)
-      if tracksBehind, let index = running.inners.index(forKey: id), !running.inners.values[index].isBehind,
-        case .running = running.inners.values[index].stage
+      if tracksBehind, let index = running!.inners.index(forKey: id), !running!.inners.values[index].isBehind,
+        case .running = running!.inners.values[index].stage
       {
-        running.inners.values[index].isBehind = true
-        running.behindCount += 1
+        running!.inners.values[index].isBehind = true
+        running!.behindCount += 1
       }
-      return running.consumer.take()
+      return running!.consumer.take()
     }
     precondition(hasEnded, "Internal inconsistency: state \(state), event listReady")
     return nil
@@ -524,44 +527,44 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     _ id: Int, _ channelEnd: FlattenInnerStateMachine<some Any, Waiter>.EndAction, failure: Failure?
   ) -> InnerEndedAction {
     if case .running = state {
-      guard let index = running.inners.index(forKey: id) else {
+      guard let index = running!.inners.index(forKey: id) else {
         preconditionFailure("Internal inconsistency: state running, event innerEnded of unknown inner \(id)")
       }
-      let inner = running.inners.values[index]
+      let inner = running!.inners.values[index]
       switch (inner.stage, channelEnd) {
       case (.superseded, _):
-        running.inners.remove(at: index)
+        running!.inners.remove(at: index)
         return .none
       case (.running, .retire):
-        running.inners.remove(at: index)
-        if inner.isBehind { running.behindCount -= 1 }
+        running!.inners.remove(at: index)
+        if inner.isBehind { running!.behindCount -= 1 }
         return retire(inner, failure: failure)
       case (.running, .retireWhenDrained(let needsListing)):
         if let failure {
           // Its failure ends the operator now; the elements it offered before failing are still
           // delivered, before the failure. Its task is ending: it is not awaited.
-          running.inners.remove(at: index)
+          running!.inners.remove(at: index)
           return .end(end(failure, drain: inner.channel))
         }
-        running.inners.values[index].task = nil
+        running!.inners.values[index].task = nil
         // Its elements wait: the consumer is behind it until it takes the last one (its offer
         // counted it already; `take` of `switchToLatestFlow` may have left some behind).
         if tracksBehind && !inner.isBehind {
-          running.inners.values[index].isBehind = true
-          running.behindCount += 1
+          running!.inners.values[index].isBehind = true
+          running!.behindCount += 1
         }
         // `exhaustFlow`: its turn ends with its work, so the next outer element starts an inner even
         // while the consumer has not taken these elements (they are still taken first).
         let holdsTurn = policy != .exhaust
-        running.inners.values[index].stage = .draining(holdsTurn: holdsTurn)
+        running!.inners.values[index].stage = .draining(holdsTurn: holdsTurn)
         if !holdsTurn {
-          running.activeCount -= 1
-          running.currentByKey.removeValue(forKey: inner.key)
-          running.drainingAfterTurn += 1
+          running!.activeCount -= 1
+          running!.currentByKey.removeValue(forKey: inner.key)
+          running!.drainingAfterTurn += 1
         }
         guard needsListing else { return .none }
-        running.ready.append((id, inner.channel))
-        return running.consumer.take().map { .resume($0) } ?? .none
+        running!.ready.append((id, inner.channel))
+        return running!.consumer.take().map { .resume($0) } ?? .none
       case (.running, .stale), (.unclaimed, _), (.draining, _):
         preconditionFailure(
           "Internal inconsistency: state running with inner \(id) \(inner.stage), event innerEnded \(channelEnd)")
@@ -599,34 +602,34 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   /// An ended inner whose elements have all been taken leaves: it ends the operator if it failed,
   /// lets a waiting outer pump go on (merge), or may finish the operator.
   @inlinable mutating func retire(_ inner: Inner, failure: Failure?) -> InnerEndedAction {
-    running.activeCount -= 1
-    if !isMerge { running.currentByKey.removeValue(forKey: inner.key) }
+    running!.activeCount -= 1
+    if !isMerge { running!.currentByKey.removeValue(forKey: inner.key) }
     if let failure { return .end(end(failure)) }
     // A waiting pump holds an element: the operator cannot finish before it ran.
-    if let outer = running.outerWaiting.take() { return .resume(outer) }
+    if let outer = running!.outerWaiting.take() { return .resume(outer) }
     return finishIfDone().map { .end($0) } ?? .none
   }
 
   /// Supersedes inner `id`: returns its channel, to drop under the lock, and its task, to cancel.
   @inlinable mutating func supersede(_ id: Int) -> (channel: Channel, task: Handle?)? {
-    guard let index = running.inners.index(forKey: id) else { return nil }
-    let inner = running.inners.values[index]
+    guard let index = running!.inners.index(forKey: id) else { return nil }
+    let inner = running!.inners.values[index]
     // What it offered is dropped: the consumer is no longer behind it.
-    if inner.isBehind { running.behindCount -= 1 }
-    running.activeCount -= 1
-    running.currentByKey.removeValue(forKey: inner.key)
+    if inner.isBehind { running!.behindCount -= 1 }
+    running!.activeCount -= 1
+    running!.currentByKey.removeValue(forKey: inner.key)
     if case .draining = inner.stage {
       // It has no task left to report back: it leaves now.
-      running.inners.remove(at: index)
+      running!.inners.remove(at: index)
       return (inner.channel, nil)
     }
-    running.inners.values[index].stage = .superseded
-    running.inners.values[index].isBehind = false
+    running!.inners.values[index].stage = .superseded
+    running!.inners.values[index].isBehind = false
     return (inner.channel, inner.task)
   }
 
   @inlinable mutating func finishIfDone() -> Ending? {
-    guard running.outerHasEnded, running.activeCount == 0, running.held == nil, running.drainingAfterTurn == 0 else {
+    guard running!.outerHasEnded, running!.activeCount == 0, running!.held == nil, running!.drainingAfterTurn == 0 else {
       return nil
     }
     return end(nil)
@@ -638,6 +641,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   /// data is reset: of what is left in it, the channels and handles are held by the action or the
   /// tasks too, and only the keys go under the lock.
   @inlinable mutating func end(_ failure: Failure?, drain: Channel? = nil) -> Ending {
+    let running = self.running.take()!
     var ending = Ending()
     var stopping = Stopping(outerTask: running.outerTask)
     stopping.drain = drain
@@ -663,21 +667,20 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
     if let outerTask = running.outerTask { ending.cancel.append(outerTask) }
     ending.consumer = running.consumer
     state = .ending(failure: failure, stopping)
-    running = Running()
     return ending
   }
 
   @inlinable mutating func makeInner(_ element: OuterElement, key: Key, channel: (Int) -> Channel) -> Int {
-    let id = running.nextID
-    running.nextID += 1
+    let id = running!.nextID
+    running!.nextID += 1
     var inner = Inner(key: key, channel: channel(id), element: element)
     if tracksBehind {
       inner.isBehind = true
-      running.behindCount += 1
+      running!.behindCount += 1
     }
-    running.inners[id] = inner
-    running.activeCount += 1
-    if !isMerge { running.currentByKey[key] = id }
+    running!.inners[id] = inner
+    running!.activeCount += 1
+    if !isMerge { running!.currentByKey[key] = id }
     return id
   }
 
@@ -692,7 +695,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
   @inlinable var outerWanted: Bool {
     switch policy {
     case .merge(let maxConcurrent):
-      return running.activeCount < maxConcurrent && running.behindCount + running.batchInners < behindLimit
+      return running!.activeCount < maxConcurrent && running!.behindCount + running!.batchInners < behindLimit
     case .latest, .exhaust:
       return true
     }
@@ -720,8 +723,7 @@ struct FlattenStateMachine<OuterElement, Key: Hashable, Channel, Waiter, Handle,
 
   /// How many entries the ready queue holds (for tests: it must stay bounded).
   var readyQueueLength: Int {
-    guard case .running = state else { return 0 }
-    return running.ready.count
+    running?.ready.count ?? 0
   }
 }
 

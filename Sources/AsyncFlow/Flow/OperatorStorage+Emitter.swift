@@ -21,7 +21,7 @@ extension OperatorStorage {
       guard accepted, !lifecycle.logic!.wantsInput else { return (wakeups, nil) }
       return (wakeups, lifecycle.logic!.makeToken())
     }
-    if let wakeups { Self.perform(wakeups) }
+    if let wakeups { perform(wakeups) }
     return token
   }
 
@@ -52,7 +52,7 @@ extension OperatorStorage {
     let (wakeups, released) = state.withLock { lifecycle in
       (lifecycle.inputEnded(failure, at: now), lifecycle.logic?.takeWaiters() ?? [])
     }
-    Self.perform(wakeups)
+    perform(wakeups)
     _ = consume released
   }
 }

@@ -157,6 +157,11 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
     /// The element the logic let go of during the event.
     @usableFromInline
     var released: Logic.Element?
+    /// The end is known and drops what the consumer took but has not returned yet
+    /// (``OperatorLogic/dropsTakenOutputs``): the consumer, serving a batch out of the lock, is
+    /// told through ``OperatorStorage/takenOutputsDropped``.
+    @usableFromInline
+    var dropsTakenOutputs = false
 
     @inlinable
     init(consumer: Consumer? = nil, cancel: Work? = nil, released: Logic.Element? = nil) {
@@ -504,7 +509,10 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
       wakeups.timer = (timer, ending ? nil : logic!.deadline)
       running.timer = ending ? .left : .busy
     }
-    if ending, Self.isBusy(inputs, timer: running.timer.isBusy) { wakeups.cancel = running.task }
+    if ending {
+      if Self.isBusy(inputs, timer: running.timer.isBusy) { wakeups.cancel = running.task }
+      wakeups.dropsTakenOutputs = logic!.dropsTakenOutputs
+    }
     return wakeups
   }
 }

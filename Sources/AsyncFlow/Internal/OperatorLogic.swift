@@ -99,11 +99,28 @@ protocol OperatorLogic: Sendable {
   mutating func nextOutput(at now: Instant) -> OperatorOutput<Output, Failure>?
   /// Whether an `.end` is waiting or delivered: the input and the timer are no longer needed.
   var isEnding: Bool { get }
+  /// Whether the end, once known, drops the outputs the consumer has taken but not yet returned:
+  /// a consumer that takes batches and makes its outputs out of the lock (combineLatest's, zip's)
+  /// must not return one more after a failure that came meanwhile. The life cycle reads it when
+  /// the end is known and hands it out in that event's wakeups (`dropsTakenOutputs`); the storage
+  /// raises ``OperatorStorage/takenOutputsDropped``, which such a consumer checks before each output.
+  var dropsTakenOutputs: Bool { get }
+
+  /// The input that the task starts first, in the caller of the first `next()`, before the others
+  /// (`nil`: all at once, in the task). It runs there until it suspends, and at the latest until its
+  /// first element is handed over (``OperatorStorage/pull(_:as:)`` yields after it, so that an input
+  /// that never suspends cannot hold the caller): what it has at once is in the logic before any
+  /// other input's first element (withLatestFrom's other and its current value).
+  static var inputStartedFirst: Int? { get }
 }
 
 extension OperatorLogic {
   @inlinable
   static var usesTimer: Bool { true }
+  @inlinable
+  var dropsTakenOutputs: Bool { false }
+  @inlinable
+  static var inputStartedFirst: Int? { nil }
   @inlinable
   mutating func start(at now: Instant) {}
   @inlinable

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Runs an ``OperatorLifecycle``: the consumer's `next()`, one task per iteration whose inputs are
 /// given by the operator (``pull(_:as:)`` for an upstream, a callbacks setup for `Flow.callbacks`;
 /// `Flow.merge` has one per upstream) with a timer beside them when the logic uses one. The lock is
@@ -22,6 +24,11 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
   let state: LockedState<Lifecycle>
   @usableFromInline
   let clock: C
+  /// Raised once an end is known that drops what the consumer has taken and not yet returned
+  /// (``OperatorLogic/dropsTakenOutputs``): a consumer that serves a batch out of the lock checks
+  /// it before each output, so that a failure that came meanwhile wins at once, without a lock.
+  @usableFromInline
+  let takenOutputsDropped = Atomic(false)
 
   /// `inputs`: how many inputs the task runs.
   @inlinable
@@ -30,9 +37,15 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
     self.clock = clock
   }
 
+  /// Whether an end that drops the consumer's taken outputs is known (``takenOutputsDropped``).
+  @inlinable
+  var hasDroppedTakenOutputs: Bool { takenOutputsDropped.load(ordering: .acquiring) }
+
   /// Called after the lock; what the wakeups release (`released`) goes with them, here.
   @inlinable
-  static func perform(_ wakeups: consuming Lifecycle.Wakeups) {
+  func perform(_ wakeups: consuming Lifecycle.Wakeups) {
+    // Before anyone is resumed: a consumer serving its batch sees the end from its next output on.
+    if wakeups.dropsTakenOutputs { takenOutputsDropped.store(true, ordering: .releasing) }
     wakeups.cancel?.cancel()
     wakeups.consumer?.resume()
     if let (input, proceed) = wakeups.input {
@@ -67,11 +80,11 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
       case .startTask:
         startTask()
       case .deliver(let output, let wakeups):
-        Self.perform(wakeups)
+        perform(wakeups)
         return output
       case .end(let failure, let wakeups, let task, _):
         // The retired logic goes with the action, after the lock.
-        Self.perform(wakeups)
+        perform(wakeups)
         // No work outlives the iteration: the end comes once the task has ended.
         await task?.value
         if let failure { throw failure }
@@ -92,7 +105,7 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
   @inlinable
   func cancel() {
     let (wakeups, retired) = state.withLock { $0.cancel() }
-    Self.perform(wakeups)
+    perform(wakeups)
     // Released here, after the lock: what it holds may call back from its `deinit`.
     _ = consume retired
   }
@@ -101,16 +114,44 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
 
   /// The task holds the inputs (and what they capture), the storage does not: a callbacks setup
   /// that captures a socket whose callbacks hold the storage makes no cycle.
+  ///
+  /// The input the logic starts first (``OperatorLogic/inputStartedFirst``) gets a task of its own,
+  /// started here, in the caller of the first `next()`, and run at once until it suspends; only
+  /// then is the iteration's task started, which runs the other inputs, then waits for that one,
+  /// and passes its cancellation on: the life cycle knows one task, and no work outlives it. Both
+  /// start through ``FlowScheduling``, so both run in the consumer's context.
   @inlinable
   func startTask(_ inputs: [IndexedInput]) {
-    let task = FlowScheduling.startTask {
-      if inputs.count == 1, !Logic.usesTimer { return await inputs[0](self, 0) }
-      await withTaskGroup(of: Void.self) { group in
-        for (index, input) in inputs.enumerated() { group.addTask { await input(self, index) } }
-        if Logic.usesTimer { group.addTask { await self.runTimer() } }
+    let task: Task<Void, Never>
+    if let first = Logic.inputStartedFirst {
+      let firstInput = inputs[first]
+      let firstTask = FlowScheduling.startTaskRunningAtOnce { await firstInput(self, first) }
+      task = FlowScheduling.startTask {
+        await withTaskCancellationHandler {
+          await self.run(inputs, besides: first)
+          await firstTask.value
+        } onCancel: {
+          firstTask.cancel()
+        }
       }
+    } else {
+      task = FlowScheduling.startTask { await self.run(inputs, besides: nil) }
     }
     state.withLock { $0.taskStarted(task) }?.cancel()
+  }
+
+  /// Runs every input but `first` (started on its own), and the timer if the logic uses one: one
+  /// input alone runs in the task itself, without a task group.
+  @inlinable
+  func run(_ inputs: [IndexedInput], besides first: Int?) async {
+    if !Logic.usesTimer, inputs.count == (first == nil ? 1 : 2) {
+      let index = first == 0 ? 1 : 0
+      return await inputs[index](self, index)
+    }
+    await withTaskGroup(of: Void.self) { group in
+      for (index, input) in inputs.enumerated() where index != first { group.addTask { await input(self, index) } }
+      if Logic.usesTimer { group.addTask { await self.runTimer() } }
+    }
   }
 
   /// Waits until the logic wants an element of input `index`; `false` once the operator is over.
@@ -144,14 +185,14 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
   func offer(_ element: Logic.Element, from index: Int) -> (accepted: Bool, proceed: Bool) {
     let now = clock.now
     let (wakeups, accepted, proceed) = state.withLock { $0.input(element, from: index, at: now) }
-    Self.perform(wakeups)
+    perform(wakeups)
     return (accepted, proceed)
   }
 
   @inlinable
   func inputEnded(_ failure: Logic.InputFailure?, from index: Int = 0) {
     let now = clock.now
-    Self.perform(state.withLock { $0.inputEnded(failure, from: index, at: now) })
+    perform(state.withLock { $0.inputEnded(failure, from: index, at: now) })
   }
 
   /// Input `index` of an operator over upstreams: pulls `base` while the logic wants elements.
@@ -160,11 +201,18 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
   where Base.Element == Logic.Element, Base.Failure == Logic.InputFailure {
     var iterator = base.makeAsyncIterator()
     var proceed = await inputWanted(index)
+    // Started first, in the caller (`Logic.inputStartedFirst`): once its first element is in the
+    // logic, the caller gets its thread back, even from an upstream that never suspends.
+    var yieldsAfterNext = index == Logic.inputStartedFirst
     while proceed {
       do throws(Base.Failure) {
         guard let element = try await iterator.next(isolation: nil) else { return inputEnded(nil, from: index) }
         // Only the life cycle cancels the task, and then it answers `false` here as well.
         proceed = offer(element, from: index).proceed
+        if yieldsAfterNext {
+          yieldsAfterNext = false
+          await Task.yield()
+        }
         if !proceed { proceed = await inputWanted(index) }
       } catch {
         return inputEnded(error, from: index)
@@ -184,7 +232,7 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
         return
       }
       let now = clock.now
-      Self.perform(state.withLock { $0.timerFired(at: now) })
+      perform(state.withLock { $0.timerFired(at: now) })
     }
   }
 
@@ -255,55 +303,5 @@ extension OperatorConsumer: BatchSource {
   @inlinable
   func nextBatch(isolation actor: isolated (any Actor)?) async throws(Failure) -> Output? {
     try await next(isolation: actor)
-  }
-}
-
-/// The iterator of the operators that run a task for their consumer: `debounceFlow`,
-/// `throttleFlow`, `delayFlow`, `timeoutFlow`, `sampleFlow`, `collectFlow(every:)` and
-/// `bufferFlow`, each of which names it `Iterator`. Releasing it ends its iteration's task.
-///
-/// ```swift
-/// let keystrokes = PassthroughFlow<String, Never>()  // the search field's text, as typed
-/// var iterator = keystrokes.debounceFlow(for: .milliseconds(300)).makeAsyncIterator()
-/// while let query = await iterator.next() { print(query) }
-/// ```
-public struct AsyncOperatorIterator<Element, Failure: Error>: AsyncIteratorProtocol {
-  @usableFromInline
-  let consumer: OperatorConsumer<Element, Failure>
-
-  /// The next output, `nil` at the finish or once the consumer's task is cancelled; throws the
-  /// operator's failure.
-  ///
-  /// ```swift
-  /// let query = try await iterator.next(isolation: #isolation)
-  /// ```
-  @inlinable
-  public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-    try await consumer.next(isolation: actor)
-  }
-
-  /// The next output; see ``next(isolation:)``.
-  ///
-  /// ```swift
-  /// let query = try await iterator.next()
-  /// ```
-  @inlinable
-  public mutating func next() async throws(Failure) -> Element? {
-    try await consumer.next(isolation: nil)
-  }
-}
-
-@available(*, unavailable)
-extension AsyncOperatorIterator: Sendable {}
-
-extension AsyncOperatorIterator {
-  /// An iterator whose task pulls `base` into `logic`, measuring time on `clock`.
-  @inlinable
-  init<Logic: OperatorLogic, Base: AsyncSequence & Sendable, C: Clock>(_ logic: Logic, pulling base: Base, clock: C)
-  where
-    Logic.Output == Element, Logic.Failure == Failure, Logic.Element == Base.Element,
-    Logic.InputFailure == Base.Failure, C.Instant == Logic.Instant
-  {
-    consumer = OperatorConsumer(OperatorStorage(logic: logic, clock: clock)) { await $0.pull(base) }
   }
 }

@@ -10,20 +10,6 @@ import Testing
   import Darwin
 #endif
 
-/// An element whose `deinit` runs a closure: a token that cleans up, a subscription that cancels.
-private final class CallbackToken: Sendable {
-  let onDeinit: @Sendable () -> Void
-  init(_ onDeinit: @escaping @Sendable () -> Void = {}) { self.onDeinit = onDeinit }
-  deinit { onDeinit() }
-}
-
-/// A task handle a `deinit` can reach once the task exists.
-private final class TaskBox: Sendable {
-  private let task = LockedBox<Task<Void, Never>?>(nil)
-  func set(_ task: Task<Void, Never>) { self.task.set(task) }
-  func cancel() { task.get()?.cancel() }
-}
-
 /// No element is released while a combining storage holds its lock: an element's `deinit` that
 /// calls back into the same pipeline (here: cancels the consumer's task, whose cancellation handler
 /// takes that lock) must not deadlock. Each runs in a process of its own, everything on a
@@ -37,9 +23,9 @@ struct CombiningReentrantReleaseTests {
     await #expect(processExitsWith: .success) {
       alarm(10)
       let clock = TestClock()
-      let a = CombiningScript<CallbackToken, Never>()
-      let b = CombiningScript<CallbackToken, Never>()
-      let consumer = TaskBox()
+      let a = CombiningScript<ReleaseHook, Never>()
+      let b = CombiningScript<ReleaseHook, Never>()
+      let consumer = TaskHandleBox()
       let task = clock.task {
         var iterator = Flow.combineLatest(a, b).makeAsyncIterator()
         do { _ = await iterator.next() }  // (a1, b1), let go at once: the latest holds a1 alone
@@ -47,10 +33,10 @@ struct CombiningReentrantReleaseTests {
       }
       consumer.set(task)
       await clock.runCurrent()
-      a.send(CallbackToken { consumer.cancel() })
-      b.send(CallbackToken())
+      a.send(ReleaseHook { consumer.cancel() })
+      b.send(ReleaseHook())
       await clock.runCurrent()
-      a.send(CallbackToken())
+      a.send(ReleaseHook())
       await clock.runCurrent()
       await bounded(task, "task")
     }
@@ -62,18 +48,18 @@ struct CombiningReentrantReleaseTests {
     await #expect(processExitsWith: .success) {
       alarm(10)
       let clock = TestClock()
-      let base = CombiningScript<CallbackToken, Never>()
-      let other = CombiningScript<CallbackToken, Never>()
-      let consumer = TaskBox()
+      let base = CombiningScript<ReleaseHook, Never>()
+      let other = CombiningScript<ReleaseHook, Never>()
+      let consumer = TaskHandleBox()
       let task = clock.task {
         var iterator = base.withLatestFromFlow(other).makeAsyncIterator()
         _ = await iterator.next()  // cancelled by o1's release
       }
       consumer.set(task)
       await clock.runCurrent()
-      other.send(CallbackToken { consumer.cancel() })
+      other.send(ReleaseHook { consumer.cancel() })
       await clock.runCurrent()
-      other.send(CallbackToken())
+      other.send(ReleaseHook())
       await clock.runCurrent()
       await bounded(task, "task")
     }

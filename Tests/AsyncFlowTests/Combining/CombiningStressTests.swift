@@ -4,24 +4,12 @@ import Testing
 
 @testable import AsyncFlow
 
-/// A small deterministic generator, so that a failing interleaving can be replayed by its seed.
-private struct SplitMix: RandomNumberGenerator {
-  var state: UInt64
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
-}
-
 /// An input of `count` elements `0..<count` that yields a random number of times before each, and
 /// logs when its body ended.
 private func jittery(_ count: Int, seed: UInt64, ended: EventLog<Int>, id: Int) -> Flow<Int, Never> {
   Flow(bufferSize: 0) { emitter in
     defer { ended.append(id) }
-    var random = SplitMix(state: seed)
+    var random = SplitMix64(state: seed)
     for value in 0..<count {
       for _ in 0..<Int.random(in: 0...3, using: &random) { await Task.yield() }
       await emitter.emit(value)
@@ -42,7 +30,7 @@ struct CombiningStressTests {
   func randomInterleavingsKeepTheRules(_ batch: Int) async throws {
     for run in 0..<50 {
       let seed = UInt64(batch * 1000 + run)
-      var random = SplitMix(state: seed)
+      var random = SplitMix64(state: seed)
       let lengths = (Int.random(in: 0...20, using: &random), Int.random(in: 0...20, using: &random))
       let stopAfter = Int.random(in: 0...30, using: &random)
 
@@ -95,7 +83,7 @@ struct CombiningStressTests {
     await bounded("50 runs of random cancellations") {
       for run in 0..<50 {
         let seed = UInt64(10_000 + batch * 1000 + run)
-        var random = SplitMix(state: seed)
+        var random = SplitMix64(state: seed)
         let cancelAfter = Int.random(in: 1...10, using: &random)
         let operatorIndex = Int.random(in: 0...3, using: &random)
         let ended = EventLog<Int>()

@@ -33,6 +33,36 @@ struct WithLatestFromStartTests {
     }
   }
 
+  /// An input that never suspends: 0, 1, 2, … until its task is cancelled (or a hundred million).
+  private struct Unending: AsyncSequence, Sendable {
+    struct AsyncIterator: AsyncIteratorProtocol {
+      var next = 0
+      mutating func next() async -> Int? {
+        guard !Task.isCancelled, next < 100_000_000 else { return nil }
+        defer { next += 1 }
+        return next
+      }
+    }
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator() }
+  }
+
+  /// `other` runs in the caller of the first `next()` only until its first element is in the
+  /// operator: the life cycle yields there, so that an input that never suspends gives the caller
+  /// back (before, it ran the whole input there, and `next()` never returned).
+  @Test func anOtherThatNeverSuspendsGivesTheCallerBack() async {
+    for run in 0..<5 {
+      let consumer = Task {
+        var iterator = CurrentValueFlow(1).withLatestFromFlow(Unending()).makeAsyncIterator()
+        return await iterator.next()?.0
+      }
+      guard let first = await bounded(consumer, "the first output (run \(run))") else {
+        consumer.cancel()
+        return
+      }
+      #expect(first == 1, "run \(run)")
+    }
+  }
+
   @MainActor private static func firstOutputOnTheMainActor() async -> String {
     var iterator = CurrentValueFlow(2).withLatestFromFlow(CurrentValueFlow("b")).makeAsyncIterator()
     return await iterator.next().map { "\($0.0)\($0.1)" } ?? "nil"

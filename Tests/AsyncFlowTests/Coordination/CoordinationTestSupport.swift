@@ -18,16 +18,6 @@ enum Reentry {
     return condition()
   }
 
-  /// An object whose `deinit` runs a closure: the user value that calls back into the operator that
-  /// releases it.
-  final class Probe: Sendable {
-    let onDeinit: @Sendable () -> Void
-
-    init(_ onDeinit: @escaping @Sendable () -> Void) { self.onDeinit = onDeinit }
-
-    deinit { onDeinit() }
-  }
-
   /// A flag set once, from any thread.
   final class Flag: Sendable {
     private let state = LockedState(false)

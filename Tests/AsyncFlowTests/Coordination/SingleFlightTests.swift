@@ -203,7 +203,7 @@ struct SingleFlightTests {
     let freed = Reentry.Flag()
     let first = Task {
       // Owned by the operation alone, so that only the run can free it.
-      _ = await flight.run("id") { [probe = Reentry.Probe { freed.set() }] in
+      _ = await flight.run("id") { [probe = ReleaseHook { freed.set() }] in
         _ = probe
         await gate.wait()
         return 1
@@ -228,7 +228,7 @@ struct SingleFlightTests {
     let calls = Refresh()
     let freed = Reentry.Flag()
     let caller = Task {
-      try await flight.run("id") { [probe = Reentry.Probe { freed.set() }] () throws(TestError) -> String in
+      try await flight.run("id") { [probe = ReleaseHook { freed.set() }] () throws(TestError) -> String in
         _ = probe
         return try await calls.call(0).get()
       }
@@ -254,17 +254,17 @@ struct SingleFlightTests {
   // MARK: Re-entrant release
 
   @Test func resultsAndCapturesReleasedByTheRunMayCallBackIn() async {
-    let flight = SingleFlight<String, Reentry.Probe, TestError>()
+    let flight = SingleFlight<String, ReleaseHook, TestError>()
     let called = Reentry.Flag()
     let freed = Reentry.Flag()
     do {
-      let captured = Reentry.Probe {
+      let captured = ReleaseHook {
         _ = flight.isRunning("id")
         called.set()
       }
       let result = try? await flight.run("id") { [captured] in
         _ = captured
-        return Reentry.Probe {
+        return ReleaseHook {
           _ = flight.isRunning("id")
           freed.set()
         }
@@ -276,13 +276,13 @@ struct SingleFlightTests {
   }
 
   @Test func aFailureReleasedByTheRunMayCallBackIn() async {
-    struct ProbeError: Error { let probe: Reentry.Probe }
+    struct ProbeError: Error { let probe: ReleaseHook }
     let flight = SingleFlight<String, Int, ProbeError>()
     let called = Reentry.Flag()
     do {
       let result = try? await flight.run("id") { () throws(ProbeError) -> Int in
         throw ProbeError(
-          probe: Reentry.Probe {
+          probe: ReleaseHook {
             _ = flight.isRunning("id")
             called.set()
           })

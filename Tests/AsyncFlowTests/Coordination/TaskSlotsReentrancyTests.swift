@@ -22,7 +22,7 @@ struct TaskSlotsReentrancyTests {
     let slots = TaskSlots<String>()
     let called = Reentry.Flag()
     do {
-      let probe = Reentry.Probe { Self.callBack(into: slots, called) }
+      let probe = ReleaseHook { Self.callBack(into: slots, called) }
       slots.run("load") { _ = probe }
     }
     #expect(await Reentry.isSetSoon(called))
@@ -33,7 +33,7 @@ struct TaskSlotsReentrancyTests {
     let gate = Gate()
     let called = Reentry.Flag()
     do {
-      let probe = Reentry.Probe {
+      let probe = ReleaseHook {
         slots.run("load") {}  // supersedes the run that superseded this one
         called.set()
       }
@@ -54,7 +54,7 @@ struct TaskSlotsReentrancyTests {
     let called = Reentry.Flag()
     slots.run("save", policy: .queue) { await gate.wait() }
     do {
-      let probe = Reentry.Probe { Self.callBack(into: slots, called) }
+      let probe = ReleaseHook { Self.callBack(into: slots, called) }
       slots.run("save", policy: .queue) { _ = probe }  // never runs: dropped by `cancel`
     }
     await gate.entered()
@@ -71,7 +71,7 @@ struct TaskSlotsReentrancyTests {
     await gate.entered()
     // On a thread of its own: `run` releases the ignored operation before it returns.
     Reentry.onThread(setting: returned) {
-      let probe = Reentry.Probe { Self.callBack(into: slots, called) }
+      let probe = ReleaseHook { Self.callBack(into: slots, called) }
       #expect(slots.run("submit", policy: .firstWins) { _ = probe } == nil)
     }
     #expect(await Reentry.isSetSoon(returned))

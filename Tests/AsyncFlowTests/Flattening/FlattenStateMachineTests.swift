@@ -72,6 +72,19 @@ extension GridMachine.TakenAction {
 struct FlattenStateMachineTests {
   // MARK: next
 
+  /// The running data cannot be read in another state: it is not there.
+  @Test func theRunningDataIsThereOnlyWhileRunning() {
+    var machine = GridMachine(policy: .latest)
+    #expect(machine.running == nil)
+    _ = machine.next()
+    #expect(machine.running != nil)
+    machine.startInner("a")
+    _ = machine.cancel()
+    #expect(machine.stateName == "ending" && machine.running == nil)
+    _ = machine.next()
+    #expect(machine.stateName == "finished" && machine.running == nil)
+  }
+
   @Test func testNext_whenIdle_starts() {
     var machine = GridMachine(policy: .latest)
     guard case .start = machine.next() else {

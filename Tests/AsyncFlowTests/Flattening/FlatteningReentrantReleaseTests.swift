@@ -10,21 +10,6 @@ import Testing
   import Darwin
 #endif
 
-/// A value whose `deinit` runs a closure: an element or outer element that holds a subscription or
-/// a token whose clean-up calls back into the pipeline.
-final class ReleaseHook: Sendable {
-  let onDeinit: @Sendable () -> Void
-  init(_ onDeinit: @escaping @Sendable () -> Void = {}) { self.onDeinit = onDeinit }
-  deinit { onDeinit() }
-}
-
-/// Holds a task to cancel from a `deinit`.
-final class TaskHandleBox: Sendable {
-  private let task = LockedState<Task<Void, Never>?>(nil)
-  func set(_ task: Task<Void, Never>) { self.task.withLock { $0 = task } }
-  func cancel() { task.withLock { $0 }?.cancel() }
-}
-
 /// Holds an iterator whose release (the last reference) ends its iteration, from a `deinit`. Only
 /// touched while nothing else uses the iterator: never while the consumer is inside `next()`.
 final class IteratorBox<Iterator>: @unchecked Sendable {

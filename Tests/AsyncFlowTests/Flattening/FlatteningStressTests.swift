@@ -10,19 +10,6 @@ import Testing
   import Darwin
 #endif
 
-/// A small seeded generator, so that a failing interleaving can be replayed by its seed.
-struct SplitMix64: RandomNumberGenerator, Sendable {
-  var state: UInt64
-
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
-}
-
 /// Where a stress scenario runs. On a `TestClock`'s serial executor the whole interleaving is a
 /// function of the seed: the random yields below are the only scheduling decisions, and they come
 /// from the seed. On the global executor only the plan replays; the threads race for real.

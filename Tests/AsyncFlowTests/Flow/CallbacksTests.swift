@@ -58,13 +58,6 @@ private final class MainActorSocket {
   func disconnect() { log.append("disconnect on main: \(#isolation === MainActor.shared)") }
 }
 
-/// An element whose `deinit` calls back into the flow that holds it.
-private final class Reentrant: Sendable {
-  let onDeinit: @Sendable () -> Void
-  init(_ onDeinit: @escaping @Sendable () -> Void = {}) { self.onDeinit = onDeinit }
-  deinit { onDeinit() }
-}
-
 @Suite("Flow.callbacks", .timeLimit(.minutes(1)))
 struct CallbacksTests {
   // MARK: Elements and the end
@@ -414,9 +407,9 @@ struct CallbacksTests {
       // Dropped by the policy while a `send` holds the lock. The setup and the consumer share the
       // main actor, so the consumer takes nothing before the setup returns: the first element is
       // always the one dropped, however the threads are scheduled.
-      let newest = Flow<Reentrant, Never>.callbacks(bufferingPolicy: .bufferingNewest(1)) { @MainActor callbacks in
-        callbacks.send(Reentrant { callbacks.send(Reentrant()) })
-        callbacks.send(Reentrant())  // drops the first: its deinit sends again
+      let newest = Flow<ReleaseHook, Never>.callbacks(bufferingPolicy: .bufferingNewest(1)) { @MainActor callbacks in
+        callbacks.send(ReleaseHook { callbacks.send(ReleaseHook()) })
+        callbacks.send(ReleaseHook())  // drops the first: its deinit sends again
         callbacks.finish()
         return {}
       }
@@ -427,8 +420,8 @@ struct CallbacksTests {
       }.value
       precondition(count == 1, "got \(count)")
       // Discarded by a cancellation, and ignored after the end.
-      let discarded = Flow<Reentrant, Never>.callbacks(bufferingPolicy: .unbounded) { callbacks in
-        for _ in 0..<3 { callbacks.send(Reentrant { callbacks.send(Reentrant()) }) }
+      let discarded = Flow<ReleaseHook, Never>.callbacks(bufferingPolicy: .unbounded) { callbacks in
+        for _ in 0..<3 { callbacks.send(ReleaseHook { callbacks.send(ReleaseHook()) }) }
         return {}
       }
       let consumer = Task {

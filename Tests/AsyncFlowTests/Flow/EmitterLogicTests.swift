@@ -3,65 +3,56 @@ import Testing
 
 @testable import AsyncFlow
 
-/// One event given to a ``Flow`` body's logic. Waiters are numbered; a waiter's token is its number.
+/// The events of a ``Flow`` body's logic beyond an `emit` (a table's `input`) and the consumer's
+/// `next`. Waiters are numbered; a waiter's token is its number.
 private enum EmitterStep: CustomStringConvertible {
-  case emit(Int)
   /// An `emit` that found no room waits (`cancelled`: its task was cancelled first).
   case wait(Int, cancelled: Bool = false)
   /// The task of a waiting `emit` was cancelled.
   case cancelWaiter(Int)
-  case next
   /// The body returned (`nil`) or threw the error with this id; its waiting emitters are let go.
   case bodyEnded(failure: Int?)
 
   var description: String {
     switch self {
-    case .emit(let element): "emit \(element)"
     case .wait(let waiter, let cancelled): "wait \(waiter)\(cancelled ? " cancelled" : "")"
     case .cancelWaiter(let waiter): "cancel waiter \(waiter)"
-    case .next: "next"
     case .bodyEnded(let failure): "body ended \(failure.map { "failure \($0)" } ?? "finish")"
     }
   }
 }
 
-/// Runs `table` through an ``EmitterLogic``: each row is an event and what follows it, as text:
-/// the event's answer (the batch taken, the waiters let go), then whether an `emit` may return at
-/// once (`pull`), the consumer has something (`output`), the end waits (`ending`), and how many
-/// emitters wait.
-private func check(bufferSize: Int, _ table: [(EmitterStep, String)], sourceLocation: SourceLocation = #_sourceLocation) {
-  var logic = EmitterLogic<Int, TestError, Int>(bufferSize: bufferSize)
-  let now = TimelessClock.Instant()
-  func released(_ waiters: [Int]) -> String { waiters.isEmpty ? "" : " releases \(waiters)" }
-  for (row, (step, expected)) in table.enumerated() {
-    let answer: String
-    switch step {
-    case .emit(let element):
-      guard case .kept = logic.input(element, at: now) else { preconditionFailure("EmitterLogic keeps every element") }
-      answer = "kept"
-    case .wait(let waiter, let cancelled):
-      #expect(logic.makeToken() == waiter, "row \(row): tokens count up", sourceLocation: sourceLocation)
-      answer = logic.wait(waiter, token: waiter, isCancelled: cancelled).map { "goes on \($0)" } ?? "waits"
-    case .cancelWaiter(let waiter):
-      answer = logic.waiterCancelled(token: waiter).map { "releases [\($0)]" } ?? "nothing"
-    case .next:
-      switch logic.nextOutput(at: now) {
-      case nil: answer = "nothing"
-      case .element(let batch): answer = "\(batch.elements)\(released(batch.released))"
-      case .end(nil): answer = "finish"
-      case .end(let failure?): answer = "fail \(failure.id)"
+private typealias Logic = EmitterLogic<Int, TestError, Int>
+private typealias Event = LogicTableEvent<EmitterStep>
+
+extension LogicTableEvent where Step == EmitterStep {
+  /// An `emit` of `element`: the body hands it to the logic.
+  fileprivate static func emit(_ element: Int) -> Self { .input(element) }
+  fileprivate static func wait(_ waiter: Int, cancelled: Bool = false) -> Self { .step(.wait(waiter, cancelled: cancelled)) }
+  fileprivate static func cancelWaiter(_ waiter: Int) -> Self { .step(.cancelWaiter(waiter)) }
+  fileprivate static func bodyEnded(failure: Int?) -> Self { .step(.bodyEnded(failure: failure)) }
+}
+
+private func released(_ waiters: [Int]) -> String { waiters.isEmpty ? "" : " releases \(waiters)" }
+
+/// Runs `table` through an ``EmitterLogic`` (`checkLogic` says how a row reads): a delivered batch
+/// is written with the waiters it lets go, and the row ends with how many emitters wait.
+private func check(bufferSize: Int, _ table: [(Event, String)], sourceLocation: SourceLocation = #_sourceLocation) {
+  checkLogic(
+    Logic(bufferSize: bufferSize), table, output: { "\($0.elements)\(released($0.released))" },
+    flags: { $0.waiters.isEmpty ? [] : ["waiting \($0.waiters.count)"] },
+    step: { logic, step in
+      switch step {
+      case .wait(let waiter, let cancelled):
+        #expect(logic.makeToken() == waiter, "tokens count up", sourceLocation: sourceLocation)
+        return logic.wait(waiter, token: waiter, isCancelled: cancelled).map { "goes on \($0)" } ?? "waits"
+      case .cancelWaiter(let waiter):
+        return logic.waiterCancelled(token: waiter).map { "releases [\($0)]" } ?? "nothing"
+      case .bodyEnded(let failure):
+        _ = logic.inputEnded(failure.map { TestError(id: $0) }, from: 0, at: TimelessClock.Instant())
+        return "ended\(released(logic.takeWaiters()))"
       }
-    case .bodyEnded(let failure):
-      _ = logic.inputEnded(failure.map { TestError(id: $0) }, from: 0, at: now)
-      answer = "ended\(released(logic.takeWaiters()))"
-    }
-    var parts = [answer]
-    if logic.wantsInput { parts.append("pull") }
-    if logic.hasOutput { parts.append("output") }
-    if logic.isEnding { parts.append("ending") }
-    if !logic.waiters.isEmpty { parts.append("waiting \(logic.waiters.count)") }
-    #expect(parts.joined(separator: " ") == expected, "row \(row): \(step)", sourceLocation: sourceLocation)
-  }
+    }, sourceLocation: sourceLocation)
 }
 
 /// The `Flow { emitter in }` hand-off as a plain value: a table of events and what follows each.

@@ -4,8 +4,6 @@ import Testing
 
 @testable import AsyncFlow
 
-private typealias Probe = Reentrancy.Probe
-
 /// A `Flow` body's elements are released after the hand-off's lock: the consumer's used-up batch,
 /// and the buffer a cancelled consumer leaves. The element's `deinit` here cancels a task of the
 /// body that waits to emit, whose cancellation handler takes that lock.
@@ -22,31 +20,31 @@ struct EmitterReentrantReleaseTests {
 
     func run() async {
       let clock = TestClock()
-      let emitterBox = LockedState<FlowEmitter<Probe>?>(nil)
+      let emitterBox = LockedState<FlowEmitter<ReleaseHook>?>(nil)
       let waitingEmitter = LockedState<Task<Void, Never>?>(nil)
       let cancelWaitingEmitter: @Sendable () -> Void = { waitingEmitter.withLock { $0 }?.cancel() }
       let release = Signal()
-      func flow(bufferSize: Int, first: @escaping @Sendable () -> Probe) -> Flow<Probe, Never> {
+      func flow(bufferSize: Int, first: @escaping @Sendable () -> ReleaseHook) -> Flow<ReleaseHook, Never> {
         Flow(bufferSize: bufferSize) { emitter in
           emitterBox.withLock { $0 = emitter }
           await emitter.emit(first())
           for await _ in PassthroughFlow<Int, Never>() {}  // until cancelled
         }
       }
-      func emit(_ probe: @escaping @Sendable () -> Probe) async {
+      func emit(_ probe: @escaping @Sendable () -> ReleaseHook) async {
         let emitter = emitterBox.withLock { $0 }!
         _ = clock.task { await emitter.emit(probe()) }
         await clock.runCurrent()
       }
       func startWaitingEmitter() async {
         let emitter = emitterBox.withLock { $0 }!
-        waitingEmitter.withLock { $0 = clock.task { await emitter.emit(Probe()) } }
+        waitingEmitter.withLock { $0 = clock.task { await emitter.emit(ReleaseHook()) } }
         await clock.runCurrent()  // it waits for room
       }
       switch self {
       case .consumerRefill:
         // The first element stays in the consumer's batch until the next refill releases it.
-        let flow = flow(bufferSize: 1) { Probe(cancelWaitingEmitter) }
+        let flow = flow(bufferSize: 1) { ReleaseHook(cancelWaitingEmitter) }
         let consumer = clock.task {
           var iterator = flow.makeAsyncIterator()
           _ = await iterator.next()
@@ -60,15 +58,15 @@ struct EmitterReentrantReleaseTests {
 
       case .consumerCancelledWithABufferedElement:
         // The buffer the consumer leaves holds an element that cancels the waiting emitter.
-        let flow = flow(bufferSize: 2) { Probe() }
+        let flow = flow(bufferSize: 2) { ReleaseHook() }
         let consumer = clock.task {
-          var iterator: Flow<Probe, Never>.Iterator? = flow.makeAsyncIterator()
+          var iterator: Flow<ReleaseHook, Never>.Iterator? = flow.makeAsyncIterator()
           _ = await iterator?.next()
           await release.wait()
           iterator = nil
         }
         await clock.runCurrent()
-        await emit { Probe(cancelWaitingEmitter) }  // room left: it does not wait
+        await emit { ReleaseHook(cancelWaitingEmitter) }  // room left: it does not wait
         await startWaitingEmitter()
         release.fire()
         await bounded(consumer, "consumer")

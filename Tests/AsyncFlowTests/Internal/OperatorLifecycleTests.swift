@@ -22,6 +22,9 @@ private struct FakeLogic: OperatorLogic {
   var timerEnds = false
   /// How many inputs must finish before the logic ends (as a merge does); a failure ends it at once.
   var finishesToEnd = 1
+  /// Whether its end drops what the consumer took (as combineLatest's failure does).
+  var endDrops = false
+  var dropsTakenOutputs: Bool { endDrops }
   var isEnding: Bool { outputs.contains { if case .end = $0 { true } else { false } } || endDelivered }
   var hasOutput: Bool { !outputs.isEmpty }
   private var endDelivered = false
@@ -159,6 +162,7 @@ private func describe(_ wakeups: Lifecycle.Wakeups) -> String {
   if let (timer, deadline) = wakeups.timer { parts.append("timer \(timer) \(deadline.map { "\($0)" } ?? "leave")") }
   if let task = wakeups.cancel { parts.append("cancel \(task)") }
   if let released = wakeups.released { parts.append("release \(released)") }
+  if wakeups.dropsTakenOutputs { parts.append("drop taken outputs") }
   return parts.joined(separator: ", ")
 }
 
@@ -499,6 +503,13 @@ struct OperatorLifecycleTests {
     #expect(machine.log == ["ended"])
     #expect(machine.label == "running(consumer: -, input: left, timer: busy, task: 4)")
     #expect(describe(machine.next(at: now)) == "end failure 1 [cancel 4, retire] awaiting 4")
+  }
+
+  @Test func testInputEnded_whenRunningWithAnEndThatDropsTakenOutputs() {
+    // The consumer may be serving a batch out of the lock: the wakeups tell it to stop.
+    var machine = running(logic { $0.endDrops = true }, input: .busy, timer: .left)
+    #expect(describe(machine.inputEnded(TestError(id: 1), at: now)) == "drop taken outputs")
+    #expect(describe(machine.next(at: now)) == "end failure 1 [drop taken outputs, retire] awaiting 4")
   }
 
   @Test func testInputEnded_whenRunningWithTheChildrenParkedOrAbsent() {

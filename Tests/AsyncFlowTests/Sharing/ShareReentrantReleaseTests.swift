@@ -3,8 +3,6 @@ import Testing
 
 @testable import AsyncFlow
 
-private typealias Probe = Reentrancy.Probe
-
 /// `shareFlow` releases what leaves its state (an evicted replay entry, the replay a stopped share
 /// empties, a leaving subscriber's buffer) after its lock: the element's `deinit` may read the
 /// share's `subscriberCount` or cancel a subscription.
@@ -18,21 +16,21 @@ struct ShareReentrantReleaseTests {
     case upstreamEnd
 
     func run() async {
-      let shareBox = LockedState<AsyncShareFlowSequence<Probe, Never>?>(nil)
+      let shareBox = LockedState<AsyncShareFlowSequence<ReleaseHook, Never>?>(nil)
       let released = Signal()
       // Held by this box only, until the body emits it.
-      let probe = LockedState<Probe?>(
-        Probe {
+      let probe = LockedState<ReleaseHook?>(
+        ReleaseHook {
           _ = shareBox.withLock { $0 }?.subscriberCount
           released.fire()
         })
       let emitted = Signal()
       let tookFirst = Signal()
-      let upstream = Flow<Probe, Never>(bufferSize: 0) { emitter in
-        await emitter.emit(Probe())
+      let upstream = Flow<ReleaseHook, Never>(bufferSize: 0) { emitter in
+        await emitter.emit(ReleaseHook())
         await tookFirst.wait()
         await emitter.emit(probe.withLock { $0.take()! })
-        await emitter.emit(Probe())
+        await emitter.emit(ReleaseHook())
         emitted.fire()
         for await _ in PassthroughFlow<Int, Never>() {}  // until cancelled
       }
@@ -58,7 +56,7 @@ struct ShareReentrantReleaseTests {
       case .subscriberLeavingWithBufferedElements:
         let share = upstream.shareFlow()
         shareBox.withLock { $0 = share }
-        var iterator: AsyncShareFlowSequence<Probe, Never>.Iterator? = share.makeAsyncIterator()
+        var iterator: AsyncShareFlowSequence<ReleaseHook, Never>.Iterator? = share.makeAsyncIterator()
         _ = await iterator?.next()
         tookFirst.fire()  // the probe comes in a later batch
         await emitted.wait()  // the iterator's buffer holds the probe
@@ -68,7 +66,7 @@ struct ShareReentrantReleaseTests {
 
       case .upstreamEnd:
         // The end itself releases nothing; the subscribers that take it then must not either.
-        let share = Flow<Probe, Never> { emitter in
+        let share = Flow<ReleaseHook, Never> { emitter in
           await emitter.emit(probe.withLock { $0.take()! })
         }.shareFlow(replay: 1)
         shareBox.withLock { $0 = share }

@@ -10,18 +10,6 @@
 
 /// Support for the re-entrant release tests of the hot sources and the `Flow` body.
 enum Reentrancy {
-  /// An element whose `deinit` calls back into the operator that holds it: the release of a user
-  /// value under the operator's lock then re-enters that lock on the same thread, and deadlocks.
-  final class Probe: Sendable {
-    let onDeinit: @Sendable () -> Void
-
-    init(_ onDeinit: @escaping @Sendable () -> Void = {}) {
-      self.onDeinit = onDeinit
-    }
-
-    deinit { onDeinit() }
-  }
-
   /// A subscription an element's `deinit` can reach (set after the element's closure is made).
   final class SubscriptionBox: Sendable {
     private let subscription = LockedState<FlowSubscription?>(nil)

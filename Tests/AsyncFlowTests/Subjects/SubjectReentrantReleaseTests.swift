@@ -3,7 +3,7 @@ import Testing
 
 @testable import AsyncFlow
 
-private typealias Probe = Reentrancy.Probe
+private typealias Probe = ReleaseHook
 
 /// An element released by a subject must be released after the subject's lock: its `deinit` may
 /// send to the subject, cancel a subscription or read `subscriberCount`, and under the lock each

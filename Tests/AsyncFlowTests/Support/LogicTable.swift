@@ -5,13 +5,16 @@ import Testing
 
 /// One event given to an ``OperatorLogic`` in a table, at a whole number of seconds (ignored by a
 /// logic that measures no time); `slot` is the input, for a logic that tells its inputs apart.
-enum LogicEvent: CustomStringConvertible {
+/// `step` is an event of the logic's own, beyond the protocol's (a `Flow` body's waiting
+/// emitters); most tables have none (``LogicEvent``).
+enum LogicTableEvent<Step>: CustomStringConvertible {
   case start(at: Int = 0)
   case input(Int, slot: Int = 0, at: Int = 0)
   /// An input's end: a finish, or a failure with this id.
   case end(failure: Int?, slot: Int = 0, at: Int = 0)
   case timer(at: Int)
   case next(at: Int = 0)
+  case step(Step)
 
   static var start: Self { .start() }
   static var next: Self { .next() }
@@ -23,9 +26,13 @@ enum LogicEvent: CustomStringConvertible {
     case .end(let failure, let slot, let at): "end \(failure.map { "failure \($0)" } ?? "finish") of \(slot) at \(at)"
     case .timer(let at): "timer at \(at)"
     case .next(let at): "next at \(at)"
+    case .step(let step): "\(step)"
     }
   }
 }
+
+/// An event of a table whose logic has no events of its own.
+typealias LogicEvent = LogicTableEvent<Never>
 
 /// An instant that a table names by a whole number of seconds.
 protocol LogicTableInstant: InstantProtocol {
@@ -55,14 +62,15 @@ extension Int: LogicTableElement {
 }
 
 /// Runs `table` through `logic`, a plain value: each row is an event and what follows it, as text:
-/// the event's answer (what was kept, displaced, delivered: `output` writes a delivered element),
-/// then the deadline (`@3`), whether the input is wanted (`pull`; given `inputs`, which of them:
-/// `pull 0,1`, and `wantsInput` must say whether any is), whether the consumer has something
-/// (`output`), whether the end waits or was delivered (`ending`), then what `flags` adds.
-func checkLogic<Logic: OperatorLogic>(
-  _ logic: Logic, _ table: [(LogicEvent, String)], inputs: Int? = nil,
+/// the event's answer (what was kept, displaced, delivered: `output` writes a delivered element;
+/// `step` runs one of the logic's own events and answers it), then the deadline (`@3`), whether
+/// the input is wanted (`pull`; given `inputs`, which of them: `pull 0,1`, and `wantsInput` must
+/// say whether any is), whether the consumer has something (`output`), whether the end waits or
+/// was delivered (`ending`), then what `flags` adds.
+func checkLogic<Logic: OperatorLogic, Step>(
+  _ logic: Logic, _ table: [(LogicTableEvent<Step>, String)], inputs: Int? = nil,
   output: (Logic.Output) -> String = { "\($0)" }, flags: (Logic) -> [String] = { _ in [] },
-  sourceLocation: SourceLocation = #_sourceLocation
+  step: (inout Logic, Step) -> String, sourceLocation: SourceLocation = #_sourceLocation
 ) where Logic.Element: LogicTableElement, Logic.InputFailure == TestError, Logic.Instant: LogicTableInstant {
   var logic = logic
   for (row, (event, expected)) in table.enumerated() {
@@ -89,6 +97,8 @@ func checkLogic<Logic: OperatorLogic>(
       case .end(nil): answer = "finish"
       case .end(let failure?): answer = "fail \((failure as? TestError).map { "\($0.id)" } ?? "\(failure)")"
       }
+    case .step(let event):
+      answer = step(&logic, event)
     }
     var parts = [answer]
     if let deadline = logic.deadline { parts.append("@\(deadline.tableSecond)") }
@@ -105,3 +115,15 @@ func checkLogic<Logic: OperatorLogic>(
     #expect(parts.joined(separator: " ") == expected, "row \(row): \(event)", sourceLocation: sourceLocation)
   }
 }
+
+/// ``checkLogic(_:_:inputs:output:flags:step:sourceLocation:)`` for a logic with no events of its own.
+func checkLogic<Logic: OperatorLogic>(
+  _ logic: Logic, _ table: [(LogicEvent, String)], inputs: Int? = nil,
+  output: (Logic.Output) -> String = { "\($0)" }, flags: (Logic) -> [String] = { _ in [] },
+  sourceLocation: SourceLocation = #_sourceLocation
+) where Logic.Element: LogicTableElement, Logic.InputFailure == TestError, Logic.Instant: LogicTableInstant {
+  checkLogic(logic, table, inputs: inputs, output: output, flags: flags, step: noStep, sourceLocation: sourceLocation)
+}
+
+/// The `step` of a table with no steps (a closure with a `Never` parameter draws a warning).
+private func noStep<Logic>(_: inout Logic, _ never: Never) -> String {}

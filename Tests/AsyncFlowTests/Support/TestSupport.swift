@@ -53,3 +53,34 @@ func bounded<Success: Sendable>(
   guard let task else { return nil }
   return await AsyncFlowTesting.bounded(task, what, fileID: fileID, filePath: filePath, line: line, column: column)
 }
+
+/// A value whose `deinit` runs a closure: the user value (an element, a token, a subscription's
+/// clean-up) whose release calls back into the operator that lets it go, which must not hold a
+/// lock then: the re-entrant release tests' probe.
+final class ReleaseHook: Sendable {
+  let onDeinit: @Sendable () -> Void
+  init(_ onDeinit: @escaping @Sendable () -> Void = {}) { self.onDeinit = onDeinit }
+  deinit { onDeinit() }
+}
+
+/// Holds a task to cancel from a `deinit`, once the task exists.
+final class TaskHandleBox: Sendable {
+  private let task = LockedState<Task<Void, Never>?>(nil)
+  func set(_ task: Task<Void, Never>) { self.task.withLock { $0 = task } }
+  func cancel() { task.withLock { $0 }?.cancel() }
+}
+
+/// SplitMix64 (Steele, Lea and Flood, 2014): the test targets' one seeded generator, so that a
+/// failing interleaving or jitter replays by its seed on every platform (the standard library's
+/// generator promises neither a sequence nor seeding). AsyncFlowTesting's explorer has its own.
+struct SplitMix64: RandomNumberGenerator, Sendable {
+  var state: UInt64
+
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+}

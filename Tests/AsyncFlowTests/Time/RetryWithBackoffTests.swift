@@ -232,18 +232,6 @@ private struct Constant: RandomNumberGenerator, Sendable {
   mutating func next() -> UInt64 { value }
 }
 
-/// SplitMix64: a small seeded generator, for reproducible jitter.
-private struct SplitMix: RandomNumberGenerator, Sendable {
-  var state: UInt64
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
-}
-
 @Suite("retryWithBackoff's jitter", .timeLimit(.minutes(1)))
 struct RetryJitterTests {
   /// The waits between the attempts of a source that always fails, retried `retries` times.
@@ -284,11 +272,11 @@ struct RetryJitterTests {
   }
 
   @Test func aSeededGeneratorGivesReproducibleWaitsWithinTheBounds() async {
-    let first = await waits(retries: 100, jitter: 0.25, using: SplitMix(state: 7))
+    let first = await waits(retries: 100, jitter: 0.25, using: SplitMix64(state: 7))
     #expect(first.count == 100)
     #expect(first.allSatisfy { $0 >= .seconds(3) && $0 <= .seconds(4) })
     #expect(Set(first).count > 90)  // they vary
-    #expect(await waits(retries: 100, jitter: 0.25, using: SplitMix(state: 7)) == first)
+    #expect(await waits(retries: 100, jitter: 0.25, using: SplitMix64(state: 7)) == first)
   }
 
   @Test func withoutJitterTheDelayIsExactAndNothingIsDrawn() async {
