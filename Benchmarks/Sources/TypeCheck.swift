@@ -44,7 +44,7 @@ let defaultStandIns: [String: String] = [
   "map": "oneMap", "filter": "oneFilter", "compactMap": "oneCompactMap",
   "removeDuplicatesFlow": "oneRemoveDuplicates", "scanFlow": "oneScan", "debounceFlow": "oneDebounce",
   "retryWithBackoff": "oneRetry", "asLoadState": "oneAsLoadState", "prependState": "onePrependState",
-  "catchInner": "oneCatchInner", "assignFlow": "oneAssign", "setFailureType": "oneSetFailureType",
+  "catchInner": "oneCatchInner", "assignFlow": "oneAssign", "setFailureType": "oneSetFailureType", "sink": "oneSink",
 ]
 let sectionStandIns: Set<String> = ["switchToLatestFlow", "mergeFlow", "concatFlow", "exhaustFlow"]
 

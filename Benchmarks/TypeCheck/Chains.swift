@@ -63,3 +63,20 @@ public func search8(
     .switchToLatestFlow { query in client.results(query).asLoadState() }
     .map { $0.isLoading }.removeDuplicatesFlow().prependState(false)
 }
+
+// pipeline: modelSink (8 steps) — a @MainActor model's search, shown by a main-actor sink
+// baseline: switchToLatestFlow=oneSwitchToLatestNE
+@MainActor
+public final class SinkModel {
+  public var shown: [String] = []
+  private var subscriptions = Set<FlowSubscription>()
+  public init() {}
+
+  public func bind(_ text: Flow<String, Never>, client: SearchClient) {
+    text.map { $0.lowercased() }.filter { $0.count > 1 }.debounceFlow(for: .milliseconds(300))
+      .removeDuplicatesFlow()
+      .switchToLatestFlow { query in client.results(query).asLoadState() }
+      .compactMap { $0.value }.map { titles($0) }.filter { !$0.isEmpty }
+      .sink { @MainActor [weak self] in self?.shown = $0 }.store(in: &subscriptions)
+  }
+}

@@ -54,6 +54,13 @@ extension AsyncSequence {
   }
 }
 
+extension AsyncSequence where Self: Sendable, Element: Sendable {
+  public func oneSink(receiveValue: @escaping @Sendable @isolated(any) (Element) -> Void) -> FlowSubscription {
+    let receiveValue: @Sendable @isolated(any) (Element) async -> Void = receiveValue
+    return sink(receiveValue: receiveValue)
+  }
+}
+
 extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Never {
   public func oneAssign<Root: AnyObject & Sendable>(
     to keyPath: ReferenceWritableKeyPath<Root, Element>, on object: Root, isolation: isolated (any Actor)? = #isolation
