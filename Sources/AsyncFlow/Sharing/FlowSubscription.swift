@@ -19,8 +19,8 @@ public enum FlowCompletion<Failure: Error>: Sendable {
 // the type checker tries it first: a plain closure passed where an `async` one is expected costs a
 // penalty that the type checker weighs only once it has read the whole chain, and until then it
 // keeps every other candidate of the steps before. A main-actor model's eight-step pipeline
-// ending in `.sink { @MainActor [weak self] in ... }` took 2 s to type-check with only the
-// `async` form, 14 ms with this one first (Benchmarks/README.md, "Type-checking time").
+// ending in `.sink { @MainActor [weak self] in ... }` took 2.0 s to type-check with only the
+// `async` form, 18 ms with this one first (Benchmarks/README.md, "Type-checking time").
 extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ``_Concurrency/AsyncSequence/sink(receiveValue:)-8etd4`` for a closure that does not await (the
   /// usual one), which the type checker settles sooner; the two run alike.
