@@ -25,6 +25,8 @@ struct Options {
   var scaling = false
   /// Set in a child process that measures one memory workload.
   var memoryChild: (key: String, count: Int)?
+  /// `--typecheck`: the type-checking corpus instead of the rows (TypeCheck.swift).
+  var typeCheck: TypeCheckOptions?
 
   init(arguments: [String]) {
     var iterator = arguments.dropFirst().makeIterator()
@@ -35,16 +37,34 @@ struct Options {
       case "--json": jsonPath = iterator.next()
       case "--scaling": scaling = true
       case "--memory-child": memoryChild = (iterator.next() ?? "", Int(iterator.next() ?? "") ?? 0)
+      case "--typecheck": typeCheck = typeCheck ?? TypeCheckOptions()
+      case "--modules": modules = iterator.next()
+      case "--guard":
+        // Every argument after it is a swiftc flag for the guarded chains.
+        var flags: [String] = []
+        while let flag = iterator.next() { flags.append(flag) }
+        typeCheck = typeCheck ?? TypeCheckOptions()
+        typeCheck?.guardFlags = flags
       case "--help", "-h":
-        print("usage: flow-benchmarks [--quick] [--scaling] [--filter NAME] [--json PATH]")
+        print(Self.usage)
         exit(0)
       default:
         FileHandle.standardError.write("flow-benchmarks: unknown option \(argument)\n".data(using: .utf8)!)
-        print("usage: flow-benchmarks [--quick] [--scaling] [--filter NAME] [--json PATH]")
+        print(Self.usage)
         exit(2)
       }
     }
+    typeCheck?.quick = quick
+    typeCheck?.filter = filter
+    typeCheck?.jsonPath = jsonPath
+    typeCheck?.modules = modules
   }
+
+  static let usage = """
+    usage: flow-benchmarks [--quick] [--scaling] [--filter NAME] [--json PATH]
+           flow-benchmarks --typecheck [--quick] [--filter NAME] [--json PATH] [--modules DIR] [--guard SWIFTC-FLAG...]
+    """
+  private var modules: String?
 
   func includes(_ key: String) -> Bool {
     guard let filter else { return true }

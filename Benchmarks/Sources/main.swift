@@ -3,6 +3,7 @@ import Foundation
 
 // flow-benchmarks: every hot path against an in-process baseline. Release builds only:
 //   swift run -c release flow-benchmarks [--quick] [--scaling] [--filter NAME] [--json PATH]
+//   swift run -c release flow-benchmarks --typecheck [--quick] [--guard SWIFTC-FLAG...]  (TypeCheck.swift)
 
 let options = Options(arguments: CommandLine.arguments)
 let scale = options.quick ? 100 : 1
@@ -134,6 +135,10 @@ func target(for key: String) -> Double? {
   case "W7.combineLatest", "W7.zip": 0.3
   default: nil
   }
+}
+
+if let typeCheck = options.typeCheck {
+  exit(runTypeCheckCommand(typeCheck))
 }
 
 if let child = options.memoryChild {

@@ -7,13 +7,13 @@ extension AsyncSequence where Element: AsyncSequence {
   ///
   /// ```swift
   /// let terms = Flow<String, Never>.sequence(["swift", "async"])
-/// let results = terms
+  /// let results = terms
   ///   .map { term in api.search(term) }
   ///   .catchInner { _ in Flow.just([Item]()) }
   ///   .switchToLatestFlow()
   /// ```
   public func catchInner<Fallback: AsyncSequence>(
-    _ handler: @escaping @Sendable (Element.Failure) async -> Fallback
+    _ handler: @escaping @Sendable (Element.Failure) -> Fallback
   ) -> AsyncCatchInnerSequence<Self, Fallback> where Fallback.Element == Element.Element {
     AsyncCatchInnerSequence(base: self, handler: handler)
   }
@@ -33,7 +33,7 @@ where Base.Element: AsyncSequence, Fallback.Element == Base.Element.Element {
   public typealias Failure = Base.Failure
 
   let base: Base
-  let handler: @Sendable (Base.Element.Failure) async -> Fallback
+  let handler: @Sendable (Base.Element.Failure) -> Fallback
 
   /// Makes an iterator over the base's inner sequences.
   ///
@@ -52,7 +52,7 @@ where Base.Element: AsyncSequence, Fallback.Element == Base.Element.Element {
   /// ```
   public struct Iterator: _FlowIterator {
     var base: Base.AsyncIterator?
-    let handler: @Sendable (Base.Element.Failure) async -> Fallback
+    let handler: @Sendable (Base.Element.Failure) -> Fallback
 
     /// Returns the next inner sequence, wrapped so that its failure ends in the fallback.
     ///

@@ -10,7 +10,7 @@ extension AsyncSequence {
   /// let results = api.search("swift").catch { _ in Flow.just([Item]()) }  // never fails
   /// ```
   public func `catch`<Fallback: AsyncSequence>(
-    _ handler: @escaping @Sendable (Failure) async -> Fallback
+    _ handler: @escaping @Sendable (Failure) -> Fallback
   ) -> AsyncCatchSequence<Self, Fallback> where Fallback.Element == Element {
     AsyncCatchSequence(base: self, handler: handler)
   }
@@ -31,7 +31,7 @@ where Fallback.Element == Base.Element {
   public typealias Failure = Fallback.Failure
 
   let base: Base
-  let handler: @Sendable (Base.Failure) async -> Fallback
+  let handler: @Sendable (Base.Failure) -> Fallback
 
   /// Makes an iterator that runs the base, then the fallback if the base fails.
   ///
@@ -51,7 +51,7 @@ where Fallback.Element == Base.Element {
   public struct Iterator: _FlowIterator {
     var base: Base.AsyncIterator?
     var fallback: Fallback.AsyncIterator?
-    let handler: @Sendable (Base.Failure) async -> Fallback
+    let handler: @Sendable (Base.Failure) -> Fallback
 
     /// Returns the next element of the base, or of the fallback once the base has failed.
     ///
@@ -70,7 +70,7 @@ where Fallback.Element == Base.Element {
         } catch {
           // A failure caused by the consumer's own cancellation is not something to recover from.
           if Task.isCancelled { return nil }
-          fallback = await handler(error).makeAsyncIterator()
+          fallback = handler(error).makeAsyncIterator()
         }
       }
       return try await fallback.nextOrRelease(isolation: actor)

@@ -1,3 +1,11 @@
+// Each transform has three forms, declared in the order the type checker tries them: a closure
+// that neither throws nor awaits (the usual one), one that throws `Failure`, one that awaits. The
+// first is there for the type checker: Swift 6.3 does not match a closure against a `throws(Failure)`
+// parameter while `Failure` is still unknown (a `Flow` made after a switch whose failure comes from
+// its inner), and fell back to the standard library's `async` form, which costs every candidate of
+// the chain before it a second look; tried first, it also settles an ordinary chain at once. The
+// throwing form is disfavored so that it does not tie with it on a `Flow` that cannot fail.
+// Measured in Benchmarks/README.md, "Type-checking time".
 extension Flow {
   /// Transforms every element; the closure is fused into this flow's pull, so a chain of
   /// transforms costs no extra iterator or task.
@@ -5,6 +13,43 @@ extension Flow {
   /// ```swift
   /// let doubled = Flow.sequence(1...3).map { $0 * 2 }  // 2, 4, 6
   /// ```
+  @inlinable
+  public func map<T: Sendable>(_ transform: @escaping @Sendable (Element) -> T) -> Flow<T, Failure> {
+    map { (element) throws(Failure) -> T in transform(element) }
+  }
+
+  /// Keeps the elements for which `isIncluded` returns `true`; fused like ``map(_:)-97c2b``.
+  ///
+  /// ```swift
+  /// let odd = Flow.sequence(1...5).filter { $0 % 2 == 1 }  // 1, 3, 5
+  /// ```
+  @inlinable
+  public func filter(_ isIncluded: @escaping @Sendable (Element) -> Bool) -> Flow<Element, Failure> {
+    compactMap { (element) throws(Failure) -> Element? in isIncluded(element) ? element : nil }
+  }
+
+  /// Transforms every element and drops the `nil` results; fused like ``map(_:)-97c2b``.
+  ///
+  /// ```swift
+  /// let numbers = Flow.sequence(["1", "x", "3"]).compactMap { Int($0) }  // 1, 3
+  /// ```
+  @inlinable
+  public func compactMap<T: Sendable>(_ transform: @escaping @Sendable (Element) -> T?) -> Flow<T, Failure> {
+    compactMap { (element) throws(Failure) -> T? in transform(element) }
+  }
+}
+
+extension Flow {
+  /// Transforms every element with a closure that can throw the flow's `Failure`; fused like the
+  /// non-throwing form.
+  ///
+  /// ```swift
+  /// let parsed = Flow<String, APIError>.fail(.offline).map { (text) throws(APIError) -> Int in
+  ///   guard let number = Int(text) else { throw .offline }
+  ///   return number
+  /// }
+  /// ```
+  @_disfavoredOverload
   @inlinable
   public func map<T: Sendable>(_ transform: @escaping @Sendable (Element) throws(Failure) -> T) -> Flow<T, Failure> {
     let makePull = self.makePull
@@ -61,11 +106,16 @@ extension Flow {
     }
   }
 
-  /// Keeps the elements for which `isIncluded` returns `true`; fused like ``map(_:)-8jz8``.
+  /// Keeps the elements for which `isIncluded`, which can throw the flow's `Failure`, returns
+  /// `true`; fused like the non-throwing form.
   ///
   /// ```swift
-  /// let odd = Flow.sequence(1...5).filter { $0 % 2 == 1 }  // 1, 3, 5
+  /// let checked = Flow<Int, APIError>.fail(.offline).filter { (id) throws(APIError) -> Bool in
+  ///   guard id >= 0 else { throw .offline }
+  ///   return id % 2 == 0
+  /// }
   /// ```
+  @_disfavoredOverload
   @inlinable
   public func filter(_ isIncluded: @escaping @Sendable (Element) throws(Failure) -> Bool) -> Flow<Element, Failure> {
     compactMap { (element) throws(Failure) -> Element? in try isIncluded(element) ? element : nil }
@@ -83,11 +133,16 @@ extension Flow {
     compactMap { (element) async throws(Failure) -> Element? in try await isIncluded(element) ? element : nil }
   }
 
-  /// Transforms every element and drops the `nil` results; fused like ``map(_:)-8jz8``.
+  /// Transforms every element with a closure that can throw the flow's `Failure`, and drops the
+  /// `nil` results; fused like the non-throwing form.
   ///
   /// ```swift
-  /// let numbers = Flow.sequence(["1", "x", "3"]).compactMap { Int($0) }  // 1, 3
+  /// let ids = Flow<String, APIError>.fail(.offline).compactMap { (text) throws(APIError) -> Int? in
+  ///   guard !text.isEmpty else { throw .offline }
+  ///   return Int(text)
+  /// }
   /// ```
+  @_disfavoredOverload
   @inlinable
   public func compactMap<T: Sendable>(
     _ transform: @escaping @Sendable (Element) throws(Failure) -> T?

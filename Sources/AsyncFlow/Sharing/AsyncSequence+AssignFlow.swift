@@ -5,7 +5,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   ///
   /// Store the subscription in `object` itself: when the object goes, its subscriptions go with
   /// it and cancel their iterations. A subscription kept elsewhere ends at the first element that
-  /// finds the object gone. Cancelling it, or releasing it, ends the iteration as for ``sink(receiveValue:)``.
+  /// finds the object gone. Cancelling it, or releasing it, ends the iteration as for
+  /// ``_Concurrency/AsyncSequence/sink(receiveValue:)-e2vw``.
   ///
   /// The iteration runs in a task the subscription owns. Called on a hot source's own type
   /// (`PassthroughFlow`, `CurrentValueFlow`, `AsyncShareFlowSequence`: a ``HotFlowSource``),

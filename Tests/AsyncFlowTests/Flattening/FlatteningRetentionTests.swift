@@ -11,7 +11,7 @@ enum FlatteningOperator: String, CaseIterable, Sendable, CustomStringConvertible
   /// Iterates `outer` flattened by this operator until `next()` returns `nil`, letting go of each
   /// element at once.
   func iterate<Outer: AsyncSequence & Sendable>(
-    _ outer: Outer, _ transform: @escaping @Sendable (Outer.Element) async -> Flow<ReleaseHook, Never>
+    _ outer: Outer, _ transform: @escaping @Sendable (Outer.Element) -> Flow<ReleaseHook, Never>
   ) async where Outer.Element: Sendable, Outer.Failure == Never {
     switch self {
     case .mergeFlow: await drain(outer.mergeFlow(transform))
