@@ -75,7 +75,11 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
       let task = FlowScheduling.startInheritingTask(priority: priority) {
         // A predecessor's wait ends early when this run is cancelled: its operation will not begin.
         for predecessor in predecessors { await predecessor.waitUnlessCancelled() }
-        await self.begin(operation, id: id, token: token, isQueued: isQueued, trigger: trigger, on: operation.isolation)
+        // Cancelled already (superseded in a burst): no call and no hop. Not cancelled yet, `begin`
+        // decides, where the operation runs.
+        if !Task.isCancelled {
+          await self.begin(operation, id: id, token: token, isQueued: isQueued, trigger: trigger, on: operation.isolation)
+        }
         // The task's captures, the operation's among them, are released when this closure returns,
         // after the lock: an operation may capture an object whose `deinit` calls back in.
         self.finished(id, token: token, trigger: trigger)
