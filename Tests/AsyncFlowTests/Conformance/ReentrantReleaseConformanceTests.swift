@@ -33,8 +33,12 @@ struct ReentrantReleaseConformanceTests {
     let returned = LockedState(false)
     let context = "\(row.name), \(situation)"
 
+    // A clock made in nonisolated code runs its jobs at once: without the gate, a consumer that
+    // took and dropped every token before the hook below was in place would wait for ever.
+    let hookInPlace = Gate()
     let consumer = clock.task {
       defer { returned.withLock { $0 = true } }
+      await hookInPlace.wait()
       let stepper = row.make(env)
       guard situation != .dropIterator else {
         _ = await stepper.next()
@@ -43,6 +47,8 @@ struct ReentrantReleaseConformanceTests {
       for _ in 0..<20 where await stepper.next().isElement {}
     }
     if situation == .cancelFromARelease { env.witness.onRelease { consumer.cancel() } }
+    await hookInPlace.entered()
+    hookInPlace.release()
 
     await clock.advance(by: .seconds(10))
     await clock.runCurrent()

@@ -135,27 +135,33 @@ struct SinkMailboxTests {
   @Test @MainActor func cancelBetweenTwoDeliveriesStopsTheBatch() async {
     let executor = CountingExecutor()
     let subject = PassthroughFlow<Int, TestError>()
+    let allSent = Gate()
     let gate = Gate()
     let log = SinkLog()
     let subscription = subject.sink {
       log.completion($0)
     } receiveValue: { value in
       log.append(.value(value))
+      // Without this wait, a drain that began at once could empty the mailbox before 2 was sent,
+      // end, and leave 2...5 to a second drain: three jobs instead of one batch's (seen under load).
+      if value == 1 { await allSent.wait() }
       if value == 2 { await gate.wait() }
     }
     executor.scheduling {
       for value in 1...5 { subject.send(value) }
     }
+    await allSent.entered()
+    allSent.release()
     await gate.entered()
     subscription.cancel()
     #expect(subject.subscriberCount == 0)
     subject.send(6)
     subject.finish()
     gate.release()
-    // The drain's two jobs: up to the gate, then from it to its end. 3...5 meet the closed gate,
-    // 6 was never buffered, and the end is not delivered.
-    await executor.finished(count: 2)
-    #expect(executor.enqueued == 2)
+    // The drain's three jobs: up to the first gate, from there to the second, then from it to its
+    // end. 3...5 meet the closed gate, 6 was never buffered, and the end is not delivered.
+    await executor.finished(count: 3)
+    #expect(executor.enqueued == 3)
     #expect(log.events == [.value(1), .value(2)])
   }
 

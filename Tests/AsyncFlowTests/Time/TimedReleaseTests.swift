@@ -90,8 +90,12 @@ struct TimedReleaseTests {
     let returned = LockedState(false)
     let context = "\(row.name), \(situation)"
 
+    // A clock made in nonisolated code runs its jobs at once: without the gate, a consumer that
+    // took and dropped every token before the hook below was in place would wait for ever.
+    let hookInPlace = Gate()
     let consumer = clock.task {
       defer { returned.withLock { $0 = true } }
+      await hookInPlace.wait()
       let stepper = row.make(source, clock)
       guard situation != .dropIterator else {
         _ = await stepper.next()
@@ -100,6 +104,8 @@ struct TimedReleaseTests {
       for _ in 0..<20 where await stepper.next().isElement {}
     }
     if situation == .cancelFromARelease { witness.onRelease { consumer.cancel() } }
+    await hookInPlace.entered()
+    hookInPlace.release()
 
     await clock.advance(by: .seconds(10))
     await clock.runCurrent()
