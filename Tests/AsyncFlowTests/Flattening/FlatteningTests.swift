@@ -211,7 +211,11 @@ struct FlatteningTests {
       }
     }
     let result = Task { await collect(merged).elements }
-    for _ in 0..<4 {
+    // Three parked at once before the first release: released one by one as they came, the
+    // inners could overlap by fewer than three when the test's thread ran ahead of their starts.
+    await gate.entered(count: 3)
+    gate.release()
+    for _ in 0..<3 {
       await gate.entered(count: 1)
       gate.release()
     }

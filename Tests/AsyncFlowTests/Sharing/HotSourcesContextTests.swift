@@ -158,15 +158,20 @@ struct HotSourcesContextTests {
     let probe = ContextProbe(clock: ImmediateClock())
     let subject = PassthroughFlow<Int, Never>()
     let delivered = [CompletionSignal(), CompletionSignal()]
+    let executor = CountingExecutor()
     let subscription = await inContext("subscriber", priority: .medium) {
       subject.sink { value in
         probe.note("sink \(value)")
         delivered[value].fire()
       }
     }.value
-    await inContext("first sender") { subject.send(0) }.value
+    await inContext("first sender") { executor.scheduling { subject.send(0) } }.value
     guard await bounded("the first delivery", { await delivered[0].wait() }) != nil else { return }
-    await inContext("second sender", priority: .medium) { subject.send(1) }.value
+    // Until the first drain has ended (its one job), a second value would join it, in the first
+    // sender's context: the delivery's signal fires before the drain looks for more.
+    guard await bounded("the first drain's end", { await executor.finished(count: 1) }) != nil else { return }
+    #expect(subject.storage.state.withLock { $0.drainingCount } == 0)
+    await inContext("second sender", priority: .medium) { executor.scheduling { subject.send(1) } }.value
     guard await bounded("the second delivery", { await delivered[1].wait() }) != nil else { return }
     #expect(
       probe.notes == [
@@ -182,14 +187,20 @@ struct HotSourcesContextTests {
     let probe = ContextProbe(clock: ImmediateClock())
     let subject = CurrentValueFlow(0)
     let delivered = [CompletionSignal(), CompletionSignal()]
+    let executor = CountingExecutor()
     let subscription = await inContext("subscriber") {
-      subject.sink { value in
-        probe.note("sink \(value)")
-        delivered[value].fire()
+      executor.scheduling {
+        subject.sink { value in
+          probe.note("sink \(value)")
+          delivered[value].fire()
+        }
       }
     }.value
     guard await bounded("the current value", { await delivered[0].wait() }) != nil else { return }
-    await inContext("sender", priority: .medium) { subject.send(1) }.value
+    // As above: the drain of the current value must have ended, or the sent value joins it.
+    guard await bounded("the first drain's end", { await executor.finished(count: 1) }) != nil else { return }
+    #expect(subject.storage.state.withLock { $0.drainingCount } == 0)
+    await inContext("sender", priority: .medium) { executor.scheduling { subject.send(1) } }.value
     guard await bounded("the sent value", { await delivered[1].wait() }) != nil else { return }
     #expect(
       probe.notes == [
