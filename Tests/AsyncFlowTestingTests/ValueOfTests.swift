@@ -67,10 +67,14 @@ struct ValueOfTests {
   /// Nothing parked that AsyncFlowTesting can see: the issue says so.
   @Test(.onTestClock) func theIssueSaysWhenItSeesNothing() async {
     let clock = TestClock.current
+    // Made outside every clock's scope and called from a detached task: a wait that no clock sees.
+    // Not a global: one made lazily by the test body's first use, in the clock's scope, took that
+    // clock as its home, and its detached caller's wait was then reported from no test at all.
+    let released = await Task.detached { ControlledCalls<Int, Void>() }.value
     let never = clock.task {
       await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
         Task.detached {
-          await waitForRelease()
+          await released.call(0)
           continuation.resume()
         }
       }
@@ -80,12 +84,10 @@ struct ValueOfTests {
     } matching: { issue in
       issue.comments.contains { $0.rawValue.contains("nothing AsyncFlowTesting can see") }
     }
-    await released.parked(count: 1)
+    // Off the clock too: a barrier in the clock's scope gives up once the clock is idle, and the
+    // detached call may not have come yet.
+    await bounded(Task.detached { await released.parked(count: 1) }, "the detached call")
     released.respond(toCall: 0, with: ())
     await bounded(never, "never")  // bounded: released above
   }
 }
-
-/// Made outside every clock's scope and called from a detached task: a wait that no clock sees.
-private let released = ControlledCalls<Int, Void>()
-private func waitForRelease() async { await released.call(0) }
