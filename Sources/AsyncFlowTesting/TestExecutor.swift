@@ -41,6 +41,7 @@ final class TestExecutor: TaskExecutor, Sendable {
 
   private enum Step {
     case run(UnownedJob)
+    case handOff
     case resume([UnsafeContinuation<Void, Never>])
     case stop
   }
@@ -49,16 +50,19 @@ final class TestExecutor: TaskExecutor, Sendable {
 
   func enqueue(_ job: consuming ExecutorJob) {
     let job = UnownedJob(job)
-    let startDrainer = state.withLock { state in
+    let isIdle = state.withLock { state in
       state.jobs.append(job)
       defer { state.draining = true }
       return !state.draining
     }
-    guard startDrainer else { return }
-    // On the test body's actor, in a job of its own: the body's statements and the clock's jobs
-    // then take turns on one serial executor, so nothing on the clock runs between two statements
-    // of the body that have no `await` between them, and the jobs run while the body awaits,
-    // whatever it awaits. Without an actor, on a global-executor task: no thread of our own.
+    if isIdle { startDrainer() }
+  }
+
+  /// Starts a drain: on the test body's actor, in a job of its own, so that the body's statements
+  /// and the clock's jobs take turns on one serial executor (nothing on the clock runs between two
+  /// statements of the body that have no `await` between them; the jobs run while the body awaits,
+  /// whatever it awaits). Without an actor, on a global-executor task: no thread of our own.
+  private func startDrainer() {
     switch home {
     case nil: Task.detached { self.drain() }
     case let actor? where actor === MainActor.shared: Task.detached { @MainActor in self.drain() }
@@ -66,13 +70,24 @@ final class TestExecutor: TaskExecutor, Sendable {
     }
   }
 
+  /// Jobs one drain runs before it hands its thread back and goes on in a new drain, queued behind
+  /// what else waits for that thread. A task that is always runnable (a loop of `Task.yield()`)
+  /// otherwise kept one drain, and with it a pool thread or the main actor, for as long as it ran:
+  /// on two cores, two such loops of tests running side by side took both threads of the pool, and
+  /// the tests that were to stop them never ran again (a full suite run hung). The order of the
+  /// jobs is the same either way.
+  private static var jobsPerTurn: Int { 256 }
+
   private func drain(on actor: isolated any Actor) {
     drain()
   }
 
   private func drain() {
+    var jobsThisTurn = 0
     while true {
       let step = state.withLock { state -> Step in
+        // `draining` stays set: the next drain takes over, and nobody else starts one meanwhile.
+        if jobsThisTurn == Self.jobsPerTurn, !state.jobs.isEmpty { return .handOff }
         if let job = state.popJob() { return .run(job) }
         if !state.idleWaiters.isEmpty {
           defer { state.idleWaiters.removeAll() }
@@ -83,7 +98,10 @@ final class TestExecutor: TaskExecutor, Sendable {
       }
       switch step {
       case .run(let job):
+        jobsThisTurn += 1
         job.runSynchronously(on: asUnownedTaskExecutor())
+      case .handOff:
+        return startDrainer()
       case .resume(let waiters):
         // A waiter that runs on this executor enqueues a job, which this loop then runs.
         for waiter in waiters { waiter.resume() }

@@ -233,6 +233,26 @@ struct TestClockTests {
     #expect(await bounded(spinner, "the cancelled spinner") != nil)
   }
 
+  /// A task on a main-actor clock that is always runnable (a loop of `Task.yield()`) does not
+  /// keep the main actor for as long as it runs: the clock's drain hands the actor back every few
+  /// hundred jobs, so other main-actor work gets its turn while the loop still spins. (When one
+  /// drain ran every job, such a loop held the main actor until it ended, and on an eager clock a
+  /// pool thread: a full suite run on two cores hung with a spinner on one thread.)
+  @Test @MainActor func anAlwaysRunnableTaskLetsOtherMainActorWorkRun() async {
+    let clock = TestClock()
+    let otherRan = LockedState(false)
+    let spinner = clock.task {
+      for _ in 0..<20_000 {
+        if otherRan.withLock({ $0 }) { return true }
+        await Task.yield()
+      }
+      return false
+    }
+    let other = Task { @MainActor in otherRan.withLock { $0 = true } }
+    #expect(await bounded(spinner, "the spinner") == true, "other main-actor work waited until the spinner ended")
+    await bounded(other, "the other main-actor work")
+  }
+
   @Test func advanceByNegativeDurationIsAProgrammerError() async {
     await #expect(processExitsWith: .failure) {
       await TestClock().advance(by: .seconds(-1))
