@@ -167,12 +167,10 @@ struct HotSourcesContextTests {
     }.value
     await inContext("first sender") { executor.scheduling { subject.send(0) } }.value
     guard await bounded("the first delivery", { await delivered[0].wait() }) != nil else { return }
-    // Until the first drain has ended (its one job), a second value would join it, in the first
-    // sender's context: the delivery's signal fires before the drain looks for more.
-    guard await bounded("the first drain's end", { await executor.finished(count: 1) }) != nil else { return }
-    #expect(subject.storage.state.withLock { $0.drainingCount } == 0)
-    await inContext("second sender", priority: .medium) { executor.scheduling { subject.send(1) } }.value
-    guard await bounded("the second delivery", { await delivered[1].wait() }) != nil else { return }
+    let second = await sendOneAfterTheFirstDrain(
+      from: "second sender", to: subject.storage, on: executor, delivered: delivered[1]
+    ) { subject.send(1) }
+    guard second else { return }
     #expect(
       probe.notes == [
         SeenContext(place: "sink 0", id: "first sender", priority: .high),
@@ -197,16 +195,29 @@ struct HotSourcesContextTests {
       }
     }.value
     guard await bounded("the current value", { await delivered[0].wait() }) != nil else { return }
-    // As above: the drain of the current value must have ended, or the sent value joins it.
-    guard await bounded("the first drain's end", { await executor.finished(count: 1) }) != nil else { return }
-    #expect(subject.storage.state.withLock { $0.drainingCount } == 0)
-    await inContext("sender", priority: .medium) { executor.scheduling { subject.send(1) } }.value
-    guard await bounded("the sent value", { await delivered[1].wait() }) != nil else { return }
+    let sent = await sendOneAfterTheFirstDrain(
+      from: "sender", to: subject.storage, on: executor, delivered: delivered[1]
+    ) { subject.send(1) }
+    guard sent else { return }
     #expect(
       probe.notes == [
         SeenContext(place: "sink 0", id: "subscriber", priority: .high),
         SeenContext(place: "sink 1", id: "sender", priority: .medium),
       ])
     subscription.cancel()
+  }
+
+  /// Waits until the drain that delivered 0 has ended (its one job on `executor`), then runs `send`
+  /// in `sender`'s context at `.medium` and waits for that delivery; `false` if a wait gave up.
+  /// Until the first drain has ended, a second value would join it, in the first one's context:
+  /// the delivery's signal fires before the drain looks for more.
+  private func sendOneAfterTheFirstDrain(
+    from sender: String, to storage: SubjectStorage<Int, Never>, on executor: CountingExecutor,
+    delivered: CompletionSignal, _ send: @escaping @Sendable () -> Void
+  ) async -> Bool {
+    guard await bounded("the first drain's end", { await executor.finished(count: 1) }) != nil else { return false }
+    #expect(storage.state.withLock { $0.drainingCount } == 0)
+    await inContext(sender, priority: .medium) { executor.scheduling(send) }.value
+    return await bounded("the delivery from \(sender)", { await delivered.wait() }) != nil
   }
 }
