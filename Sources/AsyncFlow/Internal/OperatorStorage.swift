@@ -195,6 +195,12 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
     perform(state.withLock { $0.inputEnded(failure, from: index, at: now) })
   }
 
+  /// Elements an input pulls between two yields of its thread: often enough that no input keeps a
+  /// thread for long while its siblings or its consumer wait for one, rarely enough that the yield
+  /// costs little per element. (Not the flattening pump: between its yields a switch would start
+  /// the inners it supersedes, one per yield, where behind a stalled consumer it starts one.)
+  @inlinable static var elementsBetweenYields: Int { 256 }
+
   /// Input `index` of an operator over upstreams: pulls `base` while the logic wants elements.
   @inlinable
   func pull<Base: AsyncSequence>(_ base: Base, as index: Int = 0) async
@@ -204,13 +210,20 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
     // Started first, in the caller (`Logic.inputStartedFirst`): once its first element is in the
     // logic, the caller gets its thread back, even from an upstream that never suspends.
     var yieldsAfterNext = index == Logic.inputStartedFirst
+    var elementsSinceYield = 0
     while proceed {
       do throws(Base.Failure) {
         guard let element = try await iterator.next(isolation: nil) else { return inputEnded(nil, from: index) }
         // Only the life cycle cancels the task, and then it answers `false` here as well.
         proceed = offer(element, from: index).proceed
-        if yieldsAfterNext {
+        elementsSinceYield &+= 1
+        // An upstream that never suspends, into a logic that always takes more (the other of
+        // withLatestFrom, a conflation), would hold its thread until the operator ends; the other
+        // inputs and the consumer it waits for would get a thread only if the pool had one to
+        // spare (with one busy thread of two, withLatestFrom's base never ran: a test timed out).
+        if yieldsAfterNext || elementsSinceYield == Self.elementsBetweenYields {
           yieldsAfterNext = false
+          elementsSinceYield = 0
           await Task.yield()
         }
         if !proceed { proceed = await inputWanted(index) }

@@ -1,5 +1,6 @@
 import AsyncFlow
 import AsyncFlowTesting
+import Synchronization
 import Testing
 
 /// `withLatestFromFlow` starts `other` first, and lets it run until it suspends before the base is
@@ -61,6 +62,43 @@ struct WithLatestFromStartTests {
       }
       #expect(first == 1, "run \(run)")
     }
+  }
+
+  private final class PullCount: Sendable {
+    let value = Atomic(0)
+  }
+
+  /// An input that never suspends: 0, 1, 2, … up to `count`, counting what was pulled.
+  private struct Counted: AsyncSequence, Sendable {
+    let count: Int
+    let pulled: PullCount
+    struct AsyncIterator: AsyncIteratorProtocol {
+      let count: Int
+      let pulled: PullCount
+      mutating func next() async -> Int? {
+        let index = pulled.value.add(1, ordering: .relaxed).oldValue
+        return index < count ? index : nil
+      }
+    }
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(count: count, pulled: pulled) }
+  }
+
+  /// On one serial executor (a test clock's), an other that never suspends still lets the base run:
+  /// the input yields its thread every few hundred elements, so the first output comes while the
+  /// other still produces. (When it kept its thread, the base ran only once the other had ended;
+  /// on a pool with one thread to spare, a busy machine, `next()` waited for all of it.)
+  @Test func anOtherThatNeverSuspendsLetsTheBaseRunOnOneThread() async {
+    let clock = TestClock()
+    let pulled = PullCount()
+    let count = 100_000
+    let consumer = clock.task {
+      var iterator = CurrentValueFlow(1).withLatestFromFlow(Counted(count: count, pulled: pulled)).makeAsyncIterator()
+      let first = await iterator.next()?.0
+      return (first: first, pulledBefore: pulled.value.load(ordering: .relaxed))
+    }
+    guard let result = await clock.value(of: consumer) else { return }
+    #expect(result.first == 1)
+    #expect(result.pulledBefore < count, "the base ran only once the other had ended")
   }
 
   @MainActor private static func firstOutputOnTheMainActor() async -> String {
