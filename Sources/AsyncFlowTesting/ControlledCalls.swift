@@ -185,7 +185,7 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
   /// ```
   public var arguments: [Argument] { state.withLock { $0.log.map(\.argument) } }
 
-  /// The calls waiting for an answer right now, oldest first: what ``respond(toCall:with:)`` can
+  /// The calls waiting for an answer right now, oldest first: what ``respond(toCall:with:fileID:filePath:line:column:)`` can
   /// answer.
   ///
   /// ```swift

@@ -1,7 +1,7 @@
 import AsyncFlow
 
 /// A suspension seam for tests: code under test parks in ``wait(isolation:)``, the test waits until it is
-/// parked with ``entered(count:)``, inspects the state, then lets it go with ``release()``.
+/// parked with ``entered(count:fileID:filePath:line:column:)``, inspects the state, then lets it go with ``release()``.
 ///
 /// Forcing an order this way replaces sleeps: the test knows that the code reached the seam.
 ///
