@@ -100,6 +100,11 @@ struct TestClockScopeTests {
     await withKnownIssue {
       call = Task { await calls.call(1) }
       wait = Task { await gate.wait() }
+      // Off the clock until they have come: the clock cannot see a plain task on its way, so its
+      // barriers give up once it is idle, which it may be before either task has begun.
+      await bounded(Task.detached {
+        while calls.waitingCalls.isEmpty || gate.parkedCount == 0, !Task.isCancelled { await Task.yield() }
+      }, "the plain tasks' waits")
       await calls.parked(count: 1)
       await gate.entered()
     } matching: { issue in
