@@ -8,8 +8,7 @@ import Testing
 
 // region: testing-statements
 /// Nothing moves between two statements: the sink's closure, which runs on the clock, runs only
-/// once the test awaits. Before, the clock ran its jobs on another thread as soon as they came,
-/// and the first `#expect` saw `1` in 37 of 40 runs.
+/// once the test awaits.
 @Test(.onTestClock) @MainActor func nothingMovesBetweenTwoStatements() async {
   let clock = TestClock.current
   let taps = PassthroughFlow<Int, Never>()
