@@ -9,7 +9,8 @@ family never finds it. This check walks the converted archive from the landing p
   curated;
 - the members of a curated type are curated through it (its automatic sections count);
 - the members of an extended external type (the operators on `AsyncSequence`) are NOT curated
-  through the extension page: each has to be listed under its family.
+  through the extension page: each has to be listed under its family;
+- the forms of one name (its overloads) are one merged page, and curating it curates them all.
 
 Every public symbol of the symbol graphs (`<Module>.symbols.json` and the extension graphs
 `<Module>@<Other>.symbols.json`) must be curated. For each one that is not, the output gives the
@@ -132,6 +133,20 @@ def main():
   if len(roots) != 1:
     sys.exit(f"docc-curation: no landing page for {args.module} in {args.archive}")
   reached = walk(pages, roots[0])
+  # DocC's merged overload pages (`--enable-experimental-overloaded-symbol-presentation`): a page
+  # for one name whose forms (the overloads) it shows as declarations. Curating that page curates
+  # every form: the one it is made from (its externalID without the suffix) and the others.
+  for url, place in list(reached.items()):
+    usr = pages.get(url, {}).get("metadata", {}).get("externalID", "")
+    if not usr.endswith("::OverloadGroup"):
+      continue
+    forms = [by_usr.get(usr.removesuffix("::OverloadGroup"))]
+    for section in pages[url].get("primaryContentSections", []):
+      for declaration in section.get("declarations", []) if section.get("kind") == "declarations" else []:
+        forms += [other.get("identifier") for other in declaration.get("otherDeclarations", {}).get("declarations", [])]
+    for form in forms:
+      if form is not None and reached.get(form) is None:
+        reached[form] = place
   prefix = roots[0] + "/"
 
   # Where each source file's / folder's curated symbols are listed, to suggest a group.

@@ -72,21 +72,6 @@ extension Flow where Element == Never, Failure == Never {
   where Input.Element: Sendable {
     AsyncMergeInputsSequence(MergeIteration.make(inputs.map { MergeIteration.pump($0) }))
   }
-
-  /// The elements of every input, as they arrive: the variadic form of ``merge(_:)``,
-  /// for five inputs or more of one type.
-  ///
-  /// ```swift
-  /// let a = Flow.just(1), b = Flow.just(2), c = Flow.just(3), d = Flow.just(4), e = Flow.just(5)
-  /// let all = Flow.merge(a, b, c, d, e)  // 1 to 5, in the order they arrive
-  /// ```
-  @inlinable
-  public static func merge<Input: AsyncSequence & Sendable>(
-    _ first: Input, _ second: Input, _ third: Input, _ fourth: Input, _ fifth: Input, _ more: Input...
-  ) -> AsyncMergeInputsSequence<Input.Element, Input.Failure>
-  where Input.Element: Sendable {
-    merge([first, second, third, fourth, fifth] + more)
-  }
 }
 
 /// The sequence `Flow.merge` returns: every element of every input, in the order they arrive.
@@ -113,12 +98,3 @@ extension Flow where Element == Never, Failure == Never {
 public typealias AsyncMergeInputsSequence<Element: Sendable, Failure: Error> = AsyncCombiningFlowSequence<
   _CombiningFlowKind.Merge, Element, Failure
 >
-
-/// The former name of ``AsyncMergeInputsSequence``, the sequence `Flow.merge` returns: renamed
-/// because it read as `mergeFlow`'s ``AsyncMergeFlowSequence``.
-///
-/// ```swift
-/// let merged: AsyncMergeInputsSequence<Int, Never> = Flow.merge(Flow.just(1), Flow.just(2))  // not AsyncMergedFlowsSequence
-/// ```
-@available(*, deprecated, renamed: "AsyncMergeInputsSequence")
-public typealias AsyncMergedFlowsSequence<Element: Sendable, Failure: Error> = AsyncMergeInputsSequence<Element, Failure>

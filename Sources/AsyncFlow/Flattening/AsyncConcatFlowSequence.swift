@@ -76,7 +76,7 @@ where Self: Sendable, Element: Sendable {
   }
 }
 
-/// The sequence ``_Concurrency/AsyncSequence/concatFlow(_:)-1hndl`` returns: the elements of each
+/// The sequence ``_Concurrency/AsyncSequence/concatFlow(_:)`` returns: the elements of each
 /// inner sequence in turn, in the base's order.
 ///
 /// - Each element of the base is mapped to an inner sequence; an inner starts when the previous one

@@ -78,7 +78,7 @@ where Self: Sendable, Element: Sendable {
   }
 }
 
-/// The sequence ``_Concurrency/AsyncSequence/exhaustFlow(_:)-5k4xu`` returns: first wins while busy.
+/// The sequence ``_Concurrency/AsyncSequence/exhaustFlow(_:)`` returns: first wins while busy.
 ///
 /// - An element of the base that arrives while an inner runs is dropped, without being
 ///   transformed; the first element after the running inner has finished starts the next one.

@@ -18,7 +18,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
   ///
   /// - Parameters:
   ///   - maxConcurrent: How many inners may run at once; 1 or greater (1 is
-  ///     ``_Concurrency/AsyncSequence/concatFlow(_:)-1hndl``). Besides, a new inner starts only
+  ///     ``_Concurrency/AsyncSequence/concatFlow(_:)``). Besides, a new inner starts only
   ///     while the consumer is behind fewer than 16 inners (or `maxConcurrent`, if above 16): see
   ///     ``AsyncMergeFlowSequence``.
   ///   - transform: Makes the inner sequence for an element.
@@ -100,7 +100,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   }
 }
 
-/// The sequence ``_Concurrency/AsyncSequence/mergeFlow(maxConcurrent:_:)-2mjlu`` returns: the
+/// The sequence ``_Concurrency/AsyncSequence/mergeFlow(maxConcurrent:_:)`` returns: the
 /// elements of up to `maxConcurrent` inner sequences at once, as they come.
 ///
 /// - Each element of the base is mapped to an inner sequence, which runs in a task of its own and

@@ -5,7 +5,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// `@MainActor` closure may write main-actor state; it should check `Task.isCancelled` after
   /// each `await` before it writes.
   ///
-  /// Built on ``_Concurrency/AsyncSequence/switchToLatestFlow(_:)-33gld``: an element superseded
+  /// Built on ``_Concurrency/AsyncSequence/switchToLatestFlow(_:)``: an element superseded
   /// before its `body` began never runs `body` at all, and no `body` is still running when
   /// `collectLatest` returns or when the calling task is cancelled (it then returns without throwing).
   ///

@@ -98,7 +98,7 @@ where Self: Sendable, Element: Sendable {
   }
 }
 
-/// The sequence ``_Concurrency/AsyncSequence/switchToLatestFlow(by:_:)-29nnl`` returns: latest wins per
+/// The sequence ``_Concurrency/AsyncSequence/switchToLatestFlow(by:_:)`` returns: latest wins per
 /// identity.
 ///
 /// - At most one inner runs per key: a newer element of key K supersedes only K's inner, whose

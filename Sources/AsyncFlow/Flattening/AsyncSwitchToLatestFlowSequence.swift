@@ -155,7 +155,7 @@ where Self: Sendable, Element: AsyncSequence & Sendable, Element.Element: Sendab
   }
 }
 
-/// The sequence ``_Concurrency/AsyncSequence/switchToLatestFlow(_:)-33gld`` returns: the elements of the
+/// The sequence ``_Concurrency/AsyncSequence/switchToLatestFlow(_:)`` returns: the elements of the
 /// newest inner sequence.
 ///
 /// - A newer element of the base supersedes the running inner: its task is cancelled, and nothing

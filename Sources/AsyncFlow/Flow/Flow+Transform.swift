@@ -18,7 +18,7 @@ extension Flow {
     map { (element) throws(Failure) -> T in transform(element) }
   }
 
-  /// Keeps the elements for which `isIncluded` returns `true`; fused like ``map(_:)-97c2b``.
+  /// Keeps the elements for which `isIncluded` returns `true`; fused like ``map(_:)``.
   ///
   /// ```swift
   /// let odd = Flow.sequence(1...5).filter { $0 % 2 == 1 }  // 1, 3, 5
@@ -28,7 +28,7 @@ extension Flow {
     compactMap { (element) throws(Failure) -> Element? in isIncluded(element) ? element : nil }
   }
 
-  /// Transforms every element and drops the `nil` results; fused like ``map(_:)-97c2b``.
+  /// Transforms every element and drops the `nil` results; fused like ``map(_:)``.
   ///
   /// ```swift
   /// let numbers = Flow.sequence(["1", "x", "3"]).compactMap { Int($0) }  // 1, 3

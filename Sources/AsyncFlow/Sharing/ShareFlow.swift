@@ -69,10 +69,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 ///
 /// ### Subscribing with no task while idle
 ///
-/// - ``HotFlowSource/sink(receiveValue:)-3t23v``
-/// - ``HotFlowSource/sink(receiveValue:)-3g41p``
-/// - ``HotFlowSource/sink(receiveCompletion:receiveValue:)-7am1a``
-/// - ``HotFlowSource/sink(receiveCompletion:receiveValue:)-8qp2u``
+/// - ``HotFlowSource/sink(receiveValue:)``
+/// - ``HotFlowSource/sink(receiveCompletion:receiveValue:)``
 /// - ``HotFlowSource/assignFlow(to:on:isolation:)``
 /// - ``HotFlowSource/subscriberCount``
 /// - ``HotFlowSource/subscribers(count:)``

@@ -32,7 +32,7 @@ struct CombiningTests {
     #expect(await collect(Flow.merge(one, one, one)).elements == [1, 1, 1])
     #expect(await collect(Flow.merge(one, one, one, one)).elements == [1, 1, 1, 1])
     #expect(await collect(Flow.merge([one, one])).elements == [1, 1])
-    #expect(await collect(Flow.merge(one, one, one, one, one, one)).elements == [1, 1, 1, 1, 1, 1])
+    #expect(await collect(Flow.merge([one, one, one, one, one, one])).elements == [1, 1, 1, 1, 1, 1])
     #expect(await collect(Flow.merge([Flow<Int, Never>]())).elements == [])
     let c3 = await collect(Flow.combineLatest(one, text, one)).elements
     #expect(c3.map { "\($0.0)\($0.1)\($0.2)" } == ["1x1"])
