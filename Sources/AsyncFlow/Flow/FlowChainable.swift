@@ -9,7 +9,7 @@
 /// its own, which also take asynchronous closures). They are there for the type checker as much as for
 /// the fusion: the standard library's forms take `async` closures, and a chain whose every closure step
 /// takes a synchronous one lets the type checker set the other candidates aside at once. Eight ordinary
-/// steps through `removeDuplicatesFlow()` and `scanFlow` (issue 39's `mixed8`) type-checked in 141 ms
+/// steps through `removeDuplicatesFlow()` and `scanFlow` (the corpus's `mixed8`) type-checked in 141 ms
 /// against 14 ms for the same text on swift-async-algorithms; 10 ms against 15 ms with these
 /// (Benchmarks/README.md, "Type-checking time").
 ///
