@@ -9,7 +9,10 @@ A guide block is written as
     ```
 
 and the region is the text between `// region: fixed-articles` and `// endregion: fixed-articles`
-in Guides/Examples/Coordination/ArticlesList.swift, a file that the package builds and tests.
+in Guides/Examples/Coordination/ArticlesList.swift, a file that the package builds and tests. A
+path under `Packages/` names a scratch package's file in Guides/Packages (built and tested by
+`.ci/package-check`), and the region name `file` takes the whole file: a `Package.swift` must
+begin with its tools-version line, so it cannot open with a region marker.
 
     .ci/guide-blocks.py          check: print every block that differs and exit 1
     .ci/guide-blocks.py --write  copy the regions into the guides
@@ -29,7 +32,9 @@ BLOCK = re.compile(r"<!-- region: (?P<path>[^#]+)#(?P<name>[\w-]+) -->\n```swift
 
 
 def region(path: str, name: str) -> str:
-    source = (EXAMPLES / path).read_text()
+    source = ((GUIDES if path.startswith("Packages/") else EXAMPLES) / path).read_text()
+    if name == "file":
+        return source
     match = re.search(r"[ \t]*// region: " + re.escape(name) + r"\n(.*?)[ \t]*// endregion: " + re.escape(name), source, re.S)
     if not match:
         raise SystemExit(f"guide-blocks: no region '{name}' in Guides/Examples/{path}")
