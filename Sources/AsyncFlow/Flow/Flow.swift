@@ -145,26 +145,33 @@ public struct Flow<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
     /// ```
     @inlinable
     public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+      // The consumer's cancellation is checked once per element, after it is made: an element made
+      // once the task is cancelled (by a fused transform that runs in it and may be what cancelled
+      // it, or by an upstream that ignores the cancellation) is never delivered.
       do {
-        let element: Element?
         switch pull {
         case .sync(let next):
-          // A synchronous source never suspends, so this is where it notices cancellation.
-          guard !Task.isCancelled else {
-            pull = .finished
-            return nil
-          }
-          element = try next()
+          // Never suspends: this is where it notices cancellation. Nothing runs between pulls.
+          if let element = try next(), !Task.isCancelled { return element }
         case .async(let next):
-          element = try await next(actor)
+          if let element = try await next(actor) {
+            if !Task.isCancelled { return element }
+            // One more pull in the cancelled task ends the upstream's work before `nil`.
+            _ = try? await next(actor)
+          }
         case .buffered(let take, let next):
-          if let buffered = try take() { return buffered }
-          element = try await next(actor)
+          if let element = try take() {
+            if !Task.isCancelled { return element }
+            _ = try? await next(actor)
+          } else if let element = try await next(actor) {
+            if !Task.isCancelled { return element }
+            _ = try? await next(actor)
+          }
         case .finished:
           return nil
         }
-        if element == nil { pull = .finished }
-        return element
+        pull = .finished
+        return nil
       } catch {
         pull = .finished
         throw error

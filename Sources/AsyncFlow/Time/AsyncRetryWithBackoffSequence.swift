@@ -162,7 +162,12 @@ where C.Duration == Duration {
   /// var iterator = retrying.makeAsyncIterator()
   /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
   /// ```
-  public struct Iterator: AsyncIteratorProtocol {
+  public struct Iterator: _SerialFlowIterator {
+    /// The elements it delivers: the sequence's.
+    public typealias Element = AsyncRetryWithBackoffSequence.Element
+    /// How it can fail: as the sequence.
+    public typealias Failure = AsyncRetryWithBackoffSequence.Failure
+
     private let sequence: AsyncRetryWithBackoffSequence
     private var attempt: Base.AsyncIterator?
     private var retries = 0
@@ -181,12 +186,12 @@ where C.Duration == Duration {
     /// ```swift
     /// let element = try await iterator.next(isolation: #isolation)
     /// ```
-    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+    public mutating func _step(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
       while true {
         if Task.isCancelled {
           // One more pull in the cancelled task lets the attempt end its own work (a `Flow` waits
           // for its body): no work outlives the iteration. What it returns is of no use.
-          if var cancelled = attempt.take() { _ = try? await cancelled.next(isolation: actor) }
+          await attempt.end(isolation: actor)
           return nil
         }
         guard attempt != nil else { return nil }
@@ -215,13 +220,13 @@ where C.Duration == Duration {
       }
     }
 
-    /// Returns the next element; see ``next(isolation:)``.
+    /// Ends the current attempt; every step returns `nil` after it.
     ///
     /// ```swift
-    /// let element = try await iterator.next()
+    /// await iterator._end(isolation: #isolation)
     /// ```
-    public mutating func next() async throws(Failure) -> Element? {
-      try await next(isolation: nil)
+    public mutating func _end(isolation actor: isolated (any Actor)?) async {
+      await attempt.end(isolation: actor)
     }
   }
 }

@@ -74,18 +74,25 @@ final class ProbeEnvironment: Sendable {
   /// How many elements each inner (or fallback, or operation) emits before `innerEnd`.
   let innerCount: Int
   let innerEnd: ProbeEnd
+  /// Another upstream in place of the probe body (`CancellationEdgeConformanceTests`).
+  private let replacedUpstream: (@Sendable () -> Flow<Int, TestError>)?
   private let never = Gate()
 
-  init(outer: [Int], then outerEnd: ProbeEnd, inners innerCount: Int = 1, then innerEnd: ProbeEnd = .finish) {
+  init(
+    outer: [Int], then outerEnd: ProbeEnd, inners innerCount: Int = 1, then innerEnd: ProbeEnd = .finish,
+    upstream: (@Sendable () -> Flow<Int, TestError>)? = nil
+  ) {
     self.outerElements = outer
     self.outerEnd = outerEnd
     self.innerCount = innerCount
     self.innerEnd = innerEnd
+    self.replacedUpstream = upstream
   }
 
-  /// The upstream: a `Flow` whose body counts itself in `lifetimes`, ending in a `defer`.
+  /// The upstream: a `Flow` whose body counts itself in `lifetimes`, ending in a `defer` (or the
+  /// one given to `init`).
   func upstream() -> Flow<Int, TestError> {
-    probe(outerElements, then: outerEnd, id: -1)
+    replacedUpstream?() ?? probe(outerElements, then: outerEnd, id: -1)
   }
 
   /// Inner number `index`: emits `index * 100 + k` for `k` in `0..<innerCount`, then `innerEnd`.
