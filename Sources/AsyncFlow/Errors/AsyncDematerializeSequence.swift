@@ -5,7 +5,7 @@ extension AsyncSequence where Failure == Never {
   ///
   /// ```swift
   /// let recorded: [FlowEvent<Int, AppError>] = [.element(1), .failed(.offline)]
-/// let replayed = Flow.sequence(recorded).dematerialize()  // 1, then fails with .offline, as recorded
+  /// let replayed = Flow.sequence(recorded).dematerialize()  // 1, then fails with .offline, as recorded
   /// ```
   public func dematerialize<Value, EventFailure: Error>() -> AsyncDematerializeSequence<Self, Value, EventFailure>
   where Element == FlowEvent<Value, EventFailure> {

@@ -5,7 +5,8 @@ extension Optional where Wrapped: AsyncIteratorProtocol {
   /// An element that arrives once the consumer's task is cancelled (a base that ignores the
   /// cancellation, parked when it came, then returns one more) is dropped, and the base is ended
   /// (``end(isolation:)``): the answer is `nil`, as if the base had finished.
-  mutating func nextOrRelease(isolation actor: isolated (any Actor)?) async throws(Wrapped.Failure) -> Wrapped.Element? {
+  mutating func nextOrRelease(isolation actor: isolated (any Actor)?) async throws(Wrapped.Failure) -> Wrapped.Element?
+  {
     guard var iterator = self else { return nil }
     self = nil
     guard let element = try await iterator.next(isolation: actor) else { return nil }

@@ -15,6 +15,9 @@ extension AsyncSequence where Self: Sendable {
   /// limit would end the shared feed for every later subscriber too). Only failures are retried: a
   /// connection whose server close finishes the base ends here too, so make the close a failure.
   /// Cancelling the consumer during a wait ends the sequence at once, without another attempt.
+  /// A zero delay (`initialDelay: .zero`, or `maxDelay: .zero`) retries at once, without sleeping
+  /// on the clock: the attempts run at one instant, each once the one before has ended (`a#` with
+  /// two retries gives `aaa#`).
   ///
   /// Each iteration draws its jitter from its own copy of `generator`: the system's by default;
   /// pass a seeded one in tests to make the waits reproducible (not in production, where every

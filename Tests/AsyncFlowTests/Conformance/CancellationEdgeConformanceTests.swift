@@ -157,7 +157,9 @@ func checkEdge(
     let parked = Task {
       while !plain.parked.withLock({ $0 }) { await Task.yield() }
     }
-    await bounded(parked, "\(context): the upstream parking", fileID: sourceLocation.fileID, filePath: sourceLocation.filePath, line: sourceLocation.line,
+    await bounded(
+      parked, "\(context): the upstream parking", fileID: sourceLocation.fileID, filePath: sourceLocation.filePath,
+      line: sourceLocation.line,
       column: sourceLocation.column)
     consumer.cancel()
     latch.fire()
@@ -174,16 +176,23 @@ func checkEdge(
 
   let steps = consumer.steps
   if !mayNotCancel {
-    #expect(consumer.cancelRequested, "\(context): the consumer was never cancelled: \(steps)", sourceLocation: sourceLocation)
+    #expect(
+      consumer.cancelRequested, "\(context): the consumer was never cancelled: \(steps)", sourceLocation: sourceLocation
+    )
   }
-  #expect(consumer.afterCancel.isEmpty, "\(context): delivered after the cancellation: \(consumer.afterCancel) of \(steps)", sourceLocation: sourceLocation)
+  #expect(
+    consumer.afterCancel.isEmpty, "\(context): delivered after the cancellation: \(consumer.afterCancel) of \(steps)",
+    sourceLocation: sourceLocation)
   if let end = steps.firstIndex(where: { !$0.isElement }) {
-    #expect(steps[end...].allSatisfy { $0 == .end }, "\(context): ended with \(steps[end...])", sourceLocation: sourceLocation)
+    #expect(
+      steps[end...].allSatisfy { $0 == .end }, "\(context): ended with \(steps[end...])", sourceLocation: sourceLocation
+    )
   } else {
     Issue.record("\(context): the iteration never ended: \(steps)", sourceLocation: sourceLocation)
   }
   if awaited {
-    #expect(consumer.liveAtEnd == 0, "\(context): bodies running when next() returned nil", sourceLocation: sourceLocation)
+    #expect(
+      consumer.liveAtEnd == 0, "\(context): bodies running when next() returned nil", sourceLocation: sourceLocation)
   }
 }
 
@@ -211,6 +220,11 @@ func edgeEnvironment(_ cancellation: EdgeCancellation, _ consumer: @escaping @Se
   }
 }
 
+/// The environment of a run whose upstream is made by the row itself.
+func plainEnvironment(_: ParkedPlainSequence) -> ProbeEnvironment {
+  ProbeEnvironment(outer: [], then: .finish)
+}
+
 /// The rows whose operator never iterates the upstream.
 private let rowsWithoutUpstream: Set<String> = ["Flow.single"]
 
@@ -231,7 +245,12 @@ struct EdgeSource: Sendable, CustomStringConvertible {
 func cancelling<T>(_ consumer: EdgeConsumer, atCall index: Int) -> @Sendable (T) -> T {
   let calls = LockedState(0)
   return { value in
-    if calls.withLock({ $0 += 1; return $0 }) == index { consumer.cancel() }
+    if calls.withLock({
+      $0 += 1
+      return $0
+    }) == index {
+      consumer.cancel()
+    }
     return value
   }
 }
@@ -244,7 +263,8 @@ let edgeSources: [EdgeSource] = [
   EdgeSource(
     name: "Flow { }",
     transformed: { consumer, _ in
-      AnyStepper(Flow<Int, Never> { emitter in for i in 0..<6 { await emitter.emit(i) } }.map(cancelling(consumer, atCall: 2)))
+      AnyStepper(
+        Flow<Int, Never> { emitter in for i in 0..<6 { await emitter.emit(i) } }.map(cancelling(consumer, atCall: 2)))
     },
     parked: { env, latch, parked in
       let lifetimes = env.lifetimes
@@ -283,7 +303,13 @@ let edgeSources: [EdgeSource] = [
   EdgeSource(
     name: "Flow(base)",
     transformed: { consumer, _ in
-      AnyStepper(Flow(AsyncStream<Int> { for i in 0..<6 { $0.yield(i) }; $0.finish() }).map(cancelling(consumer, atCall: 2)))
+      AnyStepper(
+        Flow(
+          AsyncStream<Int> {
+            for i in 0..<6 { $0.yield(i) }
+            $0.finish()
+          }
+        ).map(cancelling(consumer, atCall: 2)))
     },
     parked: { _, latch, parked in AnyStepper(Flow(ParkedPlainSequence(parked: parked, latch: latch))) }),
   EdgeSource(
@@ -403,7 +429,7 @@ struct CancellationEdgeConformanceTests {
     for schedule in EdgeSchedule.allCases {
       await checkEdge(
         name, .whileParkedInAPlainUpstream, schedule,
-        env: { _ in ProbeEnvironment(outer: [], then: .finish) }
+        env: plainEnvironment
       ) { _, env, plain in
         switch name {
         case "scanFlow": AnyStepper(plain.scanFlow(0) { (sum: Int, x: Int) throws(TestError) in sum + x })
@@ -438,7 +464,7 @@ struct CancellationEdgeConformanceTests {
       // A share's upstream is the shared source's: not awaited by its subscriber (Guides/Effects.md).
       await checkEdge(
         source.name, cancellation, schedule, awaited: source.name != "shareFlow",
-        mayNotCancel: false, env: { _ in ProbeEnvironment(outer: [], then: .finish) }
+        mayNotCancel: false, env: plainEnvironment
       ) { consumer, env, plain in
         switch cancellation {
         case .insideATransform: source.transformed(consumer, env)

@@ -238,7 +238,8 @@ let operatorTable: [OperatorCase] = [
   OperatorCase(name: "collectFlow(count:orEvery:)") { env in
     AnyStepper(env.upstream().collectFlow(count: 2, orEvery: .seconds(1), clock: env.clock))
   },
-  OperatorCase(name: "sampleFlow") { env in AnyStepper(env.upstream().sampleFlow(every: .seconds(1), clock: env.clock)) },
+  OperatorCase(name: "sampleFlow") { env in AnyStepper(env.upstream().sampleFlow(every: .seconds(1), clock: env.clock))
+  },
   // Shaping with a task of its own.
   OperatorCase(name: "bufferFlow(.unbounded)") { AnyStepper($0.upstream().bufferFlow(policy: .unbounded)) },
   OperatorCase(name: "bufferFlow(.bufferingNewest(2))") {
