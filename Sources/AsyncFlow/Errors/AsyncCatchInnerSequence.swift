@@ -50,7 +50,12 @@ where Base.Element: AsyncSequence, Fallback.Element == Base.Element.Element {
   /// var iterator = sequence.makeAsyncIterator()
   /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
   /// ```
-  public struct Iterator: _FlowIterator {
+  public struct Iterator: _SerialFlowIterator {
+    /// The elements it delivers: the sequence's.
+    public typealias Element = AsyncCatchInnerSequence.Element
+    /// How it can fail: as the sequence.
+    public typealias Failure = AsyncCatchInnerSequence.Failure
+
     var base: Base.AsyncIterator?
     let handler: @Sendable (Base.Element.Failure) -> Fallback
 
@@ -59,9 +64,18 @@ where Base.Element: AsyncSequence, Fallback.Element == Base.Element.Element {
     /// ```swift
     /// let element = try await iterator.next(isolation: #isolation)
     /// ```
-    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+    public mutating func _step(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
       guard let inner = try await base.nextUnlessCancelled(isolation: actor) else { return nil }
       return inner.catch(handler)
+    }
+
+    /// Ends what the iterator holds; every step returns `nil` after it.
+    ///
+    /// ```swift
+    /// await iterator._end(isolation: #isolation)
+    /// ```
+    public mutating func _end(isolation actor: isolated (any Actor)?) async {
+      await base.end(isolation: actor)
     }
   }
 }

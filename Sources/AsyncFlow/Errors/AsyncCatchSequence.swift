@@ -48,7 +48,12 @@ where Fallback.Element == Base.Element {
   /// var iterator = sequence.makeAsyncIterator()
   /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
   /// ```
-  public struct Iterator: _FlowIterator {
+  public struct Iterator: _SerialFlowIterator {
+    /// The elements it delivers: the sequence's.
+    public typealias Element = AsyncCatchSequence.Element
+    /// How it can fail: as the sequence.
+    public typealias Failure = AsyncCatchSequence.Failure
+
     var base: Base.AsyncIterator?
     var fallback: Fallback.AsyncIterator?
     let handler: @Sendable (Base.Failure) -> Fallback
@@ -58,10 +63,10 @@ where Fallback.Element == Base.Element {
     /// ```swift
     /// let element = try await iterator.next(isolation: #isolation)
     /// ```
-    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+    public mutating func _step(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
       if Task.isCancelled {
-        await base.endCancelled(isolation: actor)
-        await fallback.endCancelled(isolation: actor)
+        await base.end(isolation: actor)
+        await fallback.end(isolation: actor)
         return nil
       }
       if base != nil {
@@ -74,6 +79,16 @@ where Fallback.Element == Base.Element {
         }
       }
       return try await fallback.nextOrRelease(isolation: actor)
+    }
+
+    /// Ends what the iterator holds; every step returns `nil` after it.
+    ///
+    /// ```swift
+    /// await iterator._end(isolation: #isolation)
+    /// ```
+    public mutating func _end(isolation actor: isolated (any Actor)?) async {
+      await base.end(isolation: actor)
+      await fallback.end(isolation: actor)
     }
   }
 }

@@ -5,7 +5,7 @@ extension AsyncSequence where Failure == Never {
   ///
   /// ```swift
   /// let recorded: [FlowEvent<Int, AppError>] = [.element(1), .failed(.offline)]
-/// let replayed = Flow.sequence(recorded).dematerialize()  // 1, then fails with .offline, as recorded
+  /// let replayed = Flow.sequence(recorded).dematerialize()  // 1, then fails with .offline, as recorded
   /// ```
   public func dematerialize<Value, EventFailure: Error>() -> AsyncDematerializeSequence<Self, Value, EventFailure>
   where Element == FlowEvent<Value, EventFailure> {
@@ -44,7 +44,12 @@ where Base.Element == FlowEvent<Value, EventFailure>, Base.Failure == Never {
   /// var iterator = values.makeAsyncIterator()
   /// while let value = try await iterator.next() { print(value) }
   /// ```
-  public struct Iterator: _FlowIterator {
+  public struct Iterator: _SerialFlowIterator {
+    /// The elements it delivers: the sequence's.
+    public typealias Element = AsyncDematerializeSequence.Element
+    /// How it can fail: as the sequence.
+    public typealias Failure = AsyncDematerializeSequence.Failure
+
     var base: Base.AsyncIterator?
 
     /// The next `.element`'s value; `nil` at `.finished` or the base's end; throws at `.failed`.
@@ -52,7 +57,7 @@ where Base.Element == FlowEvent<Value, EventFailure>, Base.Failure == Never {
     /// ```swift
     /// let value = try await iterator.next(isolation: #isolation)
     /// ```
-    public mutating func next(isolation actor: isolated (any Actor)?) async throws(EventFailure) -> Value? {
+    public mutating func _step(isolation actor: isolated (any Actor)?) async throws(EventFailure) -> Value? {
       switch await base.nextOrRelease(isolation: actor) {
       case .element(let value):
         return value
@@ -63,6 +68,15 @@ where Base.Element == FlowEvent<Value, EventFailure>, Base.Failure == Never {
         base = nil
         throw failure
       }
+    }
+
+    /// Ends what the iterator holds; every step returns `nil` after it.
+    ///
+    /// ```swift
+    /// await iterator._end(isolation: #isolation)
+    /// ```
+    public mutating func _end(isolation actor: isolated (any Actor)?) async {
+      await base.end(isolation: actor)
     }
   }
 }

@@ -39,7 +39,12 @@ public struct AsyncMapErrorSequence<Base: AsyncSequence, MappedFailure: Error>: 
   /// var iterator = sequence.makeAsyncIterator()
   /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
   /// ```
-  public struct Iterator: _FlowIterator {
+  public struct Iterator: _SerialFlowIterator {
+    /// The elements it delivers: the sequence's.
+    public typealias Element = AsyncMapErrorSequence.Element
+    /// How it can fail: as the sequence.
+    public typealias Failure = AsyncMapErrorSequence.Failure
+
     var base: Base.AsyncIterator?
     let transform: @Sendable (Base.Failure) -> MappedFailure
 
@@ -48,12 +53,21 @@ public struct AsyncMapErrorSequence<Base: AsyncSequence, MappedFailure: Error>: 
     /// ```swift
     /// let element = try await iterator.next(isolation: #isolation)
     /// ```
-    public mutating func next(isolation actor: isolated (any Actor)?) async throws(MappedFailure) -> Element? {
+    public mutating func _step(isolation actor: isolated (any Actor)?) async throws(MappedFailure) -> Element? {
       do throws(Base.Failure) {
         return try await base.nextUnlessCancelled(isolation: actor)
       } catch {
         throw transform(error)
       }
+    }
+
+    /// Ends what the iterator holds; every step returns `nil` after it.
+    ///
+    /// ```swift
+    /// await iterator._end(isolation: #isolation)
+    /// ```
+    public mutating func _end(isolation actor: isolated (any Actor)?) async {
+      await base.end(isolation: actor)
     }
   }
 }

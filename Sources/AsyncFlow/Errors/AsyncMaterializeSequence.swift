@@ -42,7 +42,12 @@ public struct AsyncMaterializeSequence<Base: AsyncSequence>: AsyncSequence {
   /// var iterator = events.makeAsyncIterator()
   /// while let event = await iterator.next() { print(event) }
   /// ```
-  public struct Iterator: _FlowIterator {
+  public struct Iterator: _SerialFlowIterator {
+    /// The elements it delivers: the sequence's.
+    public typealias Element = AsyncMaterializeSequence.Element
+    /// How it can fail: as the sequence.
+    public typealias Failure = AsyncMaterializeSequence.Failure
+
     var base: Base.AsyncIterator?
 
     /// The next event: an element, then `.finished` or `.failed`, then `nil`.
@@ -50,7 +55,7 @@ public struct AsyncMaterializeSequence<Base: AsyncSequence>: AsyncSequence {
     /// ```swift
     /// let event = await iterator.next(isolation: #isolation)
     /// ```
-    public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
+    public mutating func _step(isolation actor: isolated (any Actor)?) async -> Element? {
       guard base != nil else { return nil }
       do throws(Base.Failure) {
         if let element = try await base.nextOrRelease(isolation: actor) { return .element(element) }
@@ -59,6 +64,15 @@ public struct AsyncMaterializeSequence<Base: AsyncSequence>: AsyncSequence {
       } catch {
         return .failed(error)
       }
+    }
+
+    /// Ends what the iterator holds; every step returns `nil` after it.
+    ///
+    /// ```swift
+    /// await iterator._end(isolation: #isolation)
+    /// ```
+    public mutating func _end(isolation actor: isolated (any Actor)?) async {
+      await base.end(isolation: actor)
     }
   }
 }

@@ -41,7 +41,12 @@ public struct AsyncReplaceErrorSequence<Base: AsyncSequence>: AsyncSequence {
   /// var iterator = sequence.makeAsyncIterator()
   /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
   /// ```
-  public struct Iterator: _FlowIterator {
+  public struct Iterator: _SerialFlowIterator {
+    /// The elements it delivers: the sequence's.
+    public typealias Element = AsyncReplaceErrorSequence.Element
+    /// How it can fail: as the sequence.
+    public typealias Failure = AsyncReplaceErrorSequence.Failure
+
     var base: Base.AsyncIterator?
     let replacement: Element
 
@@ -50,12 +55,21 @@ public struct AsyncReplaceErrorSequence<Base: AsyncSequence>: AsyncSequence {
     /// ```swift
     /// let element = try await iterator.next(isolation: #isolation)
     /// ```
-    public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
+    public mutating func _step(isolation actor: isolated (any Actor)?) async -> Element? {
       do throws(Base.Failure) {
         return try await base.nextUnlessCancelled(isolation: actor)
       } catch {
         return Task.isCancelled ? nil : replacement
       }
+    }
+
+    /// Ends what the iterator holds; every step returns `nil` after it.
+    ///
+    /// ```swift
+    /// await iterator._end(isolation: #isolation)
+    /// ```
+    public mutating func _end(isolation actor: isolated (any Actor)?) async {
+      await base.end(isolation: actor)
     }
   }
 }

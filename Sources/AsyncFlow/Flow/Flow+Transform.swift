@@ -66,20 +66,27 @@ extension Flow {
         nonisolated(unsafe) let next = upstream
         return .async { (actor: isolated (any Actor)?) async throws(Failure) -> T? in
           guard let element = try await next(actor) else { return nil }
-          return try transform(element)
+          do throws(Failure) { return try transform(element) } catch { try await endUpstream(next, actor, error) }
         }
       case .buffered(let upstreamTake, let upstream):
         // Sound for the same reason: the new pull owns both closures alone.
         nonisolated(unsafe) let take = upstreamTake
         nonisolated(unsafe) let next = upstream
+        // A failure of `transform` in `take`, which cannot wait for the upstream's end: held for
+        // `next`, which the iterator calls when `take` has nothing, and which ends the upstream.
+        nonisolated(unsafe) var failure: Failure?
         return .buffered(
           take: { () throws(Failure) -> T? in
             guard let element = try take() else { return nil }
-            return try transform(element)
+            do throws(Failure) { return try transform(element) } catch {
+              failure = error
+              return nil
+            }
           },
           next: { (actor: isolated (any Actor)?) async throws(Failure) -> T? in
+            if let failure = failure.take() { try await endUpstream(next, actor, failure) }
             guard let element = try await next(actor) else { return nil }
-            return try transform(element)
+            do throws(Failure) { return try transform(element) } catch { try await endUpstream(next, actor, error) }
           })
       case .finished:
         return .finished
@@ -101,7 +108,7 @@ extension Flow {
       let next = next()
       return .async { (actor: isolated (any Actor)?) async throws(Failure) -> T? in
         guard let element = try await next(actor) else { return nil }
-        return try await transform(element)
+        do throws(Failure) { return try await transform(element) } catch { try await endUpstream(next, actor, error) }
       }
     }
   }
@@ -163,7 +170,11 @@ extension Flow {
         nonisolated(unsafe) let next = upstream
         return .async { (actor: isolated (any Actor)?) async throws(Failure) -> T? in
           while let element = try await next(actor) {
-            if let transformed = try transform(element) { return transformed }
+            do throws(Failure) {
+              if let transformed = try transform(element) { return transformed }
+            } catch {
+              try await endUpstream(next, actor, error)
+            }
           }
           return nil
         }
@@ -171,16 +182,28 @@ extension Flow {
         // Sound for the same reason: the new pull owns both closures alone.
         nonisolated(unsafe) let take = upstreamTake
         nonisolated(unsafe) let next = upstream
+        // Held for `next`, as in `map`.
+        nonisolated(unsafe) var failure: Failure?
         return .buffered(
           take: { () throws(Failure) -> T? in
             while let element = try take() {
-              if let transformed = try transform(element) { return transformed }
+              do throws(Failure) {
+                if let transformed = try transform(element) { return transformed }
+              } catch {
+                failure = error
+                return nil
+              }
             }
             return nil
           },
           next: { (actor: isolated (any Actor)?) async throws(Failure) -> T? in
+            if let failure = failure.take() { try await endUpstream(next, actor, failure) }
             while let element = try await next(actor) {
-              if let transformed = try transform(element) { return transformed }
+              do throws(Failure) {
+                if let transformed = try transform(element) { return transformed }
+              } catch {
+                try await endUpstream(next, actor, error)
+              }
             }
             return nil
           })
@@ -204,7 +227,11 @@ extension Flow {
       let next = next()
       return .async { (actor: isolated (any Actor)?) async throws(Failure) -> T? in
         while let element = try await next(actor) {
-          if let transformed = try await transform(element) { return transformed }
+          do throws(Failure) {
+            if let transformed = try await transform(element) { return transformed }
+          } catch {
+            try await endUpstream(next, actor, error)
+          }
         }
         return nil
       }
@@ -232,6 +259,24 @@ extension Flow {
       }
     }
   }
+}
+
+/// A stage's own closure failed while its upstream may still run (a `Flow` body, an operator's
+/// tasks): one last pull in a cancelled task (in place, or ``runInCancelledTask(_:)``) ends that
+/// work
+/// before the failure goes on, so that nothing the iteration started runs when `next()` throws.
+@inlinable
+func endUpstream<Element: Sendable, Failure: Error>(
+  _ next: @escaping (isolated (any Actor)?) async throws(Failure) -> Element?, _ actor: isolated (any Actor)?,
+  _ failure: Failure
+) async throws(Failure) -> Never {
+  if Task.isCancelled {
+    _ = try? await next(actor)
+  } else {
+    let held = HeldForEnd(next)
+    await runInCancelledTask { _ = try? await held.value(nil as (any Actor)?) }
+  }
+  throw failure
 }
 
 extension Flow where Failure == Never {

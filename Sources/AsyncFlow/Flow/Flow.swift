@@ -145,30 +145,48 @@ public struct Flow<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
     /// ```
     @inlinable
     public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+      // The consumer's cancellation is checked once per element, after it is made: an element made
+      // once the task is cancelled (by a fused transform that runs in it and may be what cancelled
+      // it, or by an upstream that ignores the cancellation) is never delivered. A synchronous
+      // source never suspends: this is also where it notices cancellation.
       do {
         let element: Element?
         switch pull {
         case .sync(let next):
-          // A synchronous source never suspends, so this is where it notices cancellation.
-          guard !Task.isCancelled else {
-            pull = .finished
-            return nil
-          }
           element = try next()
         case .async(let next):
           element = try await next(actor)
         case .buffered(let take, let next):
-          if let buffered = try take() { return buffered }
-          element = try await next(actor)
+          if let buffered = try take() {
+            element = buffered
+          } else {
+            element = try await next(actor)
+          }
         case .finished:
           return nil
         }
-        if element == nil { pull = .finished }
-        return element
+        guard let element else {
+          pull = .finished
+          return nil
+        }
+        guard Task.isCancelled else { return element }
+        await endCancelled(isolation: actor)
+        return nil
       } catch {
         pull = .finished
         throw error
       }
+    }
+
+    /// An element came once the consumer was cancelled: it is dropped, and one more pull, in the
+    /// cancelled task, ends the upstream's work before `nil`.
+    @usableFromInline
+    mutating func endCancelled(isolation actor: isolated (any Actor)?) async {
+      switch pull {
+      case .async(let next), .buffered(_, let next): _ = try? await next(actor)
+      case .sync, .finished: break
+      }
+      pull = .finished
     }
 
     /// Returns the next element; see ``next(isolation:)``.

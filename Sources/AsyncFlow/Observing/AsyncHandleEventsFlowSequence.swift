@@ -72,7 +72,12 @@ public struct AsyncHandleEventsFlowSequence<Base: AsyncSequence>: AsyncSequence 
   /// var iterator = logged.makeAsyncIterator()
   /// while let value = await iterator.next() { print(value) }
   /// ```
-  public struct Iterator: _FlowIterator {
+  public struct Iterator: _SerialFlowIterator {
+    /// The elements it delivers: the sequence's.
+    public typealias Element = AsyncHandleEventsFlowSequence.Element
+    /// How it can fail: as the sequence.
+    public typealias Failure = AsyncHandleEventsFlowSequence.Failure
+
     let iteration: ObservedIteration<Base.AsyncIterator, EventHandlers<Element, Failure>>
 
     /// The base's next element, reported to the handlers first.
@@ -80,8 +85,17 @@ public struct AsyncHandleEventsFlowSequence<Base: AsyncSequence>: AsyncSequence 
     /// ```swift
     /// let value = try await iterator.next(isolation: #isolation)
     /// ```
-    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+    public mutating func _step(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
       try await iteration.next(isolation: actor)
+    }
+
+    /// Ends what the iterator holds; every step returns `nil` after it.
+    ///
+    /// ```swift
+    /// await iterator._end(isolation: #isolation)
+    /// ```
+    public mutating func _end(isolation actor: isolated (any Actor)?) async {
+      await iteration.end(isolation: actor)
     }
   }
 }

@@ -151,7 +151,12 @@ public struct AsyncTraceFlowSequence<Base: AsyncSequence>: AsyncSequence where B
   /// var iterator = traced.makeAsyncIterator()
   /// while let value = await iterator.next() { print(value) }
   /// ```
-  public struct Iterator: _FlowIterator {
+  public struct Iterator: _SerialFlowIterator {
+    /// The elements it delivers: the sequence's.
+    public typealias Element = AsyncTraceFlowSequence.Element
+    /// How it can fail: as the sequence.
+    public typealias Failure = AsyncTraceFlowSequence.Failure
+
     let iteration: ObservedIteration<Base.AsyncIterator, TraceObserver<Element, Failure>>
 
     /// The base's next element, traced first.
@@ -159,8 +164,17 @@ public struct AsyncTraceFlowSequence<Base: AsyncSequence>: AsyncSequence where B
     /// ```swift
     /// let value = try await iterator.next(isolation: #isolation)
     /// ```
-    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+    public mutating func _step(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
       try await iteration.next(isolation: actor)
+    }
+
+    /// Ends what the iterator holds; every step returns `nil` after it.
+    ///
+    /// ```swift
+    /// await iterator._end(isolation: #isolation)
+    /// ```
+    public mutating func _end(isolation actor: isolated (any Actor)?) async {
+      await iteration.end(isolation: actor)
     }
   }
 }

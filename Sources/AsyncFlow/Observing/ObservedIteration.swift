@@ -51,7 +51,7 @@ where Observer.Element == Base.Element, Observer.Failure == Base.Failure {
     }
     do throws(Base.Failure) {
       if Task.isCancelled {
-        await base.endCancelled(isolation: actor)
+        await base.end(isolation: actor)
       } else if let element = try await base.nextOrRelease(isolation: actor) {
         observer.element(element)
         return element
@@ -68,5 +68,14 @@ where Observer.Element == Base.Element, Observer.Failure == Base.Failure {
       if Task.isCancelled { observer.cancelled() } else { observer.failed(error) }
       throw error
     }
+  }
+
+  /// Ends the base of an iteration still running (an element came once the consumer's task was
+  /// cancelled): that is a cancellation. An iteration already ended reported its end.
+  func end(isolation actor: isolated (any Actor)?) async {
+    guard case .running = phase else { return }
+    phase = .ended
+    await base.end(isolation: actor)
+    observer?.cancelled()
   }
 }

@@ -46,7 +46,12 @@ public struct AsyncCollectFlowSequence<Base: AsyncSequence>: AsyncSequence {
   /// var iterator = pairs.makeAsyncIterator()
   /// while let pair = await iterator.next() { print(pair) }
   /// ```
-  public struct Iterator: _FlowIterator {
+  public struct Iterator: _SerialFlowIterator {
+    /// The elements it delivers: the sequence's.
+    public typealias Element = AsyncCollectFlowSequence.Element
+    /// How it can fail: as the sequence.
+    public typealias Failure = AsyncCollectFlowSequence.Failure
+
     var base: Base.AsyncIterator?
     let count: Int
     /// The base's failure, held back until the elements collected before it are delivered.
@@ -58,7 +63,7 @@ public struct AsyncCollectFlowSequence<Base: AsyncSequence>: AsyncSequence {
     /// ```swift
     /// let batch = try await iterator.next(isolation: #isolation)
     /// ```
-    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+    public mutating func _step(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
       if let failure = failure.take() { throw failure }
       var batch: [Base.Element] = []
       do throws(Failure) {
@@ -74,6 +79,15 @@ public struct AsyncCollectFlowSequence<Base: AsyncSequence>: AsyncSequence {
       // A base that ended because the consumer was cancelled has not finished: no remainder.
       if Task.isCancelled { return nil }
       return batch.isEmpty ? nil : batch
+    }
+
+    /// Ends what the iterator holds; every step returns `nil` after it.
+    ///
+    /// ```swift
+    /// await iterator._end(isolation: #isolation)
+    /// ```
+    public mutating func _end(isolation actor: isolated (any Actor)?) async {
+      await base.end(isolation: actor)
     }
   }
 }

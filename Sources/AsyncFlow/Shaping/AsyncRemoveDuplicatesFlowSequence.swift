@@ -59,7 +59,12 @@ public struct AsyncRemoveDuplicatesFlowSequence<Base: AsyncSequence>: AsyncSeque
   /// var iterator = distinct.makeAsyncIterator()
   /// while let value = await iterator.next() { print(value) }
   /// ```
-  public struct Iterator: _FlowIterator {
+  public struct Iterator: _SerialFlowIterator {
+    /// The elements it delivers: the sequence's.
+    public typealias Element = AsyncRemoveDuplicatesFlowSequence.Element
+    /// How it can fail: as the sequence.
+    public typealias Failure = AsyncRemoveDuplicatesFlowSequence.Failure
+
     var base: Base.AsyncIterator?
     var previous: Element?
     let areEqual: @Sendable (Element, Element) -> Bool
@@ -69,13 +74,22 @@ public struct AsyncRemoveDuplicatesFlowSequence<Base: AsyncSequence>: AsyncSeque
     /// ```swift
     /// let value = try await iterator.next(isolation: #isolation)
     /// ```
-    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+    public mutating func _step(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
       while let element = try await base.nextOrRelease(isolation: actor) {
         if let previous, areEqual(previous, element) { continue }
         previous = element
         return element
       }
       return nil
+    }
+
+    /// Ends what the iterator holds; every step returns `nil` after it.
+    ///
+    /// ```swift
+    /// await iterator._end(isolation: #isolation)
+    /// ```
+    public mutating func _end(isolation actor: isolated (any Actor)?) async {
+      await base.end(isolation: actor)
     }
   }
 }

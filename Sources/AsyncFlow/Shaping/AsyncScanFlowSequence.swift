@@ -49,7 +49,12 @@ public struct AsyncScanFlowSequence<Base: AsyncSequence, Result>: AsyncSequence 
   /// var iterator = totals.makeAsyncIterator()
   /// while let total = await iterator.next() { print(total) }
   /// ```
-  public struct Iterator: _FlowIterator {
+  public struct Iterator: _SerialFlowIterator {
+    /// The elements it delivers: the sequence's.
+    public typealias Element = AsyncScanFlowSequence.Element
+    /// How it can fail: as the sequence.
+    public typealias Failure = AsyncScanFlowSequence.Failure
+
     var base: Base.AsyncIterator?
     var result: Result
     let next: @Sendable (Result, Base.Element) throws(Base.Failure) -> Result
@@ -59,15 +64,20 @@ public struct AsyncScanFlowSequence<Base: AsyncSequence, Result>: AsyncSequence 
     /// ```swift
     /// let total = try await iterator.next(isolation: #isolation)
     /// ```
-    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Result? {
+    public mutating func _step(isolation actor: isolated (any Actor)?) async throws(Failure) -> Result? {
       guard let element = try await base.nextOrRelease(isolation: actor) else { return nil }
-      do throws(Failure) {
-        result = try next(result, element)
-      } catch {
-        base = nil  // a failed scan is over: `next()` returns nil from now on
-        throw error
-      }
+      // A failure of `next` ends the base (`_end`) before it goes on; the scan is over then.
+      result = try next(result, element)
       return result
+    }
+
+    /// Ends what the iterator holds; every step returns `nil` after it.
+    ///
+    /// ```swift
+    /// await iterator._end(isolation: #isolation)
+    /// ```
+    public mutating func _end(isolation actor: isolated (any Actor)?) async {
+      await base.end(isolation: actor)
     }
   }
 }

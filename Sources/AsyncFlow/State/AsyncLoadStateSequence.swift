@@ -43,7 +43,12 @@ public struct AsyncLoadStateSequence<Base: AsyncSequence>: AsyncSequence {
   /// var iterator = sequence.makeAsyncIterator()
   /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
   /// ```
-  public struct Iterator: _FlowIterator {
+  public struct Iterator: _SerialFlowIterator {
+    /// The elements it delivers: the sequence's.
+    public typealias Element = AsyncLoadStateSequence.Element
+    /// How it can fail: as the sequence.
+    public typealias Failure = AsyncLoadStateSequence.Failure
+
     var base: Base.AsyncIterator?
     var started = false
 
@@ -52,9 +57,9 @@ public struct AsyncLoadStateSequence<Base: AsyncSequence>: AsyncSequence {
     /// ```swift
     /// let element = try await iterator.next(isolation: #isolation)
     /// ```
-    public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
+    public mutating func _step(isolation actor: isolated (any Actor)?) async -> Element? {
       guard !Task.isCancelled, var iterator = base else {
-        await base.endCancelled(isolation: actor)
+        await base.end(isolation: actor)
         return nil
       }
       guard started else {
@@ -72,6 +77,15 @@ public struct AsyncLoadStateSequence<Base: AsyncSequence>: AsyncSequence {
         base = nil
         return Task.isCancelled ? nil : .failed(error)
       }
+    }
+
+    /// Ends what the iterator holds; every step returns `nil` after it.
+    ///
+    /// ```swift
+    /// await iterator._end(isolation: #isolation)
+    /// ```
+    public mutating func _end(isolation actor: isolated (any Actor)?) async {
+      await base.end(isolation: actor)
     }
   }
 }

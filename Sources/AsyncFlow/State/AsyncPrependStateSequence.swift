@@ -50,7 +50,12 @@ public struct AsyncPrependStateSequence<Base: AsyncSequence>: AsyncSequence {
   /// var iterator = sequence.makeAsyncIterator()
   /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
   /// ```
-  public struct Iterator: _FlowIterator {
+  public struct Iterator: _SerialFlowIterator {
+    /// The elements it delivers: the sequence's.
+    public typealias Element = AsyncPrependStateSequence.Element
+    /// How it can fail: as the sequence.
+    public typealias Failure = AsyncPrependStateSequence.Failure
+
     var base: Base.AsyncIterator?
     var first: Element?
 
@@ -59,10 +64,19 @@ public struct AsyncPrependStateSequence<Base: AsyncSequence>: AsyncSequence {
     /// ```swift
     /// let element = try await iterator.next(isolation: #isolation)
     /// ```
-    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+    public mutating func _step(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
       // Once cancelled, not even the prepended element is delivered.
       if !Task.isCancelled, let first = first.take() { return first }
       return try await base.nextUnlessCancelled(isolation: actor)
+    }
+
+    /// Ends what the iterator holds; every step returns `nil` after it.
+    ///
+    /// ```swift
+    /// await iterator._end(isolation: #isolation)
+    /// ```
+    public mutating func _end(isolation actor: isolated (any Actor)?) async {
+      await base.end(isolation: actor)
     }
   }
 }

@@ -15,6 +15,9 @@ extension AsyncSequence where Self: Sendable {
   /// limit would end the shared feed for every later subscriber too). Only failures are retried: a
   /// connection whose server close finishes the base ends here too, so make the close a failure.
   /// Cancelling the consumer during a wait ends the sequence at once, without another attempt.
+  /// A zero delay (`initialDelay: .zero`, or `maxDelay: .zero`) retries at once, without sleeping
+  /// on the clock: the attempts run at one instant, each once the one before has ended (`a#` with
+  /// two retries gives `aaa#`).
   ///
   /// Each iteration draws its jitter from its own copy of `generator`: the system's by default;
   /// pass a seeded one in tests to make the waits reproducible (not in production, where every
@@ -162,7 +165,12 @@ where C.Duration == Duration {
   /// var iterator = retrying.makeAsyncIterator()
   /// while let element = try await iterator.next(isolation: #isolation) { print(element) }
   /// ```
-  public struct Iterator: AsyncIteratorProtocol {
+  public struct Iterator: _SerialFlowIterator {
+    /// The elements it delivers: the sequence's.
+    public typealias Element = AsyncRetryWithBackoffSequence.Element
+    /// How it can fail: as the sequence.
+    public typealias Failure = AsyncRetryWithBackoffSequence.Failure
+
     private let sequence: AsyncRetryWithBackoffSequence
     private var attempt: Base.AsyncIterator?
     private var retries = 0
@@ -181,12 +189,12 @@ where C.Duration == Duration {
     /// ```swift
     /// let element = try await iterator.next(isolation: #isolation)
     /// ```
-    public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
+    public mutating func _step(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
       while true {
         if Task.isCancelled {
           // One more pull in the cancelled task lets the attempt end its own work (a `Flow` waits
           // for its body): no work outlives the iteration. What it returns is of no use.
-          if var cancelled = attempt.take() { _ = try? await cancelled.next(isolation: actor) }
+          await attempt.end(isolation: actor)
           return nil
         }
         guard attempt != nil else { return nil }
@@ -215,13 +223,13 @@ where C.Duration == Duration {
       }
     }
 
-    /// Returns the next element; see ``next(isolation:)``.
+    /// Ends the current attempt; every step returns `nil` after it.
     ///
     /// ```swift
-    /// let element = try await iterator.next()
+    /// await iterator._end(isolation: #isolation)
     /// ```
-    public mutating func next() async throws(Failure) -> Element? {
-      try await next(isolation: nil)
+    public mutating func _end(isolation actor: isolated (any Actor)?) async {
+      await attempt.end(isolation: actor)
     }
   }
 }

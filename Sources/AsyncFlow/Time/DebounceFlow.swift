@@ -6,6 +6,10 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// fails, the pending element is delivered first, then the failure: nothing is lost and a failure
   /// never turns into a finish. A consumer slower than the debounced elements sees the newest one.
   ///
+  /// A zero `interval` conflates: of the elements that arrive at one instant, only the last is
+  /// delivered (`[abc]-d` gives `c-d`), as Combine's and RxSwift's `debounce` do; elements at
+  /// different instants all pass. (Kotlin's `debounce(0)` returns the flow unchanged.)
+  ///
   /// ```swift
   /// let keystrokes = PassthroughFlow<String, Never>()  // the search field's text, as typed
   /// let queries = keystrokes.debounceFlow(for: .milliseconds(300), clock: clock)

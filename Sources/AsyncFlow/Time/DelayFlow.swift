@@ -4,6 +4,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// not pulled while more elements are due than in flight: at most about twice what arrives
   /// within one interval (plus one) is held.
   ///
+  /// A zero `interval` delays nothing: every element, and the end, passes in order at the instant
+  /// it arrives, elements of one instant included.
+  ///
   /// ```swift
   /// let messages = PassthroughFlow<String, Never>()
   /// let toasts = messages.delayFlow(for: .seconds(1), clock: clock)

@@ -7,6 +7,11 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// most one element per interval holds at the end too. Without a pending element, the end
   /// passes at once.
   ///
+  /// With a zero `interval` a window closes at the instant it opens: of the elements that arrive
+  /// at one instant, the first passes, then the newest (`latest: true`) or the second
+  /// (`latest: false`) of the others (`[abc]` gives `[ac]` or `[ab]`); as at any interval, one the
+  /// consumer has not taken yet is replaced by the next. Elements at different instants all pass.
+  ///
   /// ```swift
   /// let scrollOffsets = PassthroughFlow<Double, Never>()  // the list's offset as it scrolls
   /// let positions = scrollOffsets.throttleFlow(for: .milliseconds(100), clock: clock)

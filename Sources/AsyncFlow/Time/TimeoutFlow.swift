@@ -33,6 +33,10 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// meanwhile (it ignored the cancellation), its failure is dropped: the first end wins, and the
   /// sequence still fails with ``FlowTimeoutError``.
   ///
+  /// A zero `interval` times out at once unless the upstream hands over its element or its end
+  /// without suspending: a synchronous source passes whole, while one that waits, even for an
+  /// element of the same instant, fails (`a|` gives `#`), as Kotlin's `timeout` does with zero.
+  ///
   /// ```swift
   /// let page = try await pages.timeoutFlow(after: .seconds(5), clock: clock).first { _ in true }
   /// ```
@@ -56,6 +60,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// Finishes, instead of failing, when the upstream takes longer than `interval` to deliver an
   /// element or its end; see
   /// ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)->AsyncTimeoutFlowSequence<Self,C,Error>``.
+  /// A zero `interval` finishes at once unless the upstream hands over without suspending.
   ///
   /// ```swift
   /// let responses = PassthroughFlow<String, Never>()  // the answers of the devices nearby
@@ -98,7 +103,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 
 extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Never {
   /// Fails with ``FlowTimeoutError`` when the upstream takes longer than `interval`; for a sequence
-  /// that cannot fail otherwise, the failure type says exactly that.
+  /// that cannot fail otherwise, the failure type says exactly that. A zero `interval` fails at
+  /// once unless the upstream hands over without suspending.
   ///
   /// ```swift
   /// let heartbeats = PassthroughFlow<Int, Never>()  // the server's keep-alive counter

@@ -74,18 +74,25 @@ final class ProbeEnvironment: Sendable {
   /// How many elements each inner (or fallback, or operation) emits before `innerEnd`.
   let innerCount: Int
   let innerEnd: ProbeEnd
+  /// Another upstream in place of the probe body (`CancellationEdgeConformanceTests`).
+  private let replacedUpstream: (@Sendable () -> Flow<Int, TestError>)?
   private let never = Gate()
 
-  init(outer: [Int], then outerEnd: ProbeEnd, inners innerCount: Int = 1, then innerEnd: ProbeEnd = .finish) {
+  init(
+    outer: [Int], then outerEnd: ProbeEnd, inners innerCount: Int = 1, then innerEnd: ProbeEnd = .finish,
+    upstream: (@Sendable () -> Flow<Int, TestError>)? = nil
+  ) {
     self.outerElements = outer
     self.outerEnd = outerEnd
     self.innerCount = innerCount
     self.innerEnd = innerEnd
+    self.replacedUpstream = upstream
   }
 
-  /// The upstream: a `Flow` whose body counts itself in `lifetimes`, ending in a `defer`.
+  /// The upstream: a `Flow` whose body counts itself in `lifetimes`, ending in a `defer` (or the
+  /// one given to `init`).
   func upstream() -> Flow<Int, TestError> {
-    probe(outerElements, then: outerEnd, id: -1)
+    replacedUpstream?() ?? probe(outerElements, then: outerEnd, id: -1)
   }
 
   /// Inner number `index`: emits `index * 100 + k` for `k` in `0..<innerCount`, then `innerEnd`.
@@ -231,7 +238,8 @@ let operatorTable: [OperatorCase] = [
   OperatorCase(name: "collectFlow(count:orEvery:)") { env in
     AnyStepper(env.upstream().collectFlow(count: 2, orEvery: .seconds(1), clock: env.clock))
   },
-  OperatorCase(name: "sampleFlow") { env in AnyStepper(env.upstream().sampleFlow(every: .seconds(1), clock: env.clock)) },
+  OperatorCase(name: "sampleFlow") { env in AnyStepper(env.upstream().sampleFlow(every: .seconds(1), clock: env.clock))
+  },
   // Shaping with a task of its own.
   OperatorCase(name: "bufferFlow(.unbounded)") { AnyStepper($0.upstream().bufferFlow(policy: .unbounded)) },
   OperatorCase(name: "bufferFlow(.bufferingNewest(2))") {
