@@ -189,10 +189,11 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
     return (accepted, proceed)
   }
 
+  /// `fromItsOwnCode`: see ``OperatorLifecycle/inputEnded(_:from:at:fromItsOwnCode:)``.
   @inlinable
-  func inputEnded(_ failure: Logic.InputFailure?, from index: Int = 0) {
+  func inputEnded(_ failure: Logic.InputFailure?, from index: Int = 0, fromItsOwnCode: Bool = true) {
     let now = clock.now
-    perform(state.withLock { $0.inputEnded(failure, from: index, at: now) })
+    perform(state.withLock { $0.inputEnded(failure, from: index, at: now, fromItsOwnCode: fromItsOwnCode) })
   }
 
   /// Elements an input pulls between two yields of its thread: often enough that no input keeps a
