@@ -86,8 +86,8 @@ public struct AsyncShareFlowSequence<Element: Sendable, Failure: Error>: HotFlow
     let machine = SubjectStorage<Element, Failure>.Machine(
       sharingWith: bufferingPolicy, replayLimit: replay, keepsReplayWhenStopped: replayScope == .acrossRestarts,
       hasGracePeriod: clock != nil)
-    storage = SubjectStorage(machine, grace: clock.map { ($0, gracePeriod) }) { storage, generation in
-      await storage.iterateUpstream(base, generation: generation)
+    storage = SubjectStorage(machine, grace: clock.map { ($0, gracePeriod) }) {
+      SubjectStorage.iteration(of: base)
     }
   }
 
