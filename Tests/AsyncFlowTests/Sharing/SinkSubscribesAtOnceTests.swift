@@ -22,9 +22,7 @@ final class SubscriptionLog: Sendable {
 }
 
 /// A subject's failure (none) as a `TestError`, for the operators that handle failures.
-@Sendable private func typed(_ never: Never) -> TestError {
-  switch never {}
-}
+@Sendable private func typed(_ never: Never) -> TestError {}
 
 /// One operator between a `PassthroughFlow` and a `sink`.
 struct SinkCase: Sendable, CustomTestStringConvertible {
