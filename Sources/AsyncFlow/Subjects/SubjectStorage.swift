@@ -82,6 +82,13 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
     state.withLock { $0.drainStarted(mailbox, id: id, task: task) }?.cancel()
   }
 
+  /// The drain of `mailbox` has delivered the end: leaving no longer cancels it.
+  @usableFromInline
+  func endDelivered(_ mailbox: SubjectMailbox<Element, Failure>) {
+    // The mailbox the machine let go of is released here, after the lock.
+    _ = state.withLock { $0.endDelivered(mailbox) }
+  }
+
   /// `batch` must be empty: the drain has taken (and so released) each element it delivered.
   @inlinable
   func take(
