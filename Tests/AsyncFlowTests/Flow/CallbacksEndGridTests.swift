@@ -19,7 +19,9 @@ struct CallbacksEndGridTests {
     var source: Source
     var consumer: Consumer
     var onClock: Bool
-    var testDescription: String { "setup \(setup), source \(source), consumer \(consumer), \(onClock ? "clock" : "threads")" }
+    var testDescription: String {
+      "setup \(setup), source \(source), consumer \(consumer), \(onClock ? "clock" : "threads")"
+    }
   }
 
   static let cells: [Cell] = Setup.allCases.flatMap { setup in

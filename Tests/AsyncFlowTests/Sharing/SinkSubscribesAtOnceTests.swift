@@ -59,11 +59,13 @@ let sinkTable: [SinkCase] = [
   },
   SinkCase(name: "scanFlow") { subject, _, log in log.sink(subject.scanFlow(0, +)) },
   SinkCase(name: "removeDuplicatesFlow()") { subject, _, log in log.sink(subject.removeDuplicatesFlow()) },
-  SinkCase(name: "removeDuplicatesFlow(by:)") { subject, _, log in log.sink(subject.removeDuplicatesFlow { $0 == $1 }) },
+  SinkCase(name: "removeDuplicatesFlow(by:)") { subject, _, log in log.sink(subject.removeDuplicatesFlow { $0 == $1 })
+  },
   SinkCase(name: "collectFlow(count:)") { subject, _, log in log.sink(subject.collectFlow(count: 2)) },
   SinkCase(name: "handleEventsFlow") { subject, _, log in log.sink(subject.handleEventsFlow(onElement: { _ in })) },
   SinkCase(name: "traceFlow") { subject, _, log in log.sink(subject.traceFlow("sink") { _ in }) },
-  SinkCase(name: "debounceFlow") { subject, clock, log in log.sink(subject.debounceFlow(for: .seconds(1), clock: clock)) },
+  SinkCase(name: "debounceFlow") { subject, clock, log in log.sink(subject.debounceFlow(for: .seconds(1), clock: clock))
+  },
   SinkCase(name: "throttleFlow(latest: true)") { subject, clock, log in
     log.sink(subject.throttleFlow(for: .seconds(1), clock: clock, latest: true))
   },
@@ -83,7 +85,8 @@ let sinkTable: [SinkCase] = [
   SinkCase(name: "collectFlow(count:orEvery:)") { subject, clock, log in
     log.sink(subject.collectFlow(count: 2, orEvery: .seconds(1), clock: clock))
   },
-  SinkCase(name: "sampleFlow") { subject, clock, log in log.sink(subject.sampleFlow(every: .seconds(1), clock: clock)) },
+  SinkCase(name: "sampleFlow") { subject, clock, log in log.sink(subject.sampleFlow(every: .seconds(1), clock: clock))
+  },
   SinkCase(name: "bufferFlow") { subject, _, log in log.sink(subject.bufferFlow(policy: .unbounded)) },
   SinkCase(name: "Flow.merge") { subject, _, log in log.sink(Flow.merge(subject, Flow<Int, Never>.sequence([]))) },
   SinkCase(name: "Flow.combineLatest") { subject, _, log in
@@ -100,12 +103,16 @@ let sinkTable: [SinkCase] = [
     log.sink(subject.switchToLatestFlow(by: { $0 % 2 }) { Flow<Int, Never>.sequence([$0]) })
   },
   SinkCase(name: "mergeFlow()") { subject, _, log in log.sink(subject.mergeFlow { Flow<Int, Never>.sequence([$0]) }) },
-  SinkCase(name: "concatFlow(_:)") { subject, _, log in log.sink(subject.concatFlow { Flow<Int, Never>.sequence([$0]) }) },
-  SinkCase(name: "exhaustFlow(_:)") { subject, _, log in log.sink(subject.exhaustFlow { Flow<Int, Never>.sequence([$0]) }) },
+  SinkCase(name: "concatFlow(_:)") { subject, _, log in log.sink(subject.concatFlow { Flow<Int, Never>.sequence([$0]) })
+  },
+  SinkCase(name: "exhaustFlow(_:)") { subject, _, log in
+    log.sink(subject.exhaustFlow { Flow<Int, Never>.sequence([$0]) })
+  },
   SinkCase(name: "collectLatest") { subject, _, log in
     log.sink(subject.map { Flow<Int, Never>.sequence([$0]) }.switchToLatestFlow())
   },
-  SinkCase(name: "shareFlow() (its sink)") { subject, _, log in subject.shareFlow().sink { log.events.append("\($0)") } },
+  SinkCase(name: "shareFlow() (its sink)") { subject, _, log in subject.shareFlow().sink { log.events.append("\($0)") }
+  },
   SinkCase(name: "shareFlow() then map", subscribesAtOnce: false) { subject, _, log in
     log.sink(subject.shareFlow().map { $0 })
   },
