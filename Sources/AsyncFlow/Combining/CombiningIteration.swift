@@ -94,8 +94,7 @@ extension CombiningInputs {
     _ base: Base, into _: Logic.Type, _ wrap: @escaping @Sendable (Base.Element) -> Values.Input
   ) -> OperatorStorage<Logic, TimelessClock>.IndexedInput
   where Logic.Element == Values.Input, Logic.InputFailure == Base.Failure {
-    let input = CombiningInput(base, wrap: wrap)
-    return { storage, index in await storage.pull(input, as: index) }
+    OperatorStorage.pulling(CombiningInput(base, wrap: wrap))
   }
 }
 

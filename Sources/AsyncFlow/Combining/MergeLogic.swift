@@ -81,21 +81,22 @@ struct MergeLogic<Element: Sendable, Failure: Error>: TimelessOperatorLogic {
 /// Makes one iteration of `Flow.merge` from its inputs: each input is pulled as input `index`.
 @usableFromInline
 enum MergeIteration {
+  /// Makes, at each iteration, the input that pulls `input` (its iterator made at once).
   @inlinable
   static func pump<Input: AsyncSequence & Sendable>(_ input: Input)
-    -> OperatorStorage<MergeLogic<Input.Element, Input.Failure>, TimelessClock>.IndexedInput
+    -> @Sendable () -> OperatorStorage<MergeLogic<Input.Element, Input.Failure>, TimelessClock>.IndexedInput
   {
-    { storage, index in await storage.pull(input, as: index) }
+    { OperatorStorage.pulling(input) }
   }
 
   @inlinable
   static func make<Element: Sendable, Failure: Error>(
-    _ pumps: [OperatorStorage<MergeLogic<Element, Failure>, TimelessClock>.IndexedInput]
+    _ pumps: [@Sendable () -> OperatorStorage<MergeLogic<Element, Failure>, TimelessClock>.IndexedInput]
   ) -> @Sendable () -> CombiningPull<Element, Failure> {
     {
       let logic = MergeLogic<Element, Failure>(count: pumps.count)
       let storage = OperatorStorage(logic: logic, clock: TimelessClock(), inputs: pumps.count)
-      let consumer = BatchConsumer<_, Element>(OperatorConsumer(storage, inputs: pumps))
+      let consumer = BatchConsumer<_, Element>(OperatorConsumer(storage, inputs: pumps.map { $0() }))
       return { (actor: isolated (any Actor)?) async throws(Failure) -> Element? in
         try await consumer.next(isolation: actor)
       }

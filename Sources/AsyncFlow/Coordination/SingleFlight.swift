@@ -108,7 +108,7 @@ final class SingleFlightStorage<ID: Hashable & Sendable, Success: Sendable, Fail
   @inlinable func run(_ id: ID, trigger: String?, operation: @escaping Operation) async throws(Failure) -> Success? {
     let waiterID = state.withLock { $0.makeWaiterID() }
     let delivery = await withTaskCancellationHandler {
-      await withUnsafeContinuation { (waiter: Waiter) in
+      await withOrderedContinuation { (waiter: Waiter) in
         join(id, trigger: trigger, waiterID: waiterID, waiter: waiter, operation: operation)
       }
     } onCancel: {

@@ -215,7 +215,7 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
       return .async { (actor: isolated (any Actor)?) async -> Bool? in
         let watcher = self.state.withLock { $0.makeWatcherID() }
         let running = await withTaskCancellationHandler {
-          await withUnsafeContinuation(isolation: actor) { (continuation: Watcher) in
+          await withOrderedContinuation(isolation: actor) { (continuation: Watcher) in
             let action = self.state.withLock {
               $0.watch(
                 id, last: last.value, watcher: watcher, continuation: continuation, isCancelled: Task.isCancelled)

@@ -22,10 +22,14 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
   @usableFromInline let state: LockedState<Machine>
   /// The operator: its outer sequence, policy, key, transform and failure mappings.
   @usableFromInline let operation: FlattenOperation<Outer, Inner, Key, Failure>
+  /// The outer's iterator, made with this iteration (so a hot outer has its subscriber from then
+  /// on), taken by the outer task.
+  @usableFromInline let outer: IteratorHandOff<Outer.AsyncIterator>
 
   @inlinable init(_ operation: FlattenOperation<Outer, Inner, Key, Failure>) {
     self.state = LockedState(Machine(policy: operation.policy))
     self.operation = operation
+    self.outer = IteratorHandOff(operation.outer.makeAsyncIterator())
   }
 
   @usableFromInline
@@ -146,7 +150,7 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
         preconditionFailure("Internal inconsistency: a take left untaken")
       case .next(.suspend):
         await withTaskCancellationHandler {
-          _ = await withUnsafeContinuation(isolation: actor) { (continuation: Producer) in
+          _ = await withOrderedContinuation(isolation: actor) { (continuation: Producer) in
             state.withLock { $0.suspendConsumer(continuation) }?.resume(returning: true)
           }
         } onCancel: {
@@ -175,7 +179,7 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
   }
 
   @inlinable func pumpOuter() async {
-    var iterator = operation.outer.makeAsyncIterator()
+    var iterator = outer.take()
     var iteratorEnded = false
     pumping: while true {
       // Most of the time the answer is known at once: asked here, not in an async call. An async
@@ -232,7 +236,7 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
   /// slot is busy, then asks again.
   @inlinable func waitForPumpStep() async -> Machine.PumpAction {
     while true {
-      _ = await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
+      _ = await withOrderedContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
         if !state.withLock({ $0.pumpWait(continuation) }) { continuation.resume(returning: true) }
       }
       let action = state.withLock { $0.pumpStep(channel: { Channel(id: $0) }) }
@@ -342,7 +346,7 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
       case .dropped:
         return false
       case .full:
-        let offerAgain = await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
+        let offerAgain = await withOrderedContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
           if let answer = channel.state.withLock({ $0.waitForRoom(continuation) }) {
             continuation.resume(returning: answer)
           }

@@ -35,8 +35,9 @@ extension Flow {
   /// elements are discarded), or its iterator being released, as when it breaks out of its loop.
   /// When the consumer is cancelled or the source ends, its `next()` returns `nil` (or throws the
   /// failure) only after the cleanup has run; when the iterator is released, the cleanup runs in
-  /// the iteration's task, soon after. If the consumer is cancelled while `setup` runs, that task
-  /// is cancelled, which an `async` setup sees; the cleanup then runs as soon as `setup` returns.
+  /// the iteration's task, soon after. If the consumer is cancelled or released, or the source
+  /// ends (`finish`, `fail`), while `setup` still runs, that task is cancelled at once, which an
+  /// `async` setup sees; the cleanup then runs as soon as `setup` returns, itself uncancelled.
   ///
   /// `setup` runs on the isolation it was written in, as a `Task { }` closure does: written in a
   /// `@MainActor` model, it runs on the main actor, so a `@MainActor` socket is set up there
@@ -78,7 +79,11 @@ extension Flow {
       let consumer = OperatorConsumer(storage) { storage in
         let cleanup = await setup(FlowCallbacks(storage: storage))
         _ = await storage.inputWanted()
-        await cleanup()
+        // An end or a consumer that came while the setup ran cancelled this task, so that the
+        // setup saw it: the cleanup still runs uncancelled, in a task of its own that is awaited
+        // here (no work outlives the iteration).
+        guard Task.isCancelled else { return await cleanup() }
+        await FlowScheduling.startTask { await cleanup() }.value
       }
       return .async { (actor: isolated (any Actor)?) async throws(Failure) -> Element? in
         try await consumer.next(isolation: actor)
@@ -131,8 +136,9 @@ public struct FlowCallbacks<Element: Sendable, Failure: Error>: Sendable {
     storage.input(element)
   }
 
-  /// Ends the source: the consumer receives what is buffered, then finishes. The cleanup starts at
-  /// once. Ignored after the end.
+  /// Ends the source: the consumer receives what is buffered, then finishes once the cleanup has
+  /// run. The cleanup starts at once, or, while an `async` setup still runs, as soon as it returns:
+  /// the setup's task is cancelled at once. Ignored after the end.
   ///
   /// ```swift
   /// let untilClosed = Flow<Quote, SocketError>.callbacks { callbacks in
@@ -141,11 +147,12 @@ public struct FlowCallbacks<Element: Sendable, Failure: Error>: Sendable {
   /// }
   /// ```
   public func finish() {
-    storage.inputEnded(nil)
+    storage.inputEnded(nil, fromItsOwnCode: false)
   }
 
-  /// Ends the source with `error`: the consumer receives what is buffered, then the failure. The
-  /// cleanup starts at once. Ignored after the end.
+  /// Ends the source with `error`: the consumer receives what is buffered, then the failure once
+  /// the cleanup has run. The cleanup starts at once, or, while an `async` setup still runs, as
+  /// soon as it returns: the setup's task is cancelled at once. Ignored after the end.
   ///
   /// ```swift
   /// let failing = Flow<Quote, SocketError>.callbacks { callbacks in
@@ -154,6 +161,6 @@ public struct FlowCallbacks<Element: Sendable, Failure: Error>: Sendable {
   /// }
   /// ```
   public func fail(_ error: Failure) {
-    storage.inputEnded(error)
+    storage.inputEnded(error, fromItsOwnCode: false)
   }
 }

@@ -30,7 +30,7 @@ extension OperatorStorage {
   func waitForRoom<Element, Failure>(_ token: Int) async
   where Logic == EmitterLogic<Element, Failure, RoomWaiter> {
     await withTaskCancellationHandler {
-      await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+      await withOrderedContinuation { (continuation: UnsafeContinuation<Void, Never>) in
         let waiter = RoomWaiter(continuation)
         // Unless the logic keeps it, the waiter is released after the lock, which resumes it.
         _ = state.withLock { lifecycle -> RoomWaiter? in

@@ -44,6 +44,6 @@ extension AsyncOperatorIterator {
     Logic.Output == Element, Logic.Failure == Failure, Logic.Element == Base.Element,
     Logic.InputFailure == Base.Failure, C.Instant == Logic.Instant
   {
-    consumer = OperatorConsumer(OperatorStorage(logic: logic, clock: clock)) { await $0.pull(base) }
+    consumer = OperatorConsumer(OperatorStorage(logic: logic, clock: clock), inputs: [OperatorStorage.pulling(base)])
   }
 }

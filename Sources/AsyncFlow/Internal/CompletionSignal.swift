@@ -27,7 +27,7 @@ package final class CompletionSignal: Sendable {
   package var isFired: Bool { state.withLock { $0.fired } }
 
   @inlinable package func wait() async {
-    await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+    await withOrderedContinuation { (continuation: UnsafeContinuation<Void, Never>) in
       let fired = state.withLock { state in
         if !state.fired { state.waiters.append((-1, continuation)) }
         return state.fired
@@ -43,7 +43,7 @@ package final class CompletionSignal: Sendable {
       return state.nextWaiter
     }
     await withTaskCancellationHandler {
-      await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+      await withOrderedContinuation { (continuation: UnsafeContinuation<Void, Never>) in
         // Cancelled before parking: the handler found nothing to resume, so this is the last chance.
         let resumeNow = state.withLock { state in
           if state.fired || Task.isCancelled { return true }

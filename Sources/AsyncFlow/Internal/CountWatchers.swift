@@ -64,7 +64,7 @@ extension LockedState {
   ) async {
     let id = withLock { $0[keyPath: watchers].makeID() }
     await withTaskCancellationHandler {
-      await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+      await withOrderedContinuation { (continuation: UnsafeContinuation<Void, Never>) in
         let registered = withLock { state in
           // Cancelled before registering: the handler below has run already and found nothing.
           guard !Task.isCancelled else { return false }

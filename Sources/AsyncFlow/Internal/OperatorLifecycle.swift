@@ -394,14 +394,20 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
     }
   }
 
-  /// Input `index` ended (`nil`: it finished); it has left, and only its first end counts.
+  /// Input `index` ended (`nil`: it finished); only its first end counts.
+  ///
+  /// `fromItsOwnCode`: the input reports its own end (its upstream ended, the body returned) and
+  /// has left. Otherwise the end comes from outside it (a callbacks source's `finish` or `fail`,
+  /// from any thread): an input still busy (an `async` setup) stays busy, so that the end known
+  /// cancels the task at once, and it leaves when it asks for the word; a parked one (a setup that
+  /// returned) is left to the wakeups, which resume it.
   @inlinable
-  mutating func inputEnded(_ failure: Logic.InputFailure?, from index: Int = 0, at now: Logic.Instant) -> Wakeups {
+  mutating func inputEnded(
+    _ failure: Logic.InputFailure?, from index: Int = 0, at now: Logic.Instant, fromItsOwnCode: Bool = true
+  ) -> Wakeups {
     if case .running = state, case .left = inputs.children[index] { return Wakeups() }
     return logicEvent("inputEnded") { logic, inputs in
-      // Whatever it still does (a setup returning, then its cleanup) is not interrupted. A parked
-      // input (a callbacks setup that returned) is left to the wakeups, which resume it.
-      if inputs.children[index].isBusy { inputs.set(index, .left) }
+      if fromItsOwnCode, inputs.children[index].isBusy { inputs.set(index, .left) }
       return logic.inputEnded(failure, from: index, at: now)
     }
   }

@@ -91,7 +91,7 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
         return nil
       case .suspend:
         await withTaskCancellationHandler {
-          await withUnsafeContinuation(isolation: actor) { (continuation: UnsafeContinuation<Void, Never>) in
+          await withOrderedContinuation(isolation: actor) { (continuation: UnsafeContinuation<Void, Never>) in
             state.withLock { $0.suspendConsumer(continuation) }?.resume()
           }
         } onCancel: {
@@ -158,7 +158,7 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
   @inlinable
   func inputWanted(_ index: Int = 0) async -> Bool {
     await withTaskCancellationHandler {
-      await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
+      await withOrderedContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
         if let (input, proceed) = state.withLock({
           $0.inputWaits(continuation, index: index, isCancelled: Task.isCancelled)
         }) {
@@ -189,10 +189,11 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
     return (accepted, proceed)
   }
 
+  /// `fromItsOwnCode`: see ``OperatorLifecycle/inputEnded(_:from:at:fromItsOwnCode:)``.
   @inlinable
-  func inputEnded(_ failure: Logic.InputFailure?, from index: Int = 0) {
+  func inputEnded(_ failure: Logic.InputFailure?, from index: Int = 0, fromItsOwnCode: Bool = true) {
     let now = clock.now
-    perform(state.withLock { $0.inputEnded(failure, from: index, at: now) })
+    perform(state.withLock { $0.inputEnded(failure, from: index, at: now, fromItsOwnCode: fromItsOwnCode) })
   }
 
   /// Elements an input pulls between two yields of its thread: often enough that no input keeps a
@@ -201,18 +202,31 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
   /// the inners it supersedes, one per yield, where behind a stalled consumer it starts one.)
   @inlinable static var elementsBetweenYields: Int { 256 }
 
-  /// Input `index` of an operator over upstreams: pulls `base` while the logic wants elements.
+  /// The input of an operator over `base`: `base`'s iterator is made now, where the consumer makes
+  /// its own (so a hot upstream has its subscriber from then on), and pulled by the task.
   @inlinable
-  func pull<Base: AsyncSequence>(_ base: Base, as index: Int = 0) async
+  static func pulling<Base: AsyncSequence>(_ base: Base) -> IndexedInput
   where Base.Element == Logic.Element, Base.Failure == Logic.InputFailure {
-    var iterator = base.makeAsyncIterator()
+    let upstream = IteratorHandOff(base.makeAsyncIterator())
+    // Erased before the `@Sendable` input captures it, which may not capture the metatype of a
+    // non-Sendable iterator; the hand-off is what makes sending it sound.
+    let pull = ErasedPull<OperatorStorage> { storage, index in await storage.pull(upstream, as: index) }
+    return { storage, index in await pull.run(storage, index) }
+  }
+
+  /// Input `index` of an operator over upstreams: pulls the upstream's iterator while the logic
+  /// wants elements.
+  @inlinable
+  func pull<Upstream: AsyncIteratorProtocol>(_ upstream: IteratorHandOff<Upstream>, as index: Int = 0) async
+  where Upstream.Element == Logic.Element, Upstream.Failure == Logic.InputFailure {
+    var iterator = upstream.take()
     var proceed = await inputWanted(index)
     // Started first, in the caller (`Logic.inputStartedFirst`): once its first element is in the
     // logic, the caller gets its thread back, even from an upstream that never suspends.
     var yieldsAfterNext = index == Logic.inputStartedFirst
     var elementsSinceYield = 0
     while proceed {
-      do throws(Base.Failure) {
+      do throws(Upstream.Failure) {
         guard let element = try await iterator.next(isolation: nil) else { return inputEnded(nil, from: index) }
         // Only the life cycle cancels the task, and then it answers `false` here as well.
         proceed = offer(element, from: index).proceed
@@ -253,7 +267,7 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
   @inlinable
   func nextDeadline() async -> C.Instant? {
     await withTaskCancellationHandler {
-      await withUnsafeContinuation { (continuation: UnsafeContinuation<C.Instant?, Never>) in
+      await withOrderedContinuation { (continuation: UnsafeContinuation<C.Instant?, Never>) in
         if let (timer, deadline) = state.withLock({ $0.timerWaits(continuation, isCancelled: Task.isCancelled) }) {
           timer.resume(returning: deadline)
         }

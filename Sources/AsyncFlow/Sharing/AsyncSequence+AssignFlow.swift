@@ -33,8 +33,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
     isolation: isolated (any Actor)? = #isolation
   ) -> FlowSubscription {
     let target = AssignTarget(object: object, keyPath: keyPath)
+    // Made here, not in the task, as `sink` does: a value sent right after this returns is assigned.
+    var iterator = makeAsyncIterator()
     let task = FlowScheduling.startTask {
-      var iterator = self.makeAsyncIterator()
       while let element = await iterator.next(isolation: nil) {
         guard await target.write(element, isolation: isolation) else { return }
       }

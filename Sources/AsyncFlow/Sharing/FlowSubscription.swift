@@ -103,8 +103,11 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
     // The task holds the delivery gate, not the subscription: releasing the subscription must be
     // able to end the task.
     let gate = SinkDeliveryGate()
+    // Made here, not in the task: a hot source at the head of the chain has its subscriber when
+    // `sink` returns (each operator's iterator makes its upstream's at once), so a value sent
+    // right after reaches the sink.
+    var iterator = makeAsyncIterator()
     let task = FlowScheduling.startTask {
-      var iterator = self.makeAsyncIterator()
       do throws(Failure) {
         while let element = try await iterator.next(isolation: nil) {
           guard await gate.deliver(element, to: receiveValue) else { return }

@@ -50,7 +50,7 @@ final class GraceTimerStarter: Sendable {
   /// In the upstream's task: the next timer to start, `nil` once the run is over.
   func next() async -> Request? {
     await withTaskCancellationHandler {
-      await withUnsafeContinuation { (continuation: UnsafeContinuation<Request?, Never>) in
+      await withOrderedContinuation { (continuation: UnsafeContinuation<Request?, Never>) in
         let now = state.withLock { state -> Request?? in
           if state.isClosed { return .some(nil) }
           if let pending = state.pending.take() { return .some(pending) }

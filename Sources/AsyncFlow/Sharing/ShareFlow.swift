@@ -10,6 +10,12 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// upstream's finish or failure reaches every subscriber; a subscriber that comes after it ends
   /// at once.
   ///
+  /// The upstream's iterator is made when the upstream starts, so a hot upstream (a subject) has
+  /// the share as subscriber from then on. Unlike the other operators, then, a share between a
+  /// subject and a generic `sink` (`subject.shareFlow().map { ... }.sink { ... }`) subscribes to
+  /// the subject only once the sink's task runs: a value sent right after that `sink` returns may
+  /// not reach it. A `sink` on the share itself starts the upstream before it returns.
+  ///
   /// ```swift
   /// let prices = api.priceUpdates().shareFlow(replay: 1)
   /// Task { for try await price in prices { print("chart", price) } }   // in one place
@@ -84,8 +90,8 @@ public struct AsyncShareFlowSequence<Element: Sendable, Failure: Error>: HotFlow
     let machine = SubjectStorage<Element, Failure>.Machine(
       sharingWith: bufferingPolicy, replayLimit: replay, keepsReplayWhenStopped: replayScope == .acrossRestarts,
       hasGracePeriod: clock != nil)
-    storage = SubjectStorage(machine, grace: clock.map { ($0, gracePeriod) }) { storage, generation in
-      await storage.iterateUpstream(base, generation: generation)
+    storage = SubjectStorage(machine, grace: clock.map { ($0, gracePeriod) }) {
+      SubjectStorage.iteration(of: base)
     }
   }
 

@@ -11,11 +11,12 @@ extension SubjectStorage {
   func startUpstream(generation: Int) {
     guard let upstream else { preconditionFailure("Internal inconsistency: a subject was asked to start an upstream") }
     let timers = grace == nil ? nil : GraceTimerStarter()
+    let iteration = upstream()
     let task = FlowScheduling.startTask {
-      guard let timers else { return await upstream(self, generation) }
+      guard let timers else { return await iteration.run(self, generation) }
       await withTaskGroup(of: Void.self) { group in
         group.addTask {
-          await upstream(self, generation)
+          await iteration.run(self, generation)
           timers.close()
         }
         while let request = await timers.next() { self.startGraceTimer(request) }
@@ -28,11 +29,19 @@ extension SubjectStorage {
     }
   }
 
+  /// Makes the upstream's iteration `generation` now, in its starter (a `sink` on the share, or an
+  /// iterator's first `next()`): the upstream's iterator exists before `startUpstream` returns.
+  static func iteration<Base: AsyncSequence>(of base: Base) -> ErasedPull<SubjectStorage>
+  where Base.Element == Element, Base.Failure == Failure {
+    let upstream = IteratorHandOff(base.makeAsyncIterator())
+    return ErasedPull { storage, generation in await storage.iterateUpstream(upstream, generation: generation) }
+  }
+
   /// The body of the upstream task: sends each element unless this iteration was stopped, then
   /// reports the end.
-  func iterateUpstream<Base: AsyncSequence>(_ base: Base, generation: Int) async
-  where Base.Element == Element, Base.Failure == Failure {
-    var iterator = base.makeAsyncIterator()
+  func iterateUpstream<Upstream: AsyncIteratorProtocol>(_ upstream: IteratorHandOff<Upstream>, generation: Int) async
+  where Upstream.Element == Element, Upstream.Failure == Failure {
+    var iterator = upstream.take()
     var failure: Failure?
     do throws(Failure) {
       while let element = try await iterator.next(isolation: nil) {

@@ -58,8 +58,11 @@ final class SubjectMailbox<Element: Sendable, Failure: Error>: FlowSubscriptionT
   /// there, and returns when the machine finds the mailbox empty (or the subscriber cancelled).
   @inlinable
   func drain() async {
-    guard let end = await deliverValues(on: receiver.isolation), let completion = receiver.completion else { return }
-    await gate.deliver(end.map { .failure($0) } ?? .finished, to: completion)
+    guard let end = await deliverValues(on: receiver.isolation) else { return }
+    if let completion = receiver.completion {
+      await gate.deliver(end.map { .failure($0) } ?? .finished, to: completion)
+    }
+    storage.endDelivered(self)
   }
 
   /// Delivers on `isolation`, which is the receiver's: the check that the subscription is still on

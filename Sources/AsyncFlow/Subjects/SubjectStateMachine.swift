@@ -81,6 +81,10 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
     var watchers = CountWatcherList<Waiter>()
     /// Drains whose subscriber left before their task was reported: cancelled when it is.
     var drainsLeftBeforeStart: Set<Int> = []
+    /// Drains delivering the end (their subscriber is out of the table), with their task once
+    /// reported: the subscriber leaving meanwhile cancels it, as it cancels a draining one, so that
+    /// a completion closure in progress sees the cancellation.
+    @usableFromInline var completing: [Mailbox: (id: Int, task: Work?)] = [:]
     var nextID = 0
     /// Tells a drain from the mailbox's later ones, when its task is reported after it ended.
     @usableFromInline var nextDrainID = 0
@@ -304,7 +308,12 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
   /// drain whose task is still being created is cancelled when it reports) and finds it gone at
   /// its next take. As for an iterator, the last one to leave stops a share's upstream.
   mutating func unsubscribe(_ mailbox: Mailbox) -> UnsubscribeAction {
-    guard let removed = subscribers.removePush(mailbox) else { return UnsubscribeAction() }
+    guard let removed = subscribers.removePush(mailbox) else {
+      // Its drain may be delivering the end: cancelled, or, not reported yet, when it is.
+      guard let (key, (id, task)) = subscribers.completing.removeEntry(mailbox) else { return UnsubscribeAction() }
+      if case .none = task { subscribers.drainsLeftBeforeStart.insert(id) }
+      return UnsubscribeAction(cancelDrain: task, releasedMailbox: key)
+    }
     var action = UnsubscribeAction(releasedBuffer: removed.buffer, releasedMailbox: removed.mailbox)
     switch removed.phase {
     case .draining(let id, .none): subscribers.drainsLeftBeforeStart.insert(id)
@@ -322,7 +331,9 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
   mutating func drainStarted(_ mailbox: Mailbox, id: Int, task: Work) -> Work? {
     if subscribers.drainsLeftBeforeStart.remove(id) != nil { return task }
     guard let index = subscribers.pushIndex[mailbox] else {
-      return nil  // the drain took the end and removed the subscriber: it is delivering the end
+      // The drain took the end and removed the subscriber: it is delivering the end.
+      if case (id, .none)? = subscribers.completing[mailbox] { subscribers.completing[mailbox] = (id, task) }
+      return nil
     }
     switch subscribers.push[index].phase {
     case .draining(id, .none):
@@ -364,11 +375,19 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
     }
     if case .ended(let failure) = state {
       // Nothing is released: the buffer is empty and the drain holds the mailbox.
-      _ = subscribers.removePush(mailbox)
+      if case .draining(let id, let task)? = subscribers.removePush(mailbox)?.phase {
+        subscribers.completing[mailbox] = (id, task)
+      }
       return .complete(failure)
     }
     subscribers.push[index].phase = .idle
     return .idle
+  }
+
+  /// The drain of `mailbox` has delivered the end (or had no completion to deliver); returns the
+  /// mailbox it let go of, to be released after the lock.
+  mutating func endDelivered(_ mailbox: Mailbox) -> Mailbox? {
+    subscribers.completing.removeEntry(mailbox)?.key
   }
 
   // MARK: Iterator events
@@ -451,5 +470,15 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
     }
     state = .ended(failure: failure)
     return action
+  }
+}
+
+extension Dictionary {
+  /// Removes the entry of `key`, returning the stored key with its value (so that the key, an
+  /// object, can be released where the caller chooses).
+  @inlinable
+  mutating func removeEntry(_ key: Key) -> (key: Key, value: Value)? {
+    guard let index = index(forKey: key) else { return nil }
+    return remove(at: index)
   }
 }

@@ -5,15 +5,16 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
     Element, Failure, UnsafeContinuation<Void, Never>, Task<Void, Never>, SubjectMailbox<Element, Failure>
   >
   @usableFromInline let state: LockedState<Machine>
-  /// For `shareFlow`: the body of the task of the upstream's iteration `generation`, feeding this
-  /// storage (`iterateUpstream`).
-  let upstream: (@Sendable (SubjectStorage, _ generation: Int) async -> Void)?
+  /// For `shareFlow`: makes an iteration of the upstream where it is started (so that a hot
+  /// upstream has the share as subscriber from then on), and returns the body of its task, feeding
+  /// this storage as the generation it is run with (`iterateUpstream`).
+  let upstream: (@Sendable () -> ErasedPull<SubjectStorage>)?
   /// For `shareFlow(gracePeriod:)`: the clock the grace timer sleeps on, and for how long.
   let grace: (clock: AnyFlowClock, period: Duration)?
 
   init(
     _ machine: Machine, grace: (clock: AnyFlowClock, period: Duration)? = nil,
-    upstream: (@Sendable (SubjectStorage, _ generation: Int) async -> Void)? = nil
+    upstream: (@Sendable () -> ErasedPull<SubjectStorage>)? = nil
   ) {
     self.state = LockedState(machine)
     self.upstream = upstream
@@ -79,6 +80,13 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
   func startDrain(_ mailbox: SubjectMailbox<Element, Failure>, id: Int) {
     let task = FlowScheduling.startTask { await mailbox.drain() }
     state.withLock { $0.drainStarted(mailbox, id: id, task: task) }?.cancel()
+  }
+
+  /// The drain of `mailbox` has delivered the end: leaving no longer cancels it.
+  @usableFromInline
+  func endDelivered(_ mailbox: SubjectMailbox<Element, Failure>) {
+    // The mailbox the machine let go of is released here, after the lock.
+    _ = state.withLock { $0.endDelivered(mailbox) }
   }
 
   /// `batch` must be empty: the drain has taken (and so released) each element it delivered.
@@ -157,7 +165,7 @@ final class SubjectSubscriber<Element: Sendable, Failure: Error> {
         storage.startUpstream(generation: generation)
       case .suspend:
         await withTaskCancellationHandler {
-          await withUnsafeContinuation(isolation: actor) { (continuation: UnsafeContinuation<Void, Never>) in
+          await withOrderedContinuation(isolation: actor) { (continuation: UnsafeContinuation<Void, Never>) in
             storage.suspend(id, continuation)
           }
         } onCancel: {
