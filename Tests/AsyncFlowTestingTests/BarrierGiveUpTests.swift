@@ -12,11 +12,17 @@ struct UnmetBarrier: Sendable, CustomTestStringConvertible {
 }
 
 private let unmetBarriers: [UnmetBarrier] = [
-  UnmetBarrier(name: "ControlledCalls.calls(count:)", says: "ControlledCalls<String, Int>.calls(count: 1): 0 calls made") {
-    _ in await ControlledCalls<String, Int>().calls(count: 1)
+  UnmetBarrier(
+    name: "ControlledCalls.calls(count:)",
+    says: "ControlledCalls<String, Int>.calls(count: 1): 0 calls made"
+  ) { _ in
+    await ControlledCalls<String, Int>().calls(count: 1)
   },
-  UnmetBarrier(name: "ControlledCalls.parked(count:)", says: "ControlledCalls<String, Int>.parked(count: 1): 0 calls made") {
-    _ in await ControlledCalls<String, Int>().parked(count: 1)
+  UnmetBarrier(
+    name: "ControlledCalls.parked(count:)",
+    says: "ControlledCalls<String, Int>.parked(count: 1): 0 calls made"
+  ) { _ in
+    await ControlledCalls<String, Int>().parked(count: 1)
   },
   UnmetBarrier(name: "Gate.entered(count:)", says: "Gate.entered(count: 1): 0 callers parked") { _ in
     await Gate().entered(count: 1)
@@ -30,18 +36,27 @@ private let unmetBarriers: [UnmetBarrier] = [
     _ = await clock.value(of: stuck)
     stuck.cancel()
   },
-  UnmetBarrier(name: "PassthroughFlow.subscribers(count:)", says: "PassthroughFlow<Int, Never>.subscribers(count: 1): 0 subscribers") {
-    _ in await PassthroughFlow<Int, Never>().subscribers(count: 1)
+  UnmetBarrier(
+    name: "PassthroughFlow.subscribers(count:)",
+    says: "PassthroughFlow<Int, Never>.subscribers(count: 1): 0 subscribers"
+  ) { _ in
+    await PassthroughFlow<Int, Never>().subscribers(count: 1)
   },
-  UnmetBarrier(name: "CurrentValueFlow.subscribers(count:)", says: "CurrentValueFlow<Int>.subscribers(count: 2): 1 subscriber") {
-    _ in
+  UnmetBarrier(
+    name: "CurrentValueFlow.subscribers(count:)",
+    says: "CurrentValueFlow<Int>.subscribers(count: 2): 1 subscriber"
+  ) { _ in
+
     let subject = CurrentValueFlow(0)
     let subscription = subject.sink { _ in }
     await subject.subscribers(count: 2)
     subscription.cancel()
   },
-  UnmetBarrier(name: "shareFlow.subscribers(count:)", says: "AsyncShareFlowSequence<Int, Never>.subscribers(count: 1): 0 subscribers") {
-    _ in await PassthroughFlow<Int, Never>().shareFlow().subscribers(count: 1)
+  UnmetBarrier(
+    name: "shareFlow.subscribers(count:)",
+    says: "AsyncShareFlowSequence<Int, Never>.subscribers(count: 1): 0 subscribers"
+  ) { _ in
+    await PassthroughFlow<Int, Never>().shareFlow().subscribers(count: 1)
   },
 ]
 
