@@ -196,6 +196,8 @@ struct ReflectionTests {
     dump(value, to: &dumped)
     _ = String(describing: value)
     _ = String(reflecting: value)
+    // What each type shows, for the record.
+    print("\(reflected.name):\n\(dumped)")
     for shown in reflected.shows {
       #expect(dumped.contains(shown), "\(reflected.name): \(dumped)")
     }
