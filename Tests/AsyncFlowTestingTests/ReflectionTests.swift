@@ -175,10 +175,67 @@ private let reflectedCases: [ReflectedCase] = [
       }
     )
   },
-  ReflectedCase(name: "Flow, LoadState, operators", shows: ["Flow"]) { _ in
+  // Its storage holds a consumer's continuation, parked in `next()` on another iterator.
+  ReflectedCase(name: "HotFlowIterator, beside a parked consumer", shows: ["consumer", "some"]) { clock in
+    let subject = PassthroughFlow<Int, Never>()
+    let parked = clock.task { () async -> Int? in
+      var iterator = subject.makeAsyncIterator()
+      return await iterator.next()
+    }
+    await subject.subscribers(count: 1)
+    await clock.runCurrent()
+    return (
+      subject.makeAsyncIterator(),
+      {
+        subject.finish()
+        _ = await clock.value(of: parked)
+      }
+    )
+  },
+  ReflectedCase(name: "Flow and an operator", shows: ["AsyncTimedFlowSequence"]) { _ in
     (Flow.sequence([1, 2]).map { $0 + 1 }.debounceFlow(for: .seconds(1), clock: ContinuousClock()), noEnd)
   },
+  ReflectedCase(
+    name: "ExplorationRun, with a stub and a gate", shows: ["ExplorationRun", "name: \"calls\"", "parkedCount: 0"]
+  ) {
+    _ in
+    let captured = CapturedRun()
+    _ = await Exploration("capture") { run in
+      let calls = ControlledCalls<Int, Int>()
+      run.answer(calls, as: "calls") { $0 }
+      run.gate(Gate(), as: "gate")
+      captured.run = run
+      return CapturedRun()
+    }.explore()
+    return (captured.run! as Any, noEnd)
+  },
+  ReflectedCase(name: "Exploration, ExplorationReport, ExplorationBudget", shows: ["Exploration", "scenario"]) { _ in
+    let exploration = Exploration("scenario") { _ in CapturedRun() }.state { _ in "" }
+    let report = await exploration.explore(ExplorationBudget(orders: 1))
+    return ([exploration as Any, report, ExplorationBudget()], noEnd)
+  },
+  ReflectedCase(name: "Marbles, MarbleEvent", shows: ["Marbles", "tick: 0"]) { clock in
+    ([Marbles(clock: clock) as Any, MarbleEvent(tick: 0, symbol: .finish)], noEnd)
+  },
+  ReflectedCase(
+    name: "values: LoadState, FlowEvent, FlowCompletion, policies, clocks", shows: ["loading", "latestWins"]
+  ) {
+    clock in
+    let values: [Any] = [
+      LoadState<[String], SampleFailure>.loading, FlowEvent<Int, SampleFailure>.element(1),
+      FlowCompletion<SampleFailure>.finished, SlotPolicy.latestWins, FlowBufferingPolicy.bufferingNewest(2),
+      FlowReplayScope.acrossRestarts, AnyFlowClock(clock), FlowTimeoutError(), clock.now, Generation().current,
+      RequestLog<String>.Entry(run: 3, id: "articles", trigger: "load", event: .superseded(by: 4)),
+      ControlledCall(index: 0, argument: "swift"),
+    ]
+    return (values, noEnd)
+  },
 ]
+
+/// Holds the run the explorer hands to a scenario's `model` closure, and is that closure's model.
+@MainActor private final class CapturedRun {
+  var run: ExplorationRun?
+}
 
 struct SampleFailure: Error {}
 
