@@ -66,6 +66,9 @@ public struct Exploration<Model: AnyObject> {
   struct StatePart {
     var name: String?
     var read: @MainActor (Model) -> String
+    /// The value a part declared as cleanup (``state(_:cleanup:_:)``) may take after a
+    /// cancellation point, as text; `nil` for every other part, which may not change there at all.
+    var cleanup: String? = nil
   }
 
   struct Invariant {
@@ -127,7 +130,8 @@ public struct Exploration<Model: AnyObject> {
   }
 
   /// Describes what the model shows, for the timeline of a failure (`wrote ...`), for broken
-  /// invariants, and for the check that nothing changes after a cancellation point.
+  /// invariants, and for the check that nothing changes after a cancellation point: any change of
+  /// the description after the release fails the run (`written after the release`).
   ///
   /// ```swift
   /// let described = checked.state { "items \($0.items)" }
@@ -140,11 +144,35 @@ public struct Exploration<Model: AnyObject> {
 
   /// Adds one part of what the model shows, named `name`: the timeline writes it `name value`.
   ///
-  /// After a cancellation point a part may go back to the value it had when the model was made,
-  /// before any entry point ran: that is the model's cleanup as its screen leaves (a spinner going
-  /// off, a loading flag cleared), not a stale write. Any other change after the release still
-  /// fails the run (`written after the release`): a page that arrives late and is written, a
-  /// failure shown for a request nobody waits for.
+  /// After a cancellation point the part may not change, whatever value it writes: a page that
+  /// arrives late and is written, an error cleared by an answer nobody waits for, fail the run
+  /// (`written after the release`), even when the value written is the one the part started with.
+  /// A part that the model does change as its screen leaves (a spinner going off) is declared with
+  /// ``state(_:cleanup:_:)``.
+  ///
+  /// ```swift
+  /// @MainActor final class FeedModel {
+  ///   var items: [String] = []
+  ///   var error: String?
+  /// }
+  /// let feed = Exploration("feed") { _ in FeedModel() }
+  ///   .state("items") { $0.items }
+  ///   .state("error") { $0.error }   // a stale answer that clears it fails the run
+  /// ```
+  public func state<Value>(_ name: String, _ read: @escaping @MainActor (Model) -> Value) -> Self {
+    var copy = self
+    copy.parts.append(StatePart(name: name, read: { "\(read($0))" }))
+    return copy
+  }
+
+  /// Adds one part of what the model shows, named `name`, that is the model's cleanup as its
+  /// screen leaves: after a cancellation point it may change to `cleanup`, and to nothing else.
+  ///
+  /// A spinner bound with `TaskSlots.isRunningFlow(_:)` goes off when the leaving cancels its run;
+  /// a loading flag is cleared by the run's `defer`. Declared so, that write passes; a change to
+  /// any other value after the release (the spinner turned on by a late answer) still fails the
+  /// run, and so does any change of the other parts. Values compare as their descriptions, as the
+  /// timeline shows them.
   ///
   /// ```swift
   /// @MainActor final class FeedModel {
@@ -153,11 +181,13 @@ public struct Exploration<Model: AnyObject> {
   /// }
   /// let feed = Exploration("feed") { _ in FeedModel() }
   ///   .state("items") { $0.items }
-  ///   .state("spinner") { $0.isLoading }   // may go back to `false` after leaving
+  ///   .state("spinner", cleanup: false) { $0.isLoading }   // may go off after leaving
   /// ```
-  public func state<Value>(_ name: String, _ read: @escaping @MainActor (Model) -> Value) -> Self {
+  public func state<Value>(
+    _ name: String, cleanup: Value, _ read: @escaping @MainActor (Model) -> Value
+  ) -> Self {
     var copy = self
-    copy.parts.append(StatePart(name: name, read: { "\(read($0))" }))
+    copy.parts.append(StatePart(name: name, read: { "\(read($0))" }, cleanup: "\(cleanup)"))
     return copy
   }
 

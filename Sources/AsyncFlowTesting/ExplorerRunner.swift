@@ -61,9 +61,6 @@ struct ExplorerRunner<Model: AnyObject> {
     var answered: [Set<Int>]
     /// What the model shows, part by part, after the last choice.
     var shown: [String]?
-    /// What it showed once made, before any entry point ran: the values a part may go back to after
-    /// a cancellation point (its cleanup).
-    var initial: [String]?
     var point = 0
     var record = Record()
   }
@@ -78,7 +75,6 @@ struct ExplorerRunner<Model: AnyObject> {
     state.watched = state.model
     await quiesce(&state)
     state.shown = shown(state)
-    state.initial = state.shown
 
     while true {
       let enabled = enabledChoices(state, steps: true)
@@ -184,12 +180,12 @@ struct ExplorerRunner<Model: AnyObject> {
     }
   }
 
-  /// A part that changed since `before` is written after the release, unless it went back to what
-  /// the model showed once made: that is its cleanup (a spinner off, a flag cleared).
+  /// A part that changed since `before` is written after the release, whatever it wrote (a value
+  /// it had before too: an error cleared by a stale answer), unless the test declared it as
+  /// cleanup and it changed to its cleanup value (a spinner off, a flag cleared).
   private func noteWriteAfterLeaving(_ state: inout Run, by cause: String, since before: [String]?) {
     guard let before, let now = state.progress.shownAfterLeaving ?? state.shown, now != before else { return }
-    let initial = state.initial ?? before
-    let written = now.indices.filter { now[$0] != before[$0] && now[$0] != initial[$0] }
+    let written = now.indices.filter { now[$0] != before[$0] && now[$0] != exploration.parts[$0].cleanup }
     guard !written.isEmpty else { return }
     if !state.record.problems.contains(where: { $0.hasPrefix("written after the release") }) {
       state.record.problems.append(

@@ -398,26 +398,40 @@ struct ExplorerCleanupTests {
     .step("pull to refresh") { await $0.reload() }
   }
 
-  /// The spinner is a part of the explored state: its going back off after leaving is accepted.
-  @Test func aSpinnerThatGoesOffOnReleasePasses() async {
+  /// The spinner is declared as cleanup, with the value it goes back to: its going off after
+  /// leaving is accepted.
+  @Test func aSpinnerDeclaredAsCleanupThatGoesOffOnReleasePasses() async {
     let report = await boundSpinnerFeed()
       .state("items") { $0.items }
-      .state("spinner") { $0.isLoading }
+      .state("spinner", cleanup: false) { $0.isLoading }
       .invariant("the spinner is off at the end") { !$0.isLoading }
       .explore()
     #expect(report.passed, "\(report)")
     #expect(report.cancellationPoints > 0)
   }
 
-  /// As one string, "items [page 0] spinner true" going to "... spinner false" is a change that
-  /// is not back to the start: the whole-state form still flags it, which is why the parts exist.
+  /// The same spinner as a part not declared as cleanup: going back to its first value after the
+  /// release is a write like any other.
+  @Test func aPartNotDeclaredThatGoesBackToItsFirstValueFails() async throws {
+    let report = await boundSpinnerFeed()
+      .state("items") { $0.items }
+      .state("spinner") { $0.isLoading }
+      .explore()
+    let failure = try #require(report.failure)
+    #expect(failure.problems.first?.hasPrefix("written after the release") == true, "\(failure)")
+    #expect(failure.problems.first?.hasSuffix("items [] spinner true -> items [] spinner false") == true, "\(failure)")
+  }
+
+  /// As one string, "items [page 0] spinner true" going to "... spinner false" is a change: the
+  /// whole-state form has no part to declare as cleanup.
   @Test func theWholeStateAsOneStringStillFlagsTheSpinner() async throws {
     let report = await boundSpinnerFeed().state { "items \($0.items) spinner \($0.isLoading)" }.explore()
     let failure = try #require(report.failure)
     #expect(failure.problems.first?.hasPrefix("written after the release") == true, "\(failure)")
   }
 
-  /// A page written after the release is still caught, whatever the spinner does.
+  /// A spinner declared as cleanup may go to its cleanup value only: a page written after the
+  /// release still fails the run, whatever the spinner does.
   @Test func aPageWrittenAfterReleaseStillFails() async throws {
     let exploration = Exploration("late page") { run in
       let pages = Pages()
@@ -426,12 +440,78 @@ struct ExplorerCleanupTests {
     }
     .step("appear") { await $0.reload() }
     .state("items") { $0.items }
-    .state("spinner") { $0.isLoading }
+    .state("spinner", cleanup: false) { $0.isLoading }
     let report = await exploration.explore()
     let failure = try #require(report.failure)
     #expect(failure.order.hasSuffix("leave"))
     #expect(
       failure.problems.first == "written after the release (after leaving: answered pages#0(0)): "
         + "items [] spinner true -> items [\"page 0\"] spinner false", "\(failure)")
+  }
+
+  // MARK: A stale answer that clears an error
+
+  private func staleErrorClear() -> Exploration<ErrorClearingPages> {
+    Exploration("stale error clear") { run in
+      let pages = ControlledCalls<Int, Result<[String], PageFailure>>()
+      run.answer(pages, as: "pages") { page in page == 0 ? .failure(PageFailure(message: "offline")) : .success([]) }
+      return ErrorClearingPages(fetch: run.stub(pages))
+    }
+    .step("load page 0") { await $0.load(page: 0) }
+    .step("load page 1") { await $0.load(page: 1) }
+  }
+
+  /// Page 0 fails ("offline"), page 1 is loading when the screen leaves; its late answer clears the
+  /// error: `error offline -> error nil` after the release, back to the value the model started
+  /// with. The stale-failure bug itself, caught in the one-string form.
+  @Test func aStaleAnswerThatClearsTheErrorFailsAsOneString() async throws {
+    let report = await staleErrorClear()
+      .state { "items \($0.items) error \(String(describing: $0.error))" }
+      .explore()
+    let failure = try #require(report.failure, "\(report)")
+    #expect(failure.order.hasSuffix("leave"))
+    #expect(
+      failure.problems.first?.hasPrefix("written after the release") == true
+        && failure.problems.first?.hasSuffix("items [] error Optional(\"offline\") -> items [] error nil") == true,
+      "\(failure)")
+  }
+
+  /// The same with named parts: the error part goes back to its first value, and is not cleanup.
+  @Test func aStaleAnswerThatClearsTheErrorFailsInNamedParts() async throws {
+    let report = await staleErrorClear()
+      .state("items") { $0.items }
+      .state("error") { $0.error }
+      .explore()
+    let failure = try #require(report.failure, "\(report)")
+    #expect(
+      failure.problems.first?.hasSuffix("items [] error Optional(\"offline\") -> items [] error nil") == true,
+      "\(failure)")
+  }
+}
+
+private struct PageFailure: Error, CustomStringConvertible {
+  var message: String
+  var description: String { message }
+}
+
+/// Loads pages one after the other, half fixed: a cancelled load shows no failure, but a page
+/// that comes after the screen left is still taken, and it clears the error.
+@MainActor
+private final class ErrorClearingPages {
+  private(set) var items: [String] = []
+  private(set) var error: String?
+  private let fetch: @Sendable (Int) async -> Result<[String], PageFailure>
+
+  init(fetch: @escaping @Sendable (Int) async -> Result<[String], PageFailure>) { self.fetch = fetch }
+
+  func load(page: Int) async {
+    switch await fetch(page) {
+    case .success(let loaded):
+      items += loaded
+      error = nil
+    case .failure(let failure):
+      guard !Task.isCancelled else { return }
+      error = failure.message
+    }
   }
 }

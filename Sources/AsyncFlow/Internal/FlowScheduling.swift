@@ -76,3 +76,30 @@ extension FlowScheduling {
     return startTask(operation)
   }
 }
+
+/// An executor that knows when a wait can no longer be met: `AsyncFlowTesting`'s test clock, set
+/// in ``FlowScheduling/executor``. AsyncFlow's counting waits (`subscribers(count:)`) cannot see
+/// the clock; through this they give up as the testing library's own barriers do, once the clock
+/// is idle and nothing on it can meet them, recording an issue at the caller's location.
+package protocol FlowBarrierExecutor: TaskExecutor {
+  /// Waits in `wait` (which returns once `isMet` holds, or when cancelled) while the schedule
+  /// runs; gives up with an issue naming `what()` when the schedule is idle and `isMet` fails.
+  func barrier(
+    _ what: @escaping @Sendable () -> String, isMet: @escaping @Sendable () -> Bool,
+    wait: @escaping @Sendable () async -> Void, fileID: String, filePath: String, line: Int, column: Int
+  ) async
+}
+
+extension FlowScheduling {
+  /// A counting wait of AsyncFlow's: on a test clock's schedule, the clock's barrier (which gives
+  /// up once the clock is idle); elsewhere `wait` alone, which ends when its condition holds or the
+  /// caller is cancelled. The one path for every such wait, so that they all give up alike.
+  package static func barrier(
+    _ what: @escaping @Sendable () -> String, isMet: @escaping @Sendable () -> Bool,
+    wait: @escaping @Sendable () async -> Void, fileID: String, filePath: String, line: Int, column: Int
+  ) async {
+    guard let executor = executor as? any FlowBarrierExecutor else { return await wait() }
+    await executor.barrier(
+      what, isMet: isMet, wait: wait, fileID: fileID, filePath: filePath, line: line, column: column)
+  }
+}

@@ -54,6 +54,15 @@ package final class LockedState<State>: @unchecked Sendable {
   }
 }
 
+/// Reflected as the state, read under the lock: the default mirror read it without the lock, a
+/// data race with the owner's next event, and showed the mutex's address besides.
+extension LockedState: CustomReflectable {
+  @usableFromInline package var customMirror: Mirror {
+    let state = withLock { $0 }
+    return Mirror(self, children: ["state": state])
+  }
+}
+
 #if DEBUG
   /// How many `LockedState` locks the current thread holds, in debug builds only: the tests'
   /// witness for the rule that no user value is released and no user code runs under a lock. An

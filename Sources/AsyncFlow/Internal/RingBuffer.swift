@@ -259,3 +259,14 @@ extension RingBuffer: ExpressibleByArrayLiteral {
   @inlinable
   package init(arrayLiteral elements: Element...) { self.init(elements) }
 }
+
+/// Reflected as the collection of its elements, oldest first: the default mirror walks into the
+/// `ManagedBufferPointer`'s `Builtin.NativeObject`, which has no field metadata, and the runtime
+/// read past it (a crash in `swift_reflectionMirror_subscript` as soon as the queue held an
+/// element: `dump` of a `RequestLog` with entries, or Swift Testing reflecting a failed `#expect`
+/// on a model that holds one).
+extension RingBuffer: CustomReflectable {
+  @usableFromInline package var customMirror: Mirror {
+    Mirror(self, unlabeledChildren: Array(self), displayStyle: .collection)
+  }
+}

@@ -145,7 +145,7 @@ public final class FlowSubscription: Sendable, Hashable {
     case target(any FlowSubscriptionTarget)
   }
 
-  private let gate: SinkDeliveryGate
+  let gate: SinkDeliveryGate
   private let owner: Owner
 
   @usableFromInline

@@ -79,7 +79,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 /// - ``HotFlowSource/sink(receiveCompletion:receiveValue:)``
 /// - ``HotFlowSource/assignFlow(to:on:isolation:)``
 /// - ``HotFlowSource/subscriberCount``
-/// - ``HotFlowSource/subscribers(count:)``
+/// - ``HotFlowSource/subscribers(count:fileID:filePath:line:column:)``
 public struct AsyncShareFlowSequence<Element: Sendable, Failure: Error>: HotFlowSource {
   @usableFromInline let storage: SubjectStorage<Element, Failure>
 

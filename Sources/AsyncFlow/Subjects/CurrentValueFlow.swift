@@ -17,7 +17,7 @@
 /// - ``HotFlowSource/sink(receiveCompletion:receiveValue:)``
 /// - ``HotFlowSource/assignFlow(to:on:isolation:)``
 /// - ``HotFlowSource/subscriberCount``
-/// - ``HotFlowSource/subscribers(count:)``
+/// - ``HotFlowSource/subscribers(count:fileID:filePath:line:column:)``
 public final class CurrentValueFlow<Element: Sendable>: HotFlowSource {
   /// How it can fail: `Never`.
   public typealias Failure = Never

@@ -185,15 +185,30 @@ extension HotFlowSource {
   /// Suspends until at least `count` subscribers are registered, or the calling task is
   /// cancelled: a barrier for tests, in place of polling ``subscriberCount``.
   ///
+  /// On a test clock's schedule (`@Test(.onTestClock)`, `withTestClock`, `clock.task`), the clock
+  /// runs meanwhile, and when it is idle with fewer subscribers, nothing it can see will bring
+  /// more: this records an issue naming the count it waited for and the subscribers there are
+  /// (`PassthroughFlow<Int, Never>.subscribers(count: 1): 0 subscribers`), and returns, as the
+  /// testing library's own barriers do.
+  ///
   /// ```swift
   /// let consumer = Task { await subject.prefix(2).reduce(into: []) { $0.append($1) } }
   /// await subject.subscribers(count: 1)   // the consumer listens: nothing sent now is lost
   /// subject.send(1)
   /// subject.send(2)
   /// ```
-  public func subscribers(count: Int) async {
+  public func subscribers(
+    count: Int, fileID: String = #fileID, filePath: String = #filePath, line: Int = #line, column: Int = #column
+  ) async {
     precondition(count >= 0, "\(Self.self).subscribers(count:): count must be 0 or greater, got \(count)")
-    await _subscribers.storage.subscribers(count: count)
+    let storage = _subscribers.storage
+    let name = "\(Self.self)"
+    await FlowScheduling.barrier(
+      {
+        let there = storage.subscriberCount
+        return "\(name).subscribers(count: \(count)): \(there) subscriber\(there == 1 ? "" : "s")"
+      }, isMet: { storage.subscriberCount >= count }, wait: { await storage.subscribers(count: count) },
+      fileID: fileID, filePath: filePath, line: line, column: column)
   }
 }
 

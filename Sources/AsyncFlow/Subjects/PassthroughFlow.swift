@@ -19,7 +19,7 @@
 /// - ``HotFlowSource/sink(receiveCompletion:receiveValue:)``
 /// - ``HotFlowSource/assignFlow(to:on:isolation:)``
 /// - ``HotFlowSource/subscriberCount``
-/// - ``HotFlowSource/subscribers(count:)``
+/// - ``HotFlowSource/subscribers(count:fileID:filePath:line:column:)``
 public final class PassthroughFlow<Element: Sendable, Failure: Error>: HotFlowSource {
   @usableFromInline let storage: SubjectStorage<Element, Failure>
 
