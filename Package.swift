@@ -16,7 +16,8 @@ let package = Package(
     .target(name: "AsyncFlowTesting", dependencies: ["AsyncFlow"]),
     .executableTarget(name: "search-demo", dependencies: ["AsyncFlow", "AsyncFlowTesting", "GuideExamples"]),
     .executableTarget(name: "race-demo", dependencies: ["AsyncFlowTesting", "GuideExamples"]),
-    .executableTarget(name: "flow-benchmarks", dependencies: ["AsyncFlow"], path: "Benchmarks/Sources"),
+    .executableTarget(
+      name: "flow-benchmarks", dependencies: ["AsyncFlow", "AsyncFlowTesting"], path: "Benchmarks/Sources"),
     .target(name: "GuideExamples", dependencies: ["AsyncFlow", "AsyncFlowTesting"], path: "Guides/Examples"),
     .testTarget(name: "AsyncFlowTests", dependencies: ["AsyncFlow", "AsyncFlowTesting"]),
     .testTarget(name: "GuideExamplesTests", dependencies: ["GuideExamples", "AsyncFlow", "AsyncFlowTesting"]),
