@@ -13,7 +13,7 @@ let package = Package(
   ],
   targets: [
     .target(name: "AsyncFlow", exclude: ["Internal/README.md"]),
-    .target(name: "AsyncFlowTesting", dependencies: ["AsyncFlow"]),
+    .target(name: "AsyncFlowTesting", dependencies: ["AsyncFlow"], exclude: ["README.md"]),
     .executableTarget(name: "search-demo", dependencies: ["AsyncFlow", "AsyncFlowTesting", "GuideExamples"]),
     .executableTarget(name: "race-demo", dependencies: ["AsyncFlowTesting", "GuideExamples"]),
     .executableTarget(
