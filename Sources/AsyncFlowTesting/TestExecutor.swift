@@ -203,12 +203,11 @@ extension TestExecutor {
   /// let go of (``beginTransit()``), but not the jobs of the main actor and the global executor: a
   /// `@MainActor` sink of the model, a model's own `Task { }` on its way to a stub through a
   /// closure that passes through the global executor. A round hops through the main actor (a
-  /// serial executor: the hop runs after every main-actor job enqueued before it) and then through
-  /// the global executor at low priority (after the jobs of higher priority enqueued before it);
-  /// what those jobs hand to the clock shows up as activity, and settling starts over. What they
-  /// hand only to each other is followed for these rounds and no further (README.md beside this
-  /// file says what was measured).
-  static var quietRounds: Int { 4 }
+  /// serial executor: the hop runs after every main-actor job enqueued before it) and comes back
+  /// on the global executor; what those jobs hand to the clock shows up as activity, and settling
+  /// starts over. What they hand only to each other is followed for these rounds and no further
+  /// (README.md beside this file says what was measured).
+  static var quietRounds: Int { 8 }
 
   /// Lets this executor, the tasks it let go and the main actor run until none has anything
   /// runnable that the clock can see; returns early if the caller is cancelled.
@@ -228,7 +227,6 @@ extension TestExecutor {
       let before = activity
       // A new task, not `MainActor.run`: it is enqueued even when the caller is on the main actor.
       await Task { @MainActor in }.value
-      await Task.detached(priority: .low) {}.value
       await idle()
       quiet = activity == before ? quiet + 1 : 0
     }
