@@ -80,7 +80,8 @@ let benchmarks: [(size: Int, Benchmark)] = [
   ),
   (10_000, Benchmark(workload: "W8", implementation: "mainActorHop", isBaseline: true) { await w8MainActorHop($0) }),
   (
-    10_000, Benchmark(workload: "W8", implementation: "runCurrentIdle", isBaseline: false) { await w8RunCurrentIdle($0) }
+    10_000,
+    Benchmark(workload: "W8", implementation: "runCurrentIdle", isBaseline: false) { await w8RunCurrentIdle($0) }
   ),
   (2_000, Benchmark(workload: "W8", implementation: "debounceStep", isBaseline: false) { await w8DebounceStep($0) }),
 ]
