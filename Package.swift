@@ -13,10 +13,11 @@ let package = Package(
   ],
   targets: [
     .target(name: "AsyncFlow", exclude: ["Internal/README.md"]),
-    .target(name: "AsyncFlowTesting", dependencies: ["AsyncFlow"]),
+    .target(name: "AsyncFlowTesting", dependencies: ["AsyncFlow"], exclude: ["README.md"]),
     .executableTarget(name: "search-demo", dependencies: ["AsyncFlow", "AsyncFlowTesting", "GuideExamples"]),
     .executableTarget(name: "race-demo", dependencies: ["AsyncFlowTesting", "GuideExamples"]),
-    .executableTarget(name: "flow-benchmarks", dependencies: ["AsyncFlow"], path: "Benchmarks/Sources"),
+    .executableTarget(
+      name: "flow-benchmarks", dependencies: ["AsyncFlow", "AsyncFlowTesting"], path: "Benchmarks/Sources"),
     .target(name: "GuideExamples", dependencies: ["AsyncFlow", "AsyncFlowTesting"], path: "Guides/Examples"),
     .testTarget(name: "AsyncFlowTests", dependencies: ["AsyncFlow", "AsyncFlowTesting"]),
     .testTarget(name: "GuideExamplesTests", dependencies: ["GuideExamples", "AsyncFlow", "AsyncFlowTesting"]),

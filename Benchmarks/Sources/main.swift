@@ -78,6 +78,12 @@ let benchmarks: [(size: Int, Benchmark)] = [
     1_000_000,
     Benchmark(workload: "W7", implementation: "withLatestFrom", isBaseline: false) { await w7WithLatestFrom($0) }
   ),
+  (10_000, Benchmark(workload: "W8", implementation: "mainActorHop", isBaseline: true) { await w8MainActorHop($0) }),
+  (
+    10_000,
+    Benchmark(workload: "W8", implementation: "runCurrentIdle", isBaseline: false) { await w8RunCurrentIdle($0) }
+  ),
+  (2_000, Benchmark(workload: "W8", implementation: "debounceStep", isBaseline: false) { await w8DebounceStep($0) }),
 ]
 
 /// Measured in alternation (`measureInterleaved`): the baseline is a bare task, which the machine's
@@ -117,6 +123,7 @@ func baselineKey(for key: String) -> String? {
   case "W6.taskSlotsLatest": "W6.naive"
   case "W6.taskSlotsLatestLogged": "W6.naive"
   case "W7.combineLatest", "W7.zip", "W7.withLatestFrom": "W7.naive"
+  case "W8.runCurrentIdle", "W8.debounceStep": "W8.mainActorHop"
   default: nil
   }
 }

@@ -49,6 +49,8 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
   private struct Parked {
     var index: Int
     var continuation: UnsafeContinuation<Response, Never>
+    /// The clock that accounts for the call once answered (see ``TestExecutor/beginTransit()``).
+    var clock: TestExecutor?
   }
 
   private struct State {
@@ -59,16 +61,15 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
     var arrived = 0
     var callWatchers = CountWatchers()
     var parkedWatchers = CountWatchers()
-    /// Answered calls whose caller has not got its response yet: what settling waits for (see
-    /// ``WaitSource/returning``).
-    var returning = 0
+    /// The clock's executor in effect where the stub was made or registered, if any: the clock of
+    /// a call from a task that lost the clock's task-local (a `Task.detached { }`).
+    var home: TestExecutor?
 
     /// Takes the parked call `index` out, marking it answered; `nil` if it is not parked.
-    mutating func unpark(_ index: Int) -> (UnsafeContinuation<Response, Never>, [UnsafeContinuation<Void, Never>])? {
+    mutating func unpark(_ index: Int) -> (Parked, [UnsafeContinuation<Void, Never>])? {
       guard let position = parked.firstIndex(where: { $0.index == index }) else { return nil }
       log[index].isAnswered = true
-      returning += 1
-      return (parked.remove(at: position).continuation, parkedWatchers.reached(parked.count))
+      return (parked.remove(at: position), parkedWatchers.reached(parked.count))
     }
   }
 
@@ -80,9 +81,6 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
 
   private let state = LockedState(State())
   private let whenCancelled: Response?
-  /// The clock's executor in effect where the stub was made, if any: where a call from a task
-  /// that lost the clock's task-local (a `Task.detached { }`) moves its wait.
-  private let home: TestExecutor?
 
   /// Creates a stub with no calls yet.
   ///
@@ -95,36 +93,23 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
   ///   while it waits. Without it, a cancelled call keeps waiting for the test's answer.
   public init(whenCancelled: Response? = nil) {
     self.whenCancelled = whenCancelled
-    home = FlowScheduling.executor as? TestExecutor
-    home?.watch(self)
+    if let executor = FlowScheduling.executor as? TestExecutor { adopt(executor) }
   }
 
   /// The code under test calls this: the call is logged, then waits for the test's answer.
   ///
-  /// On a test clock's schedule, a call reached from a task that does not run on the clock (a
-  /// `Task { }` of the code under test's own, not on the main actor) moves its wait onto the clock
-  /// and records a test issue: the clock cannot wait for what that task does with the answer.
+  /// On a test clock's schedule, the clock waits for an answered call until its caller is back on
+  /// its own isolation. A call reached from a task that does not run on the clock (a `Task { }` of
+  /// the code under test's own, not on the main actor) records a test issue: the clock cannot wait
+  /// for what that task does with the answer.
   ///
   /// ```swift
   /// let search: @Sendable (String) async -> [String] = { query in await calls.call(query) }
   /// ```
   public func call(_ argument: Argument, isolation: isolated (any Actor)? = #isolation) async -> Response {
-    if let executor = OffClock.executor(home: home) {
-      executor.watch(self)
-      if OffClock.isOff(executor, isolation: isolation) {
-        OffClock.report("ControlledCalls.call(\(String(reflecting: argument)))")
-        // Nonisolated, under the clock's preference: the wait and the wake-up after the answer run
-        // on the clock's executor, where settling sees them.
-        return await withTaskExecutorPreference(executor) { await self.park(argument, isolation: nil) }
-      }
+    let clock = TestExecutor.current(home: state.withLock { $0.home }, for: self, isolation: isolation) {
+      "ControlledCalls.call(\(String(reflecting: argument)))"
     }
-    // On the caller's isolation: a main-actor caller parks and resumes on the main actor, which
-    // the clock settles. Its answer still passes through the global executor on the way (the
-    // continuation resumes there first): settling waits for it through `returning`.
-    return await park(argument, isolation: isolation)
-  }
-
-  private func park(_ argument: Argument, isolation: isolated (any Actor)?) async -> Response {
     let index = state.withLock { state -> Int in
       state.log.append(ControlledCall(index: state.log.count, argument: argument))
       return state.log.count - 1
@@ -140,10 +125,9 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
           if Task.isCancelled, whenCancelled != nil {
             state.log[index].wasCancelled = true
             state.log[index].isAnswered = true
-            state.returning += 1
             return .answered(arrivals)
           }
-          state.parked.append(Parked(index: index, continuation: continuation))
+          state.parked.append(Parked(index: index, continuation: continuation, clock: clock))
           return .parked(arrivals + state.parkedWatchers.reached(state.parked.count))
         }
         switch arrival {
@@ -151,22 +135,24 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
           for watcher in watchers { watcher.resume() }
         case .answered(let watchers):
           for watcher in watchers { watcher.resume() }
+          clock?.beginTransit()
           if let whenCancelled { continuation.resume(returning: whenCancelled) }
         }
       }
       // Back on the caller's isolation: from here on, what the caller does with the response runs
       // where settling sees it.
-      state.withLock { $0.returning -= 1 }
+      clock?.endTransit()
       return response
     } onCancel: {
-      let answer = state.withLock { state -> (UnsafeContinuation<Response, Never>, [UnsafeContinuation<Void, Never>])? in
+      let answer = state.withLock { state -> (Parked, [UnsafeContinuation<Void, Never>])? in
         state.log[index].wasCancelled = true
         guard whenCancelled != nil else { return nil }
         return state.unpark(index)
       }
-      if let (continuation, watchers) = answer, let whenCancelled {
+      if let (parked, watchers) = answer, let whenCancelled {
         for watcher in watchers { watcher.resume() }
-        continuation.resume(returning: whenCancelled)
+        parked.clock?.beginTransit()
+        parked.continuation.resume(returning: whenCancelled)
       }
     }
   }
@@ -239,8 +225,9 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
     _ name: String, isMet: @escaping @Sendable (State) -> Bool,
     wait: @escaping @Sendable (ControlledCalls) async -> Void, at caller: SourceCaller
   ) async {
-    guard let executor = OffClock.executor(home: home) else { return await wait(self) }
-    executor.watch(self)
+    guard let executor = TestExecutor.current(home: state.withLock({ $0.home }), for: self) else {
+      return await wait(self)
+    }
     await executor.barrier(
       { "\(self.typeName).\(name): \(self.progress)" }, isMet: { self.state.withLock { isMet($0) } },
       wait: { await wait(self) }, at: caller)
@@ -319,15 +306,19 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
 
   /// Resumes the parked call `index` with `response`, after the lock; `false` if it is not parked.
   private func answer(_ index: Int, with response: Response) -> Bool {
-    guard let (continuation, watchers) = state.withLock({ $0.unpark(index) }) else { return false }
+    guard let (parked, watchers) = state.withLock({ $0.unpark(index) }) else { return false }
     for watcher in watchers { watcher.resume() }
-    continuation.resume(returning: response)
+    parked.clock?.beginTransit()
+    parked.continuation.resume(returning: response)
     return true
   }
 }
 
 extension ControlledCalls: WaitSource {
-  var returning: Int { state.withLock { $0.returning } }
+  func adopt(_ executor: TestExecutor) {
+    state.withLock { $0.home = $0.home ?? executor }
+    executor.watch(self)
+  }
 
   func describeWaits() -> [String] {
     // Described outside the lock: `String(reflecting:)` runs the argument's own description.

@@ -96,7 +96,7 @@ public final class ExplorationRun {
     checkName(name)
     // Watched by the clock whatever task calls it (one the model starts in its initialiser, say,
     // outside every entry point's scope), so that settling waits for each answer to get back.
-    clock.executor.watch(calls)
+    calls.adopt(clock.executor)
     stubs.append(
       Stub(
         name: name, answersCancellation: calls.answersCancellation,
@@ -123,7 +123,7 @@ public final class ExplorationRun {
   /// ```
   public func gate(_ gate: Gate, as name: String) {
     checkName(name)
-    clock.executor.watch(gate)
+    gate.adopt(clock.executor)
     gates.append(RegisteredGate(name: name, gate: gate))
   }
 
@@ -131,11 +131,7 @@ public final class ExplorationRun {
   /// request: the call parks and resumes on the main actor, which the clock settles, and the clock
   /// waits for each answer to reach it, so that the explorer sees each call arrive and each answer
   /// handled.
-  ///
-  /// (It does not wrap the call in ``TestClock/onSchedule(isolation:_:)``: leaving a task-executor
-  /// preference scope on the main actor can take a hop the clock does not wait for, and an answer
-  /// whose caller had not yet got back was then judged "never returned". The entry point's own
-  /// task already runs on the clock's schedule.)
+  /// The entry point's own task already runs on the clock's schedule.
   ///
   /// ```swift
   /// let stubbed = Exploration("history") { run in

@@ -5,22 +5,13 @@ import AsyncFlow
 @MainActor
 private final class StepProgress {
   var finished: [Bool]
-  /// Set inside the clock's scope the moment the entry point's step returns, before the way back
-  /// to the entry point's task: that last hop (leaving the task-executor preference) can pass
-  /// through the global executor, where no settling of the clock waits for it. An entry point
-  /// that has returned but not finished is in transit, not stuck.
-  var returned: [Bool]
   var hasLeft = false
   /// Seen by the entry point's own task, which still holds the model: once the explorer has let
   /// it go, that is the last moment its state can be read.
   var shownAfterLeaving: [String]?
   init(count: Int) {
     finished = Array(repeating: false, count: count)
-    returned = finished
   }
-
-  /// Entry points on their way back from a step that returned.
-  var inTransit: Int { zip(returned, finished).count { $0 && !$1 } }
 }
 
 /// Runs an ``Exploration`` once, from a fresh model, making the choices an oracle gives.
@@ -241,10 +232,7 @@ struct ExplorerRunner<Model: AnyObject> {
         state.tasks.append(
           Task { @MainActor [weak model] in
             guard let model else { return }
-            await clock.onSchedule {
-              await step(model)
-              progress.returned[index] = true
-            }
+            await clock.onSchedule { await step(model) }
             progress.finished[index] = true
             if progress.hasLeft, !parts.isEmpty { progress.shownAfterLeaving = parts.map { $0.read(model) } }
           })
@@ -283,37 +271,10 @@ struct ExplorerRunner<Model: AnyObject> {
     return exploration.parts.map { $0.read(model) }
   }
 
-  /// What the explorer can see move: calls made and answered, gates, sleepers, the model's state.
-  private func snapshot(_ state: Run) -> [String] {
-    state.run.stubs.map { "\($0.count())/\($0.answered())" } + state.run.gates.map { "\($0.gate.parkedCount)" }
-      + ["\(state.run.clock.pendingSleepers)", display(shown(state)) ?? "", "\(state.watched == nil)"]
-  }
-
-  /// Settles the clock until nothing the explorer can see changes from one settle to the next: a
-  /// settle lets the clock's tasks and the main-actor work they hand over run, and a second one
-  /// catches what a main-actor task started by the first handed over in turn.
-  ///
-  /// An entry point in transit (its step returned, its task not yet back) is waited for too: it
-  /// will arrive, and it decides whether the run's entry points all returned. It leaves the
-  /// clock's `onSchedule` scope on the main actor, the hop that made answered stub calls look
-  /// unreturned under load when `stub` wrapped its call the same way.
+  /// Settles the run's clock. Settling waits for the entry points on their way back too: their
+  /// steps run in `onSchedule`, whose way back the clock accounts for, so whether every entry
+  /// point returned is decided once it returns.
   private func quiesce(_ state: inout Run) async {
-    var last = snapshot(state)
-    for _ in 0..<10 {
-      await state.run.clock.runCurrent()
-      let now = snapshot(state)
-      if now == last { break }
-      last = now
-    }
-    var rounds = 0
-    while state.progress.inTransit > 0, rounds < Self.transitRounds, !Task.isCancelled {
-      await Task.yield()
-      await state.run.clock.runCurrent()
-      rounds += 1
-    }
+    await state.run.clock.runCurrent()
   }
-
-  /// Settles granted to entry points in transit before the run is judged: each is a few scheduler
-  /// hops, and the hop they wait for is one job on the global executor.
-  private static var transitRounds: Int { 10_000 }
 }

@@ -15,17 +15,16 @@ import AsyncFlow
 /// ```
 public final class Gate: Sendable {
   private struct State {
-    var parked: [Int: UnsafeContinuation<Void, Never>] = [:]
+    /// Each with the clock that accounts for it once released (see ``TestExecutor/beginTransit()``).
+    var parked: [Int: (continuation: UnsafeContinuation<Void, Never>, clock: TestExecutor?)] = [:]
     var nextID = 0
     var watchers = CountWatchers()
-    /// Released callers not yet back on their own isolation (see ``WaitSource/returning``).
-    var returning = 0
+    /// The clock's executor in effect where the gate was made or registered, if any: the clock of
+    /// a caller from a task that lost the clock's task-local (a `Task.detached { }`).
+    var home: TestExecutor?
   }
 
   private let state = LockedState(State())
-  /// The clock's executor in effect where the gate was made, if any: where a caller from a task
-  /// that lost the clock's task-local (a `Task.detached { }`) moves its wait.
-  private let home: TestExecutor?
 
   /// Creates a gate with nobody parked.
   ///
@@ -33,16 +32,16 @@ public final class Gate: Sendable {
   /// let responseGate = Gate()
   /// ```
   public init() {
-    home = FlowScheduling.executor as? TestExecutor
-    home?.watch(self)
+    if let executor = FlowScheduling.executor as? TestExecutor { adopt(executor) }
   }
 
   /// Parks the caller until the next ``release()``. A cancelled caller leaves at once, so a
   /// cancelled task never hangs on a gate.
   ///
-  /// On a test clock's schedule, a caller from a task that does not run on the clock (a `Task { }`
-  /// of the code under test's own, not on the main actor) moves its wait onto the clock and records
-  /// a test issue: the clock cannot wait for what that task does once released.
+  /// On a test clock's schedule, the clock waits for a released caller until it is back on its own
+  /// isolation. A caller from a task that does not run on the clock (a `Task { }` of the code under
+  /// test's own, not on the main actor) records a test issue: the clock cannot wait for what that
+  /// task does once released.
   ///
   /// ```swift
   /// let fetch: @Sendable (String) async -> [String] = { query in
@@ -51,18 +50,9 @@ public final class Gate: Sendable {
   /// }
   /// ```
   public func wait(isolation: isolated (any Actor)? = #isolation) async {
-    if let executor = OffClock.executor(home: home) {
-      executor.watch(self)
-      if OffClock.isOff(executor, isolation: isolation) {
-        OffClock.report("Gate.wait()")
-        // Nonisolated, under the clock's preference: the wake-up runs on the clock's executor.
-        return await withTaskExecutorPreference(executor) { await self.park(isolation: nil) }
-      }
+    let clock = TestExecutor.current(home: state.withLock { $0.home }, for: self, isolation: isolation) {
+      "Gate.wait()"
     }
-    await park(isolation: isolation)
-  }
-
-  private func park(isolation: isolated (any Actor)?) async {
     let id = state.withLock { state in
       defer { state.nextID += 1 }
       return state.nextID
@@ -70,23 +60,22 @@ public final class Gate: Sendable {
     await withTaskCancellationHandler {
       await withUnsafeContinuation(isolation: isolation) { (continuation: UnsafeContinuation<Void, Never>) in
         let (resumeNow, watchers) = state.withLock { state -> (Bool, [UnsafeContinuation<Void, Never>]) in
-          if Task.isCancelled {
-            state.returning += 1
-            return (true, [])
-          }
-          state.parked[id] = continuation
+          if Task.isCancelled { return (true, []) }
+          state.parked[id] = (continuation, clock)
           return (false, state.watchers.reached(state.parked.count))
         }
         for watcher in watchers { watcher.resume() }
-        if resumeNow { continuation.resume() }
+        if resumeNow {
+          clock?.beginTransit()
+          continuation.resume()
+        }
       }
-      state.withLock { $0.returning -= 1 }
+      clock?.endTransit()
     } onCancel: {
-      state.withLock { state in
-        let continuation = state.parked.removeValue(forKey: id)
-        if continuation != nil { state.returning += 1 }
-        return continuation
-      }?.resume()
+      if let parked = state.withLock({ $0.parked.removeValue(forKey: id) }) {
+        parked.clock?.beginTransit()
+        parked.continuation.resume()
+      }
     }
   }
 
@@ -109,8 +98,7 @@ public final class Gate: Sendable {
     let wait: @Sendable () async -> Void = {
       await self.state.waitUntil(count: count, of: { $0.parked.count }, watchers: \.watchers)
     }
-    guard let executor = OffClock.executor(home: home) else { return await wait() }
-    executor.watch(self)
+    guard let executor = TestExecutor.current(home: state.withLock({ $0.home }), for: self) else { return await wait() }
     await executor.barrier(
       {
         let parked = self.parkedCount
@@ -137,15 +125,20 @@ public final class Gate: Sendable {
   public func release() {
     let parked = state.withLock { state in
       defer { state.parked.removeAll() }
-      state.returning += state.parked.count
       return Array(state.parked.values)
     }
-    for continuation in parked { continuation.resume() }
+    for (continuation, clock) in parked {
+      clock?.beginTransit()
+      continuation.resume()
+    }
   }
 }
 
 extension Gate: WaitSource {
-  var returning: Int { state.withLock { $0.returning } }
+  func adopt(_ executor: TestExecutor) {
+    state.withLock { $0.home = $0.home ?? executor }
+    executor.watch(self)
+  }
 
   func describeWaits() -> [String] {
     let parked = parkedCount

@@ -54,7 +54,8 @@ extension TestClock {
 /// What AsyncFlow does not start stays off the schedule: a `Task { }` of the code under test's own,
 /// or the main actor's own jobs (which the clock settles without running them). A
 /// ``ControlledCalls/call(_:isolation:)`` or ``Gate/wait(isolation:)`` reached from a task off the
-/// clock moves its wait onto the clock and records a test issue.
+/// clock records a test issue: the clock waits for the answer to reach that task, not for what the
+/// task does next.
 ///
 /// In a Swift Testing test, the trait says the same in one word: `@Test(.onTestClock)`.
 ///
@@ -154,36 +155,3 @@ func withTestClock<Success, Failure: Error>(
     public static var onTestClock: Self { Self() }
   }
 #endif
-
-/// Where a stub or gate moves the wait of a caller that runs off the clock, and how it says so.
-enum OffClock {
-  /// The executor of the clock whose schedule the current task belongs to (the task-local that
-  /// `clock.task`, `onSchedule` and `withTestClock` set, inherited by `Task { }`), else `home`:
-  /// the one in effect where the stub or gate was made.
-  static func executor(home: TestExecutor?) -> TestExecutor? {
-    (FlowScheduling.executor as? TestExecutor) ?? home
-  }
-
-  /// Whether a caller with this isolation is off the clock when it does not run on `executor`:
-  /// the clock settles the main actor, so a main-actor caller is not.
-  static func isOff(_ executor: TestExecutor, isolation: (any Actor)?) -> Bool {
-    if executor.isPreferredByCurrentTask { return false }
-    guard let isolation else { return true }
-    return isolation !== MainActor.shared
-  }
-
-  static func report(_ what: String) {
-    let message = """
-      \(what) was reached from a task that does not run on the test clock's executor (a `Task { }` or \
-      `Task.detached { }` of the code under test?). The wait was moved onto the clock, but the clock \
-      cannot wait for what that task does after it, so `runCurrent()` may return before it is done. \
-      Start that work through AsyncFlow (an operator, a sink, `TaskSlots`) inside `@Test(.onTestClock)`, \
-      start it with `clock.task { }`, or make the caller `@MainActor`.
-      """
-    #if canImport(Testing)
-      Issue.record(Comment(rawValue: message))
-    #else
-      print(message)
-    #endif
-  }
-}

@@ -186,6 +186,9 @@ public final class TestClock: Clock, Sendable {
       defer { state.nextID += 1 }
       return state.nextID
     }
+    // Every way out of the wait below is a resume after `beginTransit()`: the clock is not idle
+    // until this task is running again.
+    defer { executor.endTransit() }
     try await withTaskCancellationHandler {
       try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
         enum Outcome {
@@ -200,8 +203,10 @@ public final class TestClock: Clock, Sendable {
         }
         switch outcome {
         case .cancelled:
+          executor.beginTransit()
           continuation.resume(throwing: CancellationError())
         case .due:
+          executor.beginTransit()
           continuation.resume()
         case .parked(let watchers):
           for watcher in watchers { watcher.resume() }
@@ -210,8 +215,10 @@ public final class TestClock: Clock, Sendable {
     } onCancel: {
       // Taken out under the lock, resumed after it: resuming runs no user code here, but the rule
       // keeps every resume of this file in one place, after `withLock` returns.
-      let sleeper = state.withLock { $0.sleepers.remove(id: id) }
-      sleeper?.continuation.resume(throwing: CancellationError())
+      if let sleeper = state.withLock({ $0.sleepers.remove(id: id) }) {
+        executor.beginTransit()
+        sleeper.continuation.resume(throwing: CancellationError())
+      }
     }
   }
 
@@ -404,6 +411,9 @@ public final class TestClock: Clock, Sendable {
     isolation: isolated (any Actor)? = #isolation, _ operation: () async throws(Failure) -> Success
   ) async throws(Failure) -> Success {
     let executor = self.executor
+    // Entering and leaving the preference scope can each pass through an executor that is not the
+    // clock's before the caller's actor runs the code again: the clock is not idle until it has.
+    executor.beginTransit()
     let result = await FlowScheduling.$executor.withValue(
       executor,
       operation: {
@@ -411,6 +421,8 @@ public final class TestClock: Clock, Sendable {
           // Capturing `isolation` keeps this closure on the caller's actor: otherwise returning from
           // `operation` would pass through the executor, one more hop before the caller resumes.
           _ = isolation
+          executor.endTransit()
+          defer { executor.beginTransit() }
           do throws(Failure) {
             return .success(try await operation())
           } catch {
@@ -418,6 +430,7 @@ public final class TestClock: Clock, Sendable {
           }
         }
       }, isolation: isolation)
+    executor.endTransit()
     return try result.get()
   }
 
@@ -437,6 +450,7 @@ public final class TestClock: Clock, Sendable {
       }
       guard let due else { return }
       if !due.sleeper.onSchedule { reportUnscheduled(deadline: due.deadline, caller: caller) }
+      executor.beginTransit()
       due.sleeper.continuation.resume()
     }
   }

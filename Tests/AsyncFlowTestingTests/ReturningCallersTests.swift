@@ -51,6 +51,15 @@ private final class Shown {
     await gate.wait()
     value = "released"
   }
+
+  func show(afterSleepingOn clock: TestClock) async {
+    do {
+      try await clock.sleep(for: .seconds(1))
+      value = "woke"
+    } catch {
+      value = "cancelled"
+    }
+  }
 }
 
 /// Holds the way back of the caller that `letGo` answers while `runCurrent()` runs, and frees it
@@ -132,5 +141,22 @@ struct ReturningCallersTests {
     #expect(!settled.returnedWhileHeld, "runCurrent() returned while the released caller was on its way back")
     #expect(settled.shown == "released")
     await bounded(caller, "the caller")
+  }
+
+  /// A sleeper is a wait of the clock's own: cancelled, its task is on its way back until it runs
+  /// again, wherever that is.
+  @Test(.onTestClock) func runCurrentWaitsUntilACancelledSleeperIsBack() async {
+    let hops = HeldHops()
+    let clock = TestClock.current
+    let shown = Shown()
+    let sleeper = Task(executorPreference: hops) { await shown.show(afterSleepingOn: clock) }
+    // Off the clock until it sleeps: the clock cannot see a task on its way to its first wait, so
+    // `sleepers(count:)` would give up once the clock is idle, which it may be before then.
+    await bounded(
+      Task.detached { while clock.pendingSleepers == 0, !Task.isCancelled { await Task.yield() } }, "the sleep")
+    let settled = await settleWhileHeld(hops, shown) { sleeper.cancel() }
+    #expect(!settled.returnedWhileHeld, "runCurrent() returned while the cancelled sleeper was on its way back")
+    #expect(settled.shown == "cancelled")
+    await bounded(sleeper, "the sleeper")
   }
 }

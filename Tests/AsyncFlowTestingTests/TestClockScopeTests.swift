@@ -89,9 +89,9 @@ struct TestClockScopeTests {
 
   // MARK: Work the clock cannot see
 
-  /// A `Task { }` of the code under test's own, nonisolated: its call still waits on the clock, and
-  /// the stub says that the clock cannot follow the task after the answer.
-  @Test(.onTestClock) func aCallFromAPlainTaskMovesOntoTheClockAndIsReported() async {
+  /// A `Task { }` of the code under test's own, nonisolated: the stub and the gate say that the
+  /// clock cannot follow the task after the answer.
+  @Test(.onTestClock) func aCallFromAPlainTaskIsReported() async {
     let clock = TestClock.current
     let calls = ControlledCalls<Int, Int>()
     let gate = Gate()
