@@ -26,10 +26,15 @@
 /// }
 /// ```
 ///
-/// - **Once, with the first caller's priority.** The first caller's `run` starts the operation in
+/// - **Once, following its most urgent caller.** The first caller's `run` starts the operation in
 ///   a task that inherits that caller's priority and task-local values, as `Task { }` does; it
 ///   runs on the operation's own isolation (a `@MainActor` closure on the main actor). The task
 ///   is started through the library's scheduling, so under a `TestClock` it follows the clock.
+///   When a caller with a higher priority joins, or a waiting caller is escalated (a `.high` task
+///   awaits it), the run is escalated to that priority, as awaiting a task escalates it; a caller
+///   that leaves does not lower it. Before macOS 26, iOS 26 and their peers, which have no task
+///   escalation API, the run keeps the first caller's priority. The task-local values stay the
+///   first caller's.
 /// - **Cancelling a caller** makes that caller's `run` return `nil` at once. The run goes on for
 ///   the others; it is cancelled only when every caller waiting for it has been cancelled, and
 ///   then the identity is free at once: the next caller starts a new run instead of joining the
@@ -107,30 +112,52 @@ final class SingleFlightStorage<ID: Hashable & Sendable, Success: Sendable, Fail
 
   @inlinable func run(_ id: ID, trigger: String?, operation: @escaping Operation) async throws(Failure) -> Success? {
     let waiterID = state.withLock { $0.makeWaiterID() }
-    let delivery = await withTaskCancellationHandler {
+    let delivery: Result<Success, Failure>?
+    if #available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *) {
+      // The caller waits on a continuation, not on the run's task: an escalation of the caller (a
+      // task awaiting it) would stop there, so it is passed on by hand.
+      delivery = await withTaskPriorityEscalationHandler {
+        await wait(id, trigger: trigger, waiterID: waiterID, operation: operation)
+      } onPriorityEscalated: { _, priority in
+        escalated(id, waiterID: waiterID, to: priority)
+      }
+    } else {
+      delivery = await wait(id, trigger: trigger, waiterID: waiterID, operation: operation)
+    }
+    guard let delivery else { return nil }
+    return try delivery.get()
+  }
+
+  @inlinable func wait(
+    _ id: ID, trigger: String?, waiterID: Int, operation: @escaping Operation
+  ) async -> Result<Success, Failure>? {
+    await withTaskCancellationHandler {
       await withOrderedContinuation { (waiter: Waiter) in
         join(id, trigger: trigger, waiterID: waiterID, waiter: waiter, operation: operation)
       }
     } onCancel: {
       leave(id, waiterID: waiterID)
     }
-    guard let delivery else { return nil }
-    return try delivery.get()
   }
 
   @inlinable func join(_ id: ID, trigger: String?, waiterID: Int, waiter: Waiter, operation: @escaping Operation) {
     let log = self.log
     let action = state.withLock { machine in
-      // Read under the lock: a cancellation that comes after this read finds the caller registered.
+      // Read under the lock: a cancellation or escalation that comes after these reads finds the
+      // caller registered.
       let isCancelled = Task.isCancelled
-      guard let log else { return machine.join(id, waiterID: waiterID, waiter: waiter, isCancelled: isCancelled) }
+      let priority = Task.currentPriority
+      guard let log else {
+        return machine.join(id, waiterID: waiterID, waiter: waiter, priority: priority, isCancelled: isCancelled)
+      }
       return log.storage.withLock { entries in
         let number = entries.takeNumber()
-        let action = machine.join(id, waiterID: waiterID, waiter: waiter, number: number, isCancelled: isCancelled)
+        let action = machine.join(
+          id, waiterID: waiterID, waiter: waiter, number: number, priority: priority, isCancelled: isCancelled)
         let event: RequestLog<ID>.Event =
           switch action {
           case .start: .started
-          case .join(let run): .joined(run: run)
+          case .join(let run), .joinAndEscalate(let run, _, _): .joined(run: run)
           case .cancelled: .cancelled
           }
         entries.append(.init(run: number, id: id, trigger: trigger, event: event))
@@ -142,16 +169,36 @@ final class SingleFlightStorage<ID: Hashable & Sendable, Success: Sendable, Fail
       waiter.resume(returning: nil)
     case .join:
       break
+    case .joinAndEscalate(_, let task, let priority):
+      escalate(task, to: priority)
     case .start(let run):
       let task = start(id, run: run, trigger: trigger, operation: operation)
-      if case .cancel = state.withLock({ $0.attach(id, run: run, task: task) }) { task.cancel() }
+      switch state.withLock({ $0.attach(id, run: run, task: task) }) {
+      case .attached: break
+      case .attachedAndEscalate(let priority): escalate(task, to: priority)
+      case .cancel: task.cancel()
+      }
+    }
+  }
+
+  /// The waiting caller `waiterID` was escalated to `priority`.
+  @inlinable func escalated(_ id: ID, waiterID: Int, to priority: TaskPriority) {
+    if case .escalate(let task, let priority) = state.withLock({ $0.escalated(id, waiterID: waiterID, to: priority) }) {
+      escalate(task, to: priority)
+    }
+  }
+
+  /// Escalates a run's task, after the lock: its escalation handlers run here, synchronously.
+  @inlinable func escalate(_ task: Task<Void, Never>, to priority: TaskPriority) {
+    if #available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *) {
+      task.escalatePriority(to: priority)
     }
   }
 
   @inlinable func start(_ id: ID, run: Int, trigger: String?, operation: @escaping Operation) -> Task<Void, Never> {
     let box = OperationBox(operation)
     // Through FlowScheduling, so that the run follows a `TestClock`; inheriting the first caller's
-    // priority and task-local values, as `Task { }` does.
+    // priority and task-local values, as `Task { }` does (more urgent callers escalate it later).
     return FlowScheduling.startInheritingTask(priority: nil) {
       let result = await box.perform()
       let action = self.state.withLock { machine in

@@ -13,8 +13,8 @@ struct SingleFlightStateMachineTests {
   private func flight(_ machine: Machine, _ id: String = "id") -> (run: Int, task: Int?, waiters: [String])? {
     switch machine.flights[id] {
     case nil: nil
-    case .starting(let run, let waiters)?: (run, nil, waiters.map(\.waiter))
-    case .running(let run, let task, let waiters)?: (run, task, waiters.map(\.waiter))
+    case .starting(let run, _, let waiters)?: (run, nil, waiters.map(\.waiter))
+    case .running(let run, let task, _, let waiters)?: (run, task, waiters.map(\.waiter))
     }
   }
 
@@ -23,7 +23,7 @@ struct SingleFlightStateMachineTests {
     var machine = Machine()
     for index in 0..<waiters {
       let name = String(UnicodeScalar(UInt8(97 + index)))
-      _ = machine.join("id", waiterID: index, waiter: name, isCancelled: false)
+      _ = machine.join("id", waiterID: index, waiter: name, priority: .medium, isCancelled: false)
     }
     return machine
   }
@@ -42,7 +42,7 @@ struct SingleFlightStateMachineTests {
 
   @Test func testJoin_whenIdle_startsARun() {
     var machine = Machine()
-    guard case .start(let run) = machine.join("id", waiterID: 0, waiter: "a", isCancelled: false) else {
+    guard case .start(let run) = machine.join("id", waiterID: 0, waiter: "a", priority: .medium, isCancelled: false) else {
       Issue.record("expected start")
       return
     }
@@ -52,7 +52,7 @@ struct SingleFlightStateMachineTests {
 
   @Test func testJoin_whenIdle_withALogNumber_startsThatRun() {
     var machine = Machine()
-    guard case .start(let run) = machine.join("id", waiterID: 0, waiter: "a", number: 7, isCancelled: false) else {
+    guard case .start(let run) = machine.join("id", waiterID: 0, waiter: "a", number: 7, priority: .medium, isCancelled: false) else {
       Issue.record("expected start")
       return
     }
@@ -62,7 +62,7 @@ struct SingleFlightStateMachineTests {
 
   @Test func testJoin_whenStarting_joins() {
     var machine = starting(waiters: 1)
-    guard case .join(let run) = machine.join("id", waiterID: 1, waiter: "b", isCancelled: false) else {
+    guard case .join(let run) = machine.join("id", waiterID: 1, waiter: "b", priority: .medium, isCancelled: false) else {
       Issue.record("expected join")
       return
     }
@@ -72,7 +72,7 @@ struct SingleFlightStateMachineTests {
 
   @Test func testJoin_whenRunning_joins() {
     var machine = running(waiters: 1)
-    guard case .join(let run) = machine.join("id", waiterID: 1, waiter: "b", isCancelled: false) else {
+    guard case .join(let run) = machine.join("id", waiterID: 1, waiter: "b", priority: .medium, isCancelled: false) else {
       Issue.record("expected join")
       return
     }
@@ -82,7 +82,7 @@ struct SingleFlightStateMachineTests {
 
   @Test func testJoin_whenRunningAnotherIdentity_startsItsOwnRun() {
     var machine = running(waiters: 1)
-    guard case .start(let run) = machine.join("other", waiterID: 1, waiter: "b", isCancelled: false) else {
+    guard case .start(let run) = machine.join("other", waiterID: 1, waiter: "b", priority: .medium, isCancelled: false) else {
       Issue.record("expected start")
       return
     }
@@ -95,7 +95,7 @@ struct SingleFlightStateMachineTests {
   func testJoinCancelled_inEveryState_resumesAtOnceAndChangesNothing(state: Int) {
     var machine = [Machine(), starting(waiters: 1), running(waiters: 1)][state]
     let before = flight(machine)
-    guard case .cancelled = machine.join("id", waiterID: 9, waiter: "z", isCancelled: true) else {
+    guard case .cancelled = machine.join("id", waiterID: 9, waiter: "z", priority: .medium, isCancelled: true) else {
       Issue.record("expected cancelled")
       return
     }
@@ -126,7 +126,7 @@ struct SingleFlightStateMachineTests {
   @Test func testAttach_whenStartingAnotherRun_cancelsTheTaskAndKeepsTheNewRun() {
     var machine = starting(waiters: 1)
     _ = machine.leave("id", waiterID: 0)
-    _ = machine.join("id", waiterID: 1, waiter: "b", isCancelled: false)  // run 2
+    _ = machine.join("id", waiterID: 1, waiter: "b", priority: .medium, isCancelled: false)  // run 2
     guard case .cancel = machine.attach("id", run: 1, task: 100) else {
       Issue.record("expected cancel")
       return
@@ -193,7 +193,7 @@ struct SingleFlightStateMachineTests {
     #expect(waiter == "a" && run == 1 && task == 100)
     #expect(flight(machine) == nil)
     // Free at once: the next caller starts a new run instead of joining the dying one.
-    guard case .start(let next) = machine.join("id", waiterID: 1, waiter: "b", isCancelled: false) else {
+    guard case .start(let next) = machine.join("id", waiterID: 1, waiter: "b", priority: .medium, isCancelled: false) else {
       Issue.record("expected start")
       return
     }
@@ -249,12 +249,119 @@ struct SingleFlightStateMachineTests {
   @Test func testFinished_whenRunningAnotherRun_isAbandonedAndLeavesTheNewRun() {
     var machine = running(waiters: 1)
     _ = machine.leave("id", waiterID: 0)
-    _ = machine.join("id", waiterID: 1, waiter: "b", isCancelled: false)  // run 2
+    _ = machine.join("id", waiterID: 1, waiter: "b", priority: .medium, isCancelled: false)  // run 2
     guard case .abandoned = machine.finished("id", run: 1) else {
       Issue.record("expected abandoned")
       return
     }
     #expect(flight(machine)! == (2, nil, ["b"]))
+  }
+
+  // MARK: priority
+
+  /// The priority the run's task has, or is to start with.
+  private func priority(_ machine: Machine, _ id: String = "id") -> TaskPriority? {
+    switch machine.flights[id] {
+    case nil: nil
+    case .starting(_, let priority, _)?, .running(_, _, let priority, _)?: priority
+    }
+  }
+
+  @Test func testJoin_whenRunning_moreUrgent_escalatesTheTask() {
+    var machine = running(waiters: 1)  // a: .medium
+    guard case .joinAndEscalate(let run, let task, let to) =
+      machine.join("id", waiterID: 1, waiter: "b", priority: .high, isCancelled: false)
+    else {
+      Issue.record("expected joinAndEscalate")
+      return
+    }
+    #expect(run == 1 && task == 100 && to == .high)
+    #expect(flight(machine)! == (1, 100, ["a", "b"]))
+    #expect(priority(machine) == .high)
+  }
+
+  @Test(arguments: [TaskPriority.medium, .low])
+  func testJoin_whenRunning_notMoreUrgent_joins(caller: TaskPriority) {
+    var machine = running(waiters: 1)
+    guard case .join(1) = machine.join("id", waiterID: 1, waiter: "b", priority: caller, isCancelled: false) else {
+      Issue.record("expected join")
+      return
+    }
+    #expect(priority(machine) == .medium)
+  }
+
+  @Test func testJoin_whenStarting_moreUrgent_joinsAndAttachEscalates() {
+    var machine = starting(waiters: 1)
+    guard case .join(1) = machine.join("id", waiterID: 1, waiter: "b", priority: .high, isCancelled: false) else {
+      Issue.record("expected join: no task to escalate yet")
+      return
+    }
+    #expect(priority(machine) == .medium)  // the task starts with the first caller's
+    guard case .attachedAndEscalate(let to) = machine.attach("id", run: 1, task: 100) else {
+      Issue.record("expected attachedAndEscalate")
+      return
+    }
+    #expect(to == .high)
+    #expect(flight(machine)! == (1, 100, ["a", "b"]))
+    #expect(priority(machine) == .high)
+  }
+
+  @Test func testEscalated_whenRunning_escalatesTheTask_once() {
+    var machine = running(waiters: 2)
+    guard case .escalate(let task, let to) = machine.escalated("id", waiterID: 1, to: .high) else {
+      Issue.record("expected escalate")
+      return
+    }
+    #expect(task == 100 && to == .high)
+    #expect(priority(machine) == .high)
+    // Another caller escalated to the same priority, or less: the run is already there.
+    guard case .none = machine.escalated("id", waiterID: 0, to: .high) else {
+      Issue.record("expected none")
+      return
+    }
+    #expect(flight(machine)! == (1, 100, ["a", "b"]))
+  }
+
+  @Test func testEscalated_aCallerNoLongerWaiting_doesNothing() {
+    var machine = running(waiters: 2)
+    _ = machine.leave("id", waiterID: 1)
+    guard case .none = machine.escalated("id", waiterID: 1, to: .high) else {
+      Issue.record("expected none")
+      return
+    }
+    #expect(priority(machine) == .medium)
+    var idle = Machine()
+    guard case .none = idle.escalated("id", waiterID: 0, to: .high) else {
+      Issue.record("expected none")
+      return
+    }
+    #expect(flight(idle) == nil)
+  }
+
+  @Test func testEscalated_whenStarting_isWeighedWhenTheTaskIsAttached() {
+    var machine = starting(waiters: 2)
+    guard case .none = machine.escalated("id", waiterID: 1, to: .high) else {
+      Issue.record("expected none: no task to escalate yet")
+      return
+    }
+    guard case .attachedAndEscalate(let to) = machine.attach("id", run: 1, task: 100) else {
+      Issue.record("expected attachedAndEscalate")
+      return
+    }
+    #expect(to == .high)
+    #expect(priority(machine) == .high)
+  }
+
+  @Test func testLeave_theMostUrgentCaller_doesNotLowerTheRun() {
+    var machine = running(waiters: 1)
+    _ = machine.join("id", waiterID: 1, waiter: "b", priority: .high, isCancelled: false)
+    _ = machine.leave("id", waiterID: 1)
+    #expect(priority(machine) == .high)
+    // A caller at .high joins again: nothing to escalate.
+    guard case .join(1) = machine.join("id", waiterID: 2, waiter: "c", priority: .high, isCancelled: false) else {
+      Issue.record("expected join")
+      return
+    }
   }
 
   // MARK: queries

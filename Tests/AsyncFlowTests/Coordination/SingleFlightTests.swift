@@ -175,6 +175,71 @@ struct SingleFlightTests {
     #expect(await bounded(second, "second") == priority)
   }
 
+  @Test func theRunIsEscalatedWhenAMoreUrgentCallerJoins() async {
+    let log = RequestLog<String>()
+    let flight = SingleFlight<String, [TaskPriority], Never>(log: log)
+    let gate = Gate()
+    let first = Task(priority: .background) {
+      await flight.run("id") {
+        let started = Task.currentPriority
+        await gate.wait()
+        return [started, Task.currentPriority]
+      }
+    }
+    await gate.entered()
+    let second = Task(priority: .high) { await flight.run("id") { [] } }
+    #expect(await Reentry.eventually { log.entries.count == 2 })  // the second caller joined
+    gate.release()
+    guard let priorities = await bounded(first, "first") else { return }
+    // Escalated, not restarted: the task began with the first caller's priority.
+    #expect(priorities == [.background, .high])
+    #expect(await bounded(second, "second") == priorities)
+  }
+
+  @Test func aWaitingCallersEscalationReachesTheRun() async {
+    guard #available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *) else { return }
+    let log = RequestLog<String>()
+    let flight = SingleFlight<String, TaskPriority, Never>(log: log)
+    let gate = Gate()
+    let first = Task(priority: .background) {
+      await flight.run("id") {
+        await gate.wait()
+        return Task.currentPriority
+      }
+    }
+    await gate.entered()
+    let second = Task(priority: .background) { await flight.run("id") { .background } }
+    #expect(await Reentry.eventually { log.entries.count == 2 })  // the second caller waits too
+    // As a `.high` task awaiting the second caller would: the caller waits on a continuation, so
+    // only the flight can pass it on.
+    second.escalatePriority(to: .high)
+    gate.release()
+    #expect(await bounded(first, "first") == .high)
+    #expect(await bounded(second, "second") == .high)
+  }
+
+  @Test func aWaitingCallersEscalationReachesTheRun_onTheClock() async {
+    guard #available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *) else { return }
+    let flight = SingleFlight<String, [TaskPriority], Never>()
+    let clock = TestClock()
+    let callers = (0..<2).map { _ in
+      clock.task {
+        await flight.run("id") {
+          let started = Task.currentPriority
+          try? await clock.sleep(for: .seconds(5))
+          return [started, Task.currentPriority]
+        }
+      }
+    }
+    await clock.runCurrent()
+    #expect(clock.pendingSleepers == 1)  // one run sleeps, both callers wait for it
+    let started = Task.currentPriority  // the clock's tasks inherit the test's
+    callers[1].escalatePriority(to: .userInitiated)
+    await clock.advance(by: .seconds(5))
+    let results = await callers.asyncMap { await bounded($0, "caller") }
+    #expect(results == [[started, .userInitiated], [started, .userInitiated]])
+  }
+
   @Test func theRunFollowsATestClock() async {
     let flight = SingleFlight<String, String, Never>()
     let clock = TestClock()
