@@ -337,15 +337,17 @@ let edgeSources: [EdgeSource] = [
   EdgeSource(
     name: "PassthroughFlow",
     transformed: { consumer, _ in
+      // Each element sends the next one from the transform, in the consumer's task: no task
+      // beside the consumer (whose start the clock could not see) feeds the subject.
       let subject = PassthroughFlow<Int, Never>()
-      return AnyStepper(
-        Flow.deferred {
-          Task {
-            await subject.subscribers(count: 1)
-            for i in 0..<6 { subject.send(i) }
-          }
-          return subject
-        }.map(cancelling(consumer, atCall: 2)))
+      let cancel: @Sendable (Int) -> Int = cancelling(consumer, atCall: 2)
+      let elements = subject.map { (value: Int) -> Int in
+        if value < 5 { subject.send(value + 1) }
+        return cancel(value)
+      }
+      let stepper = AnyStepper(elements)  // its iterator subscribes when it is made
+      subject.send(0)
+      return stepper
     },
     parked: { _, latch, parked in
       let subject = PassthroughFlow<Int, Never>()
@@ -364,15 +366,15 @@ let edgeSources: [EdgeSource] = [
   EdgeSource(
     name: "CurrentValueFlow",
     transformed: { consumer, _ in
+      // The current value 0 first, then each element sends the next one from the transform, in
+      // the consumer's task (see PassthroughFlow's row).
       let subject = CurrentValueFlow(0)
+      let cancel: @Sendable (Int) -> Int = cancelling(consumer, atCall: 2)
       return AnyStepper(
-        Flow.deferred {
-          Task {
-            await subject.subscribers(count: 1)
-            for i in 1..<6 { subject.send(i) }
-          }
-          return subject
-        }.map(cancelling(consumer, atCall: 2)))
+        subject.map { (value: Int) -> Int in
+          if value < 5 { subject.send(value + 1) }
+          return cancel(value)
+        })
     },
     parked: { _, latch, parked in
       let subject = CurrentValueFlow(0)

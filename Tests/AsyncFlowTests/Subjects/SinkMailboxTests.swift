@@ -182,6 +182,10 @@ struct SinkMailboxTests {
     }
     executor.scheduling { subject.send(1) }
     await gate.entered()
+    // The drain's first job has ended: its task is suspended at the gate. A cancellation that
+    // came while it was still parking would resume it before it suspended, and the drain would
+    // go on in that same job (one job, not two: a count the test cannot then wait for).
+    await executor.finished(count: 1)
     subscription.cancel()
     #expect(sawCancellation.isFired)  // the handler ran inside cancel()
     gate.release()  // lets the closure end if it was not cancelled
@@ -204,6 +208,7 @@ struct SinkMailboxTests {
       for value in 1...3 { subject.send(value) }
     }
     await gate.entered()
+    await executor.finished(count: 1)  // suspended at the gate, not still parking (see above)
     weak let released = subscription
     subscription = nil
     #expect(released == nil)  // nothing else holds it: not the drain, not the subject
