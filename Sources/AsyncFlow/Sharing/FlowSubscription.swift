@@ -67,8 +67,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// chosen instead, with the same promises, no task while nothing arrives (about 340 bytes, against
   /// about 1,600 for a parked task), and registered before `sink` returns. The choice is made at
   /// compile time: through a generic parameter (`some AsyncSequence`, as in the example below) this
-  /// `sink` runs, and its task subscribes to a hot source only when it starts, so a value sent just
-  /// after `sink` returns may not reach it.
+  /// `sink` runs. It makes its iterator before it returns, so a hot source at the head of the chain
+  /// has its subscriber by then, through every operator but a `shareFlow` between them (which
+  /// subscribes at its first subscriber's first `next()`).
   ///
   /// ```swift
   /// @MainActor final class SearchModel {
