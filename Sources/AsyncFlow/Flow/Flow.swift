@@ -143,7 +143,7 @@ public struct Flow<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
     /// ```swift
     /// let element = try await iterator.next(isolation: #isolation)
     /// ```
-    @inlinable
+    @inlinable @inline(__always)
     public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
       // The consumer's cancellation is checked once per element, after it is made: an element made
       // once the task is cancelled (by a fused transform that runs in it and may be what cancelled
@@ -170,7 +170,16 @@ public struct Flow<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
           return nil
         }
         guard Task.isCancelled else { return element }
-        await endCancelled(isolation: actor)
+        // A synchronous pull ends here, without going to `endCancelled`: handing that function the
+        // pull kept a synchronous chain's closures and boxes alive, where the optimizer otherwise
+        // fuses them into the consumer's loop.
+        switch pull {
+        case .async(let next), .buffered(_, let next):
+          pull = .finished
+          await Self.end(next, isolation: actor)
+        case .sync, .finished:
+          pull = .finished
+        }
         return nil
       } catch {
         pull = .finished
@@ -181,12 +190,10 @@ public struct Flow<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
     /// An element came once the consumer was cancelled: it is dropped, and one more pull, in the
     /// cancelled task, ends the upstream's work before `nil`.
     @usableFromInline
-    mutating func endCancelled(isolation actor: isolated (any Actor)?) async {
-      switch pull {
-      case .async(let next), .buffered(_, let next): _ = try? await next(actor)
-      case .sync, .finished: break
-      }
-      pull = .finished
+    static func end(
+      _ next: (isolated (any Actor)?) async throws(Failure) -> Element?, isolation actor: isolated (any Actor)?
+    ) async {
+      _ = try? await next(actor)
     }
 
     /// Returns the next element; see ``next(isolation:)``.

@@ -87,17 +87,19 @@ final class EmitterConsumer<Element: Sendable, Failure: Error> {
     }
   }
 
-  /// The next element of the current batch, if the consumer holds one and is not cancelled.
+  /// The next element of the current batch, if the consumer holds one. The consumer's cancellation
+  /// is `Flow.Iterator`'s to check, once per element, after the fused stages ran.
   @inlinable
   func takeBuffered() -> Element? {
-    guard position < batch.count, !Task.isCancelled else { return nil }
+    guard position < batch.count else { return nil }
     defer { position += 1 }
     return batch[position]
   }
 
   @inlinable
   func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-    if let element = takeBuffered() { return element }
+    // Cancelled: the rest of the batch goes with it, and the pull below ends the body.
+    if !Task.isCancelled, let element = takeBuffered() { return element }
     // The used-up batch is released here, before the lock: an element's `deinit` may call back in.
     batch = []
     position = 0
