@@ -14,6 +14,8 @@ struct MemoryBenchmark {
   let workload: String
   let implementation: String
   let isBaseline: Bool
+  /// What one of `count` is, for the row's note.
+  var unitName = "idle subscriber"
   let run: @Sendable (_ count: Int) async -> Double
 }
 

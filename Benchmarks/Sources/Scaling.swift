@@ -419,6 +419,7 @@ func runScaling(
   curves += await coordinationCurves(options: options)
   curves += await combiningScalingCurves(options: options, repetitions: plan.repetitions)
   curves += await contextScalingCurves(options: options, repetitions: plan.repetitions)
+  curves += await serviceScalingCurves(options: options, repetitions: plan.repetitions)
 
   for memoryKey in memoryKeys {
     var w5 = ScalingCurve(

@@ -84,6 +84,20 @@ let benchmarks: [(size: Int, Benchmark)] = [
     Benchmark(workload: "W8", implementation: "runCurrentIdle", isBaseline: false) { await w8RunCurrentIdle($0) }
   ),
   (2_000, Benchmark(workload: "W8", implementation: "debounceStep", isBaseline: false) { await w8DebounceStep($0) }),
+  (
+    100_000,
+    Benchmark(workload: "W9", implementation: "naiveLookups", isBaseline: true) {
+      await w9Lookups($0, deduplicated: false)
+    }
+  ),
+  (
+    100_000,
+    Benchmark(workload: "W9", implementation: "lookups", isBaseline: false) { await w9Lookups($0, deduplicated: true) }
+  ),
+  (
+    1_950_000,
+    Benchmark(workload: "W9", implementation: "feed195", isBaseline: false) { await w9Feed($0 / 195, subscribers: 195) }
+  ),
 ]
 
 /// Measured in alternation (`measureInterleaved`): the baseline is a bare task, which the machine's
@@ -103,6 +117,10 @@ let memoryBenchmarks: [MemoryBenchmark] = [
   },
   MemoryBenchmark(workload: "W5", implementation: "sink", isBaseline: false) { await w5Sink($0) },
   MemoryBenchmark(workload: "W5", implementation: "sinkInTask", isBaseline: false) { await w5SinkInTask($0) },
+  MemoryBenchmark(workload: "W9", implementation: "lookupInFlight", isBaseline: false, unitName: "waiting caller") {
+    await w9LookupInFlight($0)
+  },
+  MemoryBenchmark(workload: "W9", implementation: "feedSubscriber", isBaseline: false) { await w9FeedSubscriber($0) },
 ]
 
 /// The baseline each workload's ratios are taken against (W2 pairs subscriber counts). The main-actor
@@ -124,6 +142,8 @@ func baselineKey(for key: String) -> String? {
   case "W6.taskSlotsLatestLogged": "W6.naive"
   case "W7.combineLatest", "W7.zip", "W7.withLatestFrom": "W7.naive"
   case "W8.runCurrentIdle", "W8.debounceStep": "W8.mainActorHop"
+  case "W9.lookups": "W9.naiveLookups"
+  case "W9.lookupInFlight", "W9.feedSubscriber": "W5.parkedTask"
   default: nil
   }
 }
@@ -185,7 +205,7 @@ for benchmark in memoryBenchmarks where options.includes("\(benchmark.workload).
   rows.append(
     Row(
       key: "\(benchmark.workload).\(benchmark.implementation)", median: samples[samples.count / 2], min: samples.first!,
-      max: samples.last!, unit: "B", note: "bytes per idle subscriber, \(count) subscribers"))
+      max: samples.last!, unit: "B", note: "bytes per \(benchmark.unitName), \(count.formatted()) of them"))
 }
 for index in rows.indices {
   // A ratio taken round by round (W6) is kept; its target is still the issue's.
