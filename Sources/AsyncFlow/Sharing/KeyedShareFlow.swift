@@ -1,5 +1,5 @@
 /// A share per key: one upstream for each key that has subscribers, made from the key, with
-/// ``shareFlow(replay:replayScope:bufferingPolicy:gracePeriod:clock:)``'s replay, buffering and
+/// ``_Concurrency/AsyncSequence/shareFlow(replay:replayScope:bufferingPolicy:gracePeriod:clock:)``'s replay, buffering and
 /// grace-period rules. A live quote per symbol over one socket connection per symbol, a presence
 /// feed per room, a profile's updates per user: the first subscriber of a key starts its upstream,
 /// later ones join it, and when the key's last subscriber has left (and its grace period ran out)
