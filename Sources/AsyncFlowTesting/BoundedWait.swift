@@ -1,9 +1,5 @@
 import AsyncFlow
 
-#if canImport(Testing)
-  import Testing
-#endif
-
 /// The value of `task`, or `nil` and a test issue naming `what` if the waiting test is cancelled
 /// first: an `await task.value` that a test time limit can end.
 ///
@@ -28,28 +24,26 @@ public func bounded<Success: Sendable, Failure: Error>(
   _ task: Task<Success, Failure>, _ what: String = "the task", fileID: String = #fileID,
   filePath: String = #filePath, line: Int = #line, column: Int = #column
 ) async throws(Failure) -> Success? {
-  let race = CancellationRace()
+  // Which came first, the end of `task` (`ended` 1) or the waiting test's cancellation, told by a
+  // wait that returns at either.
+  let race = LockedState((ended: 0, watchers: CountWatchers()))
   // The watcher is the only way to see `task` end without awaiting it here; it holds no thread
   // while `task` runs. On a test clock's schedule it runs there, so settling waits for its wake-up.
   let watcher = Task(executorPreference: FlowScheduling.executor) { () async -> Result<Success, Failure> in
     let result = await task.result
-    race.finish(ended: true)
+    for waiter in race.withLock({ race in race.ended = 1; return race.watchers.reached(1) }) { waiter.resume() }
     return result
   }
-  let ended = await withTaskCancellationHandler {
-    await race.wait()
-  } onCancel: {
-    race.finish(ended: false)
-  }
+  await race.waitUntil(count: 1, of: \.ended, watchers: \.watchers)
   // The value comes from the watcher's end (which follows its wake-up of this wait at once), not
   // through the wake-up: a continuation resumed before its task has suspended lets the task go on
   // by the runtime's fast path, with no order that ThreadSanitizer sees. Everything `task` did, and
   // the watcher's resume itself, then looked unordered with what the test did next: a data race
   // reported in the test's next wait. A task's end is ordered for it, as `await task.value` was.
-  if ended { return try await watcher.value.get() }
-  reportStuck(
+  if race.withLock({ $0.ended == 1 }) { return try await watcher.value.get() }
+  recordIssue(
     "\(what) did not end before the waiting test was cancelled (by its time limit?): the code under test is stuck",
-    fileID: fileID, filePath: filePath, line: line, column: column)
+    at: (fileID, filePath, line, column))
   return nil
 }
 
@@ -90,58 +84,4 @@ public func bounded<T: Sendable, Failure: Error>(
     return nil
   }
   return try result.get()
-}
-
-/// One suspension ended once, by the first of the awaited task's end (`finish(ended: true)`) and
-/// the waiter's cancellation (`finish(ended: false)`), in either order relative to `wait()` parking.
-/// It says only which came first: the awaited value travels through the watcher's end (see above).
-private final class CancellationRace: Sendable {
-  private enum State {
-    case pending
-    case parked(UnsafeContinuation<Bool, Never>)
-    case done(ended: Bool)
-  }
-
-  private let state = LockedState(State.pending)
-
-  func wait() async -> Bool {
-    await withUnsafeContinuation { continuation in
-      let early = state.withLock { state -> Bool? in
-        switch state {
-        case .pending:
-          state = .parked(continuation)
-          return nil
-        case .done(let ended): return ended
-        case .parked: preconditionFailure("Internal inconsistency: state parked, event wait")
-        }
-      }
-      // Resumed outside the lock.
-      if let early { continuation.resume(returning: early) }
-    }
-  }
-
-  func finish(ended: Bool) {
-    let parked = state.withLock { state -> UnsafeContinuation<Bool, Never>? in
-      switch state {
-      case .pending:
-        state = .done(ended: ended)
-        return nil
-      case .parked(let continuation):
-        state = .done(ended: ended)
-        return continuation
-      case .done: return nil  // the other side won
-      }
-    }
-    parked?.resume(returning: ended)
-  }
-}
-
-private func reportStuck(_ message: String, fileID: String, filePath: String, line: Int, column: Int) {
-  #if canImport(Testing)
-    Issue.record(
-      Comment(rawValue: message),
-      sourceLocation: SourceLocation(fileID: fileID, filePath: filePath, line: line, column: column))
-  #else
-    print("\(fileID):\(line): \(message)")
-  #endif
 }

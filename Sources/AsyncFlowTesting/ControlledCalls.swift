@@ -46,12 +46,9 @@ import AsyncFlow
 /// }
 /// ```
 public final class ControlledCalls<Argument: Hashable & Sendable, Response: Sendable>: Sendable {
-  private struct Parked {
-    var index: Int
-    var continuation: UnsafeContinuation<Response, Never>
-    /// The clock that accounts for the call once answered (see ``TestExecutor/beginTransit()``).
-    var clock: TestExecutor?
-  }
+  /// A call waiting for its answer, with the clock that accounts for it once answered (see
+  /// ``TestExecutor/beginTransit()``).
+  private typealias Parked = (index: Int, continuation: UnsafeContinuation<Response, Never>, clock: TestExecutor?)
 
   private struct State {
     var log: [ControlledCall<Argument>] = []
@@ -73,14 +70,10 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
     }
   }
 
-  private enum Arrival {
-    case parked([UnsafeContinuation<Void, Never>])
-    /// Cancelled before it could wait, with `whenCancelled` set: answered at once.
-    case answered([UnsafeContinuation<Void, Never>])
-  }
-
   private let state = LockedState(State())
   private let whenCancelled: Response?
+  /// Whether this stub keeps the callers of a ``Gate``, and its issues and waits speak of them.
+  let isGate: Bool
 
   /// Creates a stub with no calls yet.
   ///
@@ -93,6 +86,14 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
   ///   while it waits. Without it, a cancelled call keeps waiting for the test's answer.
   public init(whenCancelled: Response? = nil) {
     self.whenCancelled = whenCancelled
+    isGate = false
+    if let executor = FlowScheduling.executor as? TestExecutor { adopt(executor) }
+  }
+
+  /// The callers of a ``Gate``: each cancelled one answered at once with `released`.
+  init(gateReleasing released: Response) {
+    whenCancelled = released
+    isGate = true
     if let executor = FlowScheduling.executor as? TestExecutor { adopt(executor) }
   }
 
@@ -107,8 +108,17 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
   /// let search: @Sendable (String) async -> [String] = { query in await calls.call(query) }
   /// ```
   public func call(_ argument: Argument, isolation: isolated (any Actor)? = #isolation) async -> Response {
-    let clock = TestExecutor.current(home: state.withLock { $0.home }, for: self, isolation: isolation) {
-      "ControlledCalls.call(\(String(reflecting: argument)))"
+    let clock = self.clock
+    if let clock, !clock.isPreferredByCurrentTask, isolation.map({ $0 !== MainActor.shared }) ?? true {
+      // Neither on the clock's executor nor on the main actor, which settling goes through.
+      recordIssue(
+        """
+        \(isGate ? "Gate.wait()" : "ControlledCalls.call(\(String(reflecting: argument)))") was reached from a task \
+        that does not run on the test clock's executor (a `Task { }` or `Task.detached { }` of the code under test?). \
+        The clock waits for the answer to reach that task, but cannot wait for what the task does after it, so \
+        `runCurrent()` may return before it is done. Start that work through AsyncFlow (an operator, a sink, \
+        `TaskSlots`) inside `@Test(.onTestClock)`, start it with `clock.task { }`, or make the caller `@MainActor`.
+        """)
     }
     let index = state.withLock { state -> Int in
       state.log.append(ControlledCall(index: state.log.count, argument: argument))
@@ -117,26 +127,24 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
     return await withTaskCancellationHandler {
       let response = await withUnsafeContinuation(isolation: isolation) {
         (continuation: UnsafeContinuation<Response, Never>) in
-        let arrival = state.withLock { state -> Arrival in
+        // The watchers to wake, and the answer if the call is answered at once.
+        let (watchers, answer) = state.withLock { state -> ([UnsafeContinuation<Void, Never>], Response?) in
           state.arrived += 1
           let arrivals = state.callWatchers.reached(state.arrived)
           // Cancelled before it could wait: the handler below ran first and found nothing parked
           // (or runs now and will find nothing), so this is the only place left to answer it.
-          if Task.isCancelled, whenCancelled != nil {
+          if Task.isCancelled, let whenCancelled {
             state.log[index].wasCancelled = true
             state.log[index].isAnswered = true
-            return .answered(arrivals)
+            return (arrivals, whenCancelled)
           }
-          state.parked.append(Parked(index: index, continuation: continuation, clock: clock))
-          return .parked(arrivals + state.parkedWatchers.reached(state.parked.count))
+          state.parked.append((index, continuation, clock))
+          return (arrivals + state.parkedWatchers.reached(state.parked.count), nil)
         }
-        switch arrival {
-        case .parked(let watchers):
-          for watcher in watchers { watcher.resume() }
-        case .answered(let watchers):
-          for watcher in watchers { watcher.resume() }
+        for watcher in watchers { watcher.resume() }
+        if let answer {
           clock?.beginTransit()
-          if let whenCancelled { continuation.resume(returning: whenCancelled) }
+          continuation.resume(returning: answer)
         }
       }
       // Back on the caller's isolation: from here on, what the caller does with the response runs
@@ -144,16 +152,8 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
       clock?.endTransit()
       return response
     } onCancel: {
-      let answer = state.withLock { state -> (Parked, [UnsafeContinuation<Void, Never>])? in
-        state.log[index].wasCancelled = true
-        guard whenCancelled != nil else { return nil }
-        return state.unpark(index)
-      }
-      if let (parked, watchers) = answer, let whenCancelled {
-        for watcher in watchers { watcher.resume() }
-        parked.clock?.beginTransit()
-        parked.continuation.resume(returning: whenCancelled)
-      }
+      state.withLock { $0.log[index].wasCancelled = true }
+      if let whenCancelled { _ = answer(index, with: whenCancelled) }
     }
   }
 
@@ -198,10 +198,7 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
     count: Int, fileID: String = #fileID, filePath: String = #filePath, line: Int = #line, column: Int = #column
   ) async {
     precondition(count >= 0, "ControlledCalls.calls(count:): count must be 0 or greater, got \(count)")
-    await barrier(
-      "calls(count: \(count))", isMet: { $0.arrived >= count },
-      wait: { await $0.state.waitUntil(count: count, of: { $0.arrived }, watchers: \.callWatchers) },
-      at: SourceCaller(fileID: fileID, filePath: filePath, line: line, column: column))
+    await barrier("calls", count: count, of: \.arrived, watchers: \.callWatchers, at: (fileID, filePath, line, column))
   }
 
   /// Suspends until at least `count` calls are waiting for an answer at once. On a test clock's
@@ -214,31 +211,30 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
     count: Int, fileID: String = #fileID, filePath: String = #filePath, line: Int = #line, column: Int = #column
   ) async {
     precondition(count >= 0, "ControlledCalls.parked(count:): count must be 0 or greater, got \(count)")
-    await barrier(
-      "parked(count: \(count))", isMet: { $0.parked.count >= count },
-      wait: { await $0.state.waitUntil(count: count, of: { $0.parked.count }, watchers: \.parkedWatchers) },
-      at: SourceCaller(fileID: fileID, filePath: filePath, line: line, column: column))
+    let name = isGate ? "entered" : "parked"
+    await barrier(name, count: count, of: \.parked.count, watchers: \.parkedWatchers, at: (fileID, filePath, line, column))
   }
 
   /// Waits in `wait` on the clock's schedule, failing fast there, or plainly off a clock.
   private func barrier(
-    _ name: String, isMet: @escaping @Sendable (State) -> Bool,
-    wait: @escaping @Sendable (ControlledCalls) async -> Void, at caller: SourceCaller
+    _ name: String, count: Int, of current: KeyPath<State, Int> & Sendable,
+    watchers: WritableKeyPath<State, CountWatchers> & Sendable, at caller: SourceCaller
   ) async {
-    guard let executor = TestExecutor.current(home: state.withLock({ $0.home }), for: self) else {
-      return await wait(self)
-    }
+    let wait = { @Sendable in await self.state.waitUntil(count: count, of: { $0[keyPath: current] }, watchers: watchers) }
+    guard let executor = clock else { return await wait() }
     await executor.barrier(
-      { "\(self.typeName).\(name): \(self.progress)" }, isMet: { self.state.withLock { isMet($0) } },
-      wait: { await wait(self) }, at: caller)
+      { "\(self.typeName).\(name)(count: \(count)): \(self.progress)" },
+      isMet: { self.state.withLock { $0[keyPath: current] } >= count }, wait: wait,
+      fileID: caller.fileID, filePath: caller.filePath, line: caller.line, column: caller.column)
   }
 
-  private var typeName: String { "ControlledCalls<\(Argument.self), \(Response.self)>" }
+  private var typeName: String { isGate ? "Gate" : "ControlledCalls<\(Argument.self), \(Response.self)>" }
 
   /// `2 calls made, 1 parked: call 1 ("b")`: what a barrier that gave up saw.
   private var progress: String {
     let (made, waiting) = state.withLock { state in (state.log.count, state.parked.map { state.log[$0.index] }) }
-    return "\(made) call\(made == 1 ? "" : "s") made, \(waiting.count) parked" + Self.list(waiting)
+    if isGate { return "\(counted(waiting.count, "caller")) parked" }
+    return "\(counted(made, "call")) made, \(waiting.count) parked" + Self.list(waiting)
   }
 
   /// `: call 0 ("a"), call 2 ("c")`, or nothing for no call. Outside the lock: it formats the
@@ -268,7 +264,7 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
       guard let index = waiting.first(where: { $0.argument == argument })?.index else {
         notWaiting(
           "respond(to: \(String(reflecting: argument)), with:): no call with this argument is waiting", waiting: waiting,
-          at: SourceCaller(fileID: fileID, filePath: filePath, line: line, column: column))
+          at: (fileID, filePath, line, column))
         return
       }
       // Answered by another thread between the copy and now: look again.
@@ -288,13 +284,10 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
     toCall index: Int, with response: Response, fileID: String = #fileID, filePath: String = #filePath,
     line: Int = #line, column: Int = #column
   ) {
-    guard answer(index, with: response) else {
+    if !answer(index, with: response) {
       let made = state.withLock { $0.log.count }
       let why = index < made ? "call \(index) is not waiting (answered already)" : "call \(index) was never made"
-      notWaiting(
-        "respond(toCall: \(index), with:): \(why)", waiting: waitingCalls,
-        at: SourceCaller(fileID: fileID, filePath: filePath, line: line, column: column))
-      return
+      notWaiting("respond(toCall: \(index), with:): \(why)", waiting: waitingCalls, at: (fileID, filePath, line, column))
     }
   }
 
@@ -305,31 +298,14 @@ public final class ControlledCalls<Argument: Hashable & Sendable, Response: Send
   }
 
   /// Resumes the parked call `index` with `response`, after the lock; `false` if it is not parked.
-  private func answer(_ index: Int, with response: Response) -> Bool {
+  func answer(_ index: Int, with response: Response) -> Bool {
     guard let (parked, watchers) = state.withLock({ $0.unpark(index) }) else { return false }
     for watcher in watchers { watcher.resume() }
     parked.clock?.beginTransit()
     parked.continuation.resume(returning: response)
     return true
   }
-}
 
-extension ControlledCalls: WaitSource {
-  func adopt(_ executor: TestExecutor) {
-    state.withLock { $0.home = $0.home ?? executor }
-    executor.watch(self)
-  }
-
-  func describeWaits() -> [String] {
-    // Described outside the lock: `String(reflecting:)` runs the argument's own description.
-    waitingCalls.map { call in
-      "ControlledCalls<\(Argument.self), \(Response.self)>: call \(call.index) (\(String(reflecting: call.argument))) "
-        + "waits for its answer\(call.wasCancelled ? ", though its task was cancelled" : "")"
-    }
-  }
-}
-
-extension ControlledCalls {
   /// Fails the oldest waiting call made with `argument`, for a stub whose response is a `Result`;
   /// no such call waiting records an issue, as ``respond(to:with:fileID:filePath:line:column:)`` does.
   ///
@@ -355,6 +331,37 @@ extension ControlledCalls {
     line: Int = #line, column: Int = #column
   ) where Response == Result<Success, Failure> {
     respond(toCall: index, with: .failure(error), fileID: fileID, filePath: filePath, line: line, column: column)
+  }
+
+  /// Whether a cancelled call returns `whenCancelled` at once: the explorer then counts a call
+  /// still waiting after the model was released as work that nobody cancelled.
+  package var answersCancellation: Bool { whenCancelled != nil }
+}
+
+extension ControlledCalls: WaitSource {
+  /// The clock whose schedule the current task belongs to (the task-local that `clock.task`,
+  /// `onSchedule` and `withTestClock` set, inherited by `Task { }`), else the one where the stub was
+  /// made or registered; it watches the stub from now on.
+  private var clock: TestExecutor? {
+    guard let executor = (FlowScheduling.executor as? TestExecutor) ?? state.withLock({ $0.home }) else { return nil }
+    executor.watch(self)
+    return executor
+  }
+
+  /// Makes `executor` the stub's clock if it has none yet, and watches the stub there: for a stub
+  /// registered with a clock after it was made (an ``ExplorationRun``'s).
+  func adopt(_ executor: TestExecutor) {
+    state.withLock { $0.home = $0.home ?? executor }
+    executor.watch(self)
+  }
+
+  func describeWaits() -> [String] {
+    if isGate { return waitingCalls.isEmpty ? [] : ["Gate: \(progress) in wait(), until release()"] }
+    // Described outside the lock: `String(reflecting:)` runs the argument's own description.
+    return waitingCalls.map { call in
+      "ControlledCalls<\(Argument.self), \(Response.self)>: call \(call.index) (\(String(reflecting: call.argument))) "
+        + "waits for its answer\(call.wasCancelled ? ", though its task was cancelled" : "")"
+    }
   }
 }
 
@@ -402,10 +409,4 @@ public struct ControlledCall<Argument: Hashable & Sendable>: Hashable, Sendable 
     self.wasCancelled = wasCancelled
     self.isAnswered = isAnswered
   }
-}
-
-extension ControlledCalls {
-  /// Whether a cancelled call returns `whenCancelled` at once: the explorer then counts a call
-  /// still waiting after the model was released as work that nobody cancelled.
-  package var answersCancellation: Bool { whenCancelled != nil }
 }

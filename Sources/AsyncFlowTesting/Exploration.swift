@@ -1,9 +1,5 @@
 import AsyncFlow
 
-#if canImport(Testing)
-  import Testing
-#endif
-
 /// Runs your model in every order its requests can be answered, and leaves it at every point in
 /// between: the orders a race needs, found instead of waited for.
 ///
@@ -58,11 +54,6 @@ import AsyncFlow
 /// starts for them (`TaskSlots`, sinks, operators) are part of each quiescent point; stubs handed
 /// over with ``ExplorationRun/stub(_:)`` wait on the clock too.
 public struct Exploration<Model: AnyObject> {
-  struct Step {
-    var name: String
-    var action: @MainActor (Model) async -> Void
-  }
-
   struct StatePart {
     var name: String?
     var read: @MainActor (Model) -> String
@@ -71,15 +62,10 @@ public struct Exploration<Model: AnyObject> {
     var cleanup: String? = nil
   }
 
-  struct Invariant {
-    var name: String
-    var holds: @MainActor (Model) -> Bool
-  }
-
   let name: String
   let make: @MainActor (ExplorationRun) async -> Model
-  var steps: [Step] = []
-  var invariants: [Invariant] = []
+  var steps: [(name: String, action: @MainActor (Model) async -> Void)] = []
+  var invariants: [(name: String, holds: @MainActor (Model) -> Bool)] = []
   /// What the model shows, part by part: a named part (``state(_:_:)``) or the whole
   /// description (``state(_:)``), each read as text.
   var parts: [StatePart] = []
@@ -112,9 +98,7 @@ public struct Exploration<Model: AnyObject> {
   ///   .step("scroll to the end") { model in await model.loadMore() }
   /// ```
   public func step(_ name: String, _ action: @escaping @MainActor (Model) async -> Void) -> Self {
-    var copy = self
-    copy.steps.append(Step(name: name, action: action))
-    return copy
+    adding { $0.steps.append((name, action)) }
   }
 
   /// Adds a condition that must hold at the end of every order, once every call was answered and
@@ -124,9 +108,7 @@ public struct Exploration<Model: AnyObject> {
   /// let checked = scrolling.invariant("no item twice") { Set($0.items).count == $0.items.count }
   /// ```
   public func invariant(_ name: String, _ holds: @escaping @MainActor (Model) -> Bool) -> Self {
-    var copy = self
-    copy.invariants.append(Invariant(name: name, holds: holds))
-    return copy
+    adding { $0.invariants.append((name, holds)) }
   }
 
   /// Describes what the model shows, for the timeline of a failure (`wrote ...`), for broken
@@ -137,9 +119,7 @@ public struct Exploration<Model: AnyObject> {
   /// let described = checked.state { "items \($0.items)" }
   /// ```
   public func state(_ describe: @escaping @MainActor (Model) -> String) -> Self {
-    var copy = self
-    copy.parts.append(StatePart(name: nil, read: describe))
-    return copy
+    adding { $0.parts.append(StatePart(name: nil, read: describe)) }
   }
 
   /// Adds one part of what the model shows, named `name`: the timeline writes it `name value`.
@@ -160,9 +140,7 @@ public struct Exploration<Model: AnyObject> {
   ///   .state("error") { $0.error }   // a stale answer that clears it fails the run
   /// ```
   public func state<Value>(_ name: String, _ read: @escaping @MainActor (Model) -> Value) -> Self {
-    var copy = self
-    copy.parts.append(StatePart(name: name, read: { "\(read($0))" }))
-    return copy
+    adding { $0.parts.append(StatePart(name: name, read: { "\(read($0))" })) }
   }
 
   /// Adds one part of what the model shows, named `name`, that is the model's cleanup as its
@@ -185,11 +163,7 @@ public struct Exploration<Model: AnyObject> {
   /// ```
   public func state<Value>(
     _ name: String, cleanup: Value, _ read: @escaping @MainActor (Model) -> Value
-  ) -> Self {
-    var copy = self
-    copy.parts.append(StatePart(name: name, read: { "\(read($0))" }, cleanup: "\(cleanup)"))
-    return copy
-  }
+  ) -> Self { adding { $0.parts.append(StatePart(name: name, read: { "\(read($0))" }, cleanup: "\(cleanup)")) } }
 
   /// How far the clock moves when the explorer chooses time (whenever a task sleeps on the run's
   /// clock); one second unless set.
@@ -199,9 +173,7 @@ public struct Exploration<Model: AnyObject> {
   /// ```
   public func timeStep(_ step: Duration) -> Self {
     precondition(step > .zero, "Exploration.timeStep(_:): step must be positive, got \(step)")
-    var copy = self
-    copy.timeStep = step
-    return copy
+    return adding { $0.timeStep = step }
   }
 
   /// Explores every order up to the budget, seeded samples beyond it, then every cancellation
@@ -214,9 +186,7 @@ public struct Exploration<Model: AnyObject> {
   @MainActor
   public func explore(_ budget: ExplorationBudget = ExplorationBudget()) async -> ExplorationReport {
     let started = ContinuousClock.now
-    var report = ExplorationReport(
-      scenario: name, orders: 0, isExhaustive: false, sampledOrders: 0, cancellationPoints: 0, runs: 0,
-      failure: nil, duration: .zero)
+    var report = ExplorationReport(scenario: name)
     await explore(budget, into: &report)
     report.duration = ContinuousClock.now - started
     return report
@@ -227,57 +197,54 @@ public struct Exploration<Model: AnyObject> {
   private func explore(_ budget: ExplorationBudget, into report: inout ExplorationReport) async {
     let runner = ExplorerRunner(exploration: self, budget: budget)
     var longest = 1
+    /// One run with `oracle`, counted; `nil` once it failed (the failure is in `report`).
+    func run(_ oracle: consuming some ExplorerOracle) async -> ExplorerRunner<Model>.Record? {
+      let record = await runner.run(&oracle)
+      report.runs += 1
+      report.failure = record.failure
+      return record.failure == nil ? record : nil
+    }
 
     // Every order, depth first: the first is every entry point as early as possible, answers
     // oldest first; each next one changes the latest choice that has an alternative left.
     var next: DepthFirstOracle? = DepthFirstOracle(prefix: [], counts: [])
-    while report.orders < budget.orders, var oracle = next {
-      let record = await runner.run(&oracle)
+    while report.orders < budget.orders, let oracle = next {
       report.orders += 1
-      report.runs += 1
+      guard let record = await run(oracle) else { return }
       longest = max(longest, record.positions.count)
-      if let failure = record.failure { report.failure = failure; return }
       next = DepthFirstOracle.next(after: record.positions, counts: record.counts)
     }
     report.isExhaustive = next == nil
-    if !report.isExhaustive {
-      for sample in 0..<budget.samples {
-        var oracle = PriorityOracle(seed: Self.mix(budget.seed, sample), depth: 3, length: longest)
-        let record = await runner.run(&oracle)
-        report.orders += 1
-        report.sampledOrders += 1
-        report.runs += 1
-        if let failure = record.failure { report.failure = failure; return }
-      }
+    for sample in 0..<(report.isExhaustive ? 0 : budget.samples) {
+      report.orders += 1
+      report.sampledOrders += 1
+      guard await run(PriorityOracle(seed: Self.mix(budget.seed, sample), depth: 3, length: longest)) != nil else { return }
     }
 
     // Every cancellation point of a few orders: one run to record the order and count its points,
     // then one run per point.
-    var tried: Set<[ExplorerChoice]> = []
+    var tried: Set<[String]> = []
     for series in 0..<budget.cancellationOrders {
-      let record: ExplorerRunner<Model>.Record
-      switch series {
-      case 0:
-        var oracle = AnswersFirstOracle()
-        record = await runner.run(&oracle)
-      case 1:
-        var oracle = DepthFirstOracle(prefix: [], counts: [])
-        record = await runner.run(&oracle)
-      default:
-        var oracle = PriorityOracle(seed: Self.mix(budget.seed, -series), depth: 3, length: longest)
-        record = await runner.run(&oracle)
-      }
-      report.runs += 1
-      if let failure = record.failure { report.failure = failure; return }
-      guard tried.insert(record.choices).inserted else { continue }
-      for point in 0..<record.choices.count {
-        var oracle = FollowingOracle(choices: record.choices, leaveAt: point)
-        let leaving = await runner.run(&oracle)
+      let recorded: ExplorerRunner<Model>.Record? =
+        switch series {
+        case 0: await run(AnswersFirstOracle())
+        case 1: await run(DepthFirstOracle(prefix: [], counts: []))
+        default: await run(PriorityOracle(seed: Self.mix(budget.seed, -series), depth: 3, length: longest))
+        }
+      guard let record = recorded else { return }
+      guard tried.insert(record.order).inserted else { continue }
+      for point in record.order.indices {
         report.cancellationPoints += 1
-        report.runs += 1
-        if let failure = leaving.failure { report.failure = failure; return }
+        guard await run(ReplayOracle(tokens: Array(record.order[..<point]) + ["leave"])) != nil else { return }
       }
     }
+  }
+
+  /// This scenario with `change` made: the builder methods return a changed copy.
+  private func adding(_ change: (inout Self) -> Void) -> Self {
+    var copy = self
+    change(&copy)
+    return copy
   }
 
   /// Runs one order again, written as ``ExplorationFailure/order`` writes it; the run goes on with
@@ -295,8 +262,8 @@ public struct Exploration<Model: AnyObject> {
     let record = await ExplorerRunner(exploration: self, budget: ExplorationBudget()).run(&oracle)
     let leaves = tokens.contains("leave")
     return ExplorationReport(
-      scenario: name, orders: leaves ? 0 : 1, isExhaustive: false, sampledOrders: 0,
-      cancellationPoints: leaves ? 1 : 0, runs: 1, failure: record.failure, duration: ContinuousClock.now - started)
+      scenario: name, orders: leaves ? 0 : 1, cancellationPoints: leaves ? 1 : 0, runs: 1, failure: record.failure,
+      duration: ContinuousClock.now - started)
   }
 
   #if canImport(Testing)
@@ -314,11 +281,7 @@ public struct Exploration<Model: AnyObject> {
       line: Int = #line, column: Int = #column
     ) async -> ExplorationReport {
       let report = await explore(budget)
-      if !report.passed {
-        Issue.record(
-          Comment(rawValue: report.description),
-          sourceLocation: SourceLocation(fileID: fileID, filePath: filePath, line: line, column: column))
-      }
+      if !report.passed { recordIssue(report.description, at: (fileID, filePath, line, column)) }
       return report
     }
   #endif

@@ -99,31 +99,31 @@ public struct ExplorationReport: Sendable, CustomStringConvertible {
   /// ```swift
   /// print("\(report.orders) orders")
   /// ```
-  public var orders: Int
+  public var orders: Int = 0
   /// Whether the enumeration ran every order the scenario has.
   ///
   /// ```swift
   /// #expect(report.isExhaustive)  // small enough to try every order
   /// ```
-  public var isExhaustive: Bool
+  public var isExhaustive: Bool = false
   /// Of ``orders``, how many were seeded samples.
   ///
   /// ```swift
   /// #expect(report.sampledOrders == 0)
   /// ```
-  public var sampledOrders: Int
+  public var sampledOrders: Int = 0
   /// Cancellation points tried (a run each), the failing one included.
   ///
   /// ```swift
   /// print("\(report.cancellationPoints) cancellation points")
   /// ```
-  public var cancellationPoints: Int
+  public var cancellationPoints: Int = 0
   /// Every run: orders, cancellation points, and the runs that counted them.
   ///
   /// ```swift
   /// print("\(report.runs) runs in \(report.duration)")
   /// ```
-  public var runs: Int
+  public var runs: Int = 0
   /// The first failure, or `nil` if every run passed.
   ///
   /// ```swift
@@ -136,7 +136,7 @@ public struct ExplorationReport: Sendable, CustomStringConvertible {
   /// ```swift
   /// print(report.duration)  // 0.095 seconds
   /// ```
-  public var duration: Duration
+  public var duration: Duration = .zero
 
   /// Whether every run passed.
   ///
@@ -156,9 +156,7 @@ public struct ExplorationReport: Sendable, CustomStringConvertible {
     guard let failure else { return "\(scenario): passed: \(figures)" }
     return "\(scenario): FAILED after \(figures)\n\(failure)"
   }
-}
 
-extension ExplorationReport {
   /// `duration` in milliseconds with one decimal, as the description shows it.
   static func milliseconds(_ duration: Duration) -> String {
     let tenths = duration.components.seconds * 10_000 + duration.components.attoseconds / 100_000_000_000_000
@@ -267,7 +265,7 @@ public struct ExplorationEvent: Hashable, Sendable, CustomStringConvertible {
   /// ```swift
   /// #expect(failure.timeline.contains { $0.isStale })
   /// ```
-  public var isStale: Bool
+  public var isStale: Bool = false
 
   /// One line: point, action, what was written.
   ///

@@ -36,24 +36,16 @@ public final class ExplorationRun {
     /// after the model was released shows work that nobody cancelled.
     var answersCancellation: Bool
     var count: () -> Int
-    var answered: () -> Int
     var waiting: () -> [Int]
     var responses: (Int) -> Int
     var respond: (_ call: Int, _ response: Int) -> Void
     var describe: (Int) -> String
   }
 
-  struct RegisteredGate {
-    var name: String
-    var gate: Gate
-  }
-
   private(set) var stubs: [Stub] = []
-  private(set) var gates: [RegisteredGate] = []
+  private(set) var gates: [(name: String, gate: Gate)] = []
 
-  init(clock: TestClock) {
-    self.clock = clock
-  }
+  init(clock: TestClock) { self.clock = clock }
 
   /// Lets the explorer answer `calls`, with the response `respond` gives for each argument.
   ///
@@ -70,9 +62,7 @@ public final class ExplorationRun {
   public func answer<Argument, Response>(
     _ calls: ControlledCalls<Argument, Response>, as name: String,
     with respond: @escaping @MainActor (Argument) -> Response
-  ) {
-    answer(calls, as: name, eitherOf: { call in [respond(call.argument)] })
-  }
+  ) { answer(calls, as: name, eitherOf: { call in [respond(call.argument)] }) }
 
   /// Lets the explorer answer `calls` with each of the responses `responses` lists for a call:
   /// every order is then tried with every response (a success and a failure, say), so the order
@@ -101,7 +91,6 @@ public final class ExplorationRun {
       Stub(
         name: name, answersCancellation: calls.answersCancellation,
         count: { calls.log.count },
-        answered: { calls.log.count { $0.isAnswered } },
         waiting: { calls.log.filter { !$0.isAnswered }.map(\.index) },
         responses: { index in
           let count = responses(calls.log[index]).count
@@ -124,7 +113,7 @@ public final class ExplorationRun {
   public func gate(_ gate: Gate, as name: String) {
     checkName(name)
     gate.adopt(clock.executor)
-    gates.append(RegisteredGate(name: name, gate: gate))
+    gates.append((name, gate))
   }
 
   /// A function that calls `calls` on this run's clock, to hand a `@MainActor` model as its
@@ -142,9 +131,7 @@ public final class ExplorationRun {
   /// ```
   public func stub<Argument, Response>(
     _ calls: ControlledCalls<Argument, Response>
-  ) -> @Sendable (Argument) async -> Response {
-    { @MainActor argument in await calls.call(argument) }
-  }
+  ) -> @Sendable (Argument) async -> Response { { @MainActor argument in await calls.call(argument) } }
 
   private func checkName(_ name: String) {
     precondition(

@@ -47,20 +47,6 @@ struct DepthFirstOracle: ExplorerOracle {
   }
 }
 
-/// Follows a recorded list of choices exactly, then leaves at point `leaveAt` (if any), or takes
-/// the first choice once the list is used up.
-struct FollowingOracle: ExplorerOracle {
-  var choices: [ExplorerChoice]
-  var leaveAt: Int?
-
-  mutating func choose(among enabled: [ExplorerChoice], tokens: [String], at point: Int) -> ExplorerChoice? {
-    if point == leaveAt { return .leave }
-    guard point < choices.count else { return enabled[0] }
-    let choice = choices[point]
-    return choice == .leave || enabled.contains(choice) ? choice : nil
-  }
-}
-
 /// Follows an order written as tokens (``ExplorationFailure/order``), then takes the first choice.
 struct ReplayOracle: ExplorerOracle {
   var tokens: [String]
@@ -87,12 +73,9 @@ struct AnswersFirstOracle: ExplorerOracle {
 /// below every other. A bug that needs `d` orderings to line up is found with probability at least
 /// 1 / (n · k^(d-1)) per run, n sources and k points, where uniform choices do exponentially worse.
 struct PriorityOracle: ExplorerOracle {
-  private enum Source: Hashable {
-    case script, call(stub: Int, call: Int), gate(Int), clock
-  }
-
   private var random: ExplorerRandom
-  private var priorities: [Source: UInt64] = [:]
+  /// By source: the script, a call (its token without the response), a gate, the clock.
+  private var priorities: [String: UInt64] = [:]
   private var changePoints: Set<Int>
   private var lowest: UInt64 = UInt64(Int64.max)
 
@@ -105,20 +88,15 @@ struct PriorityOracle: ExplorerOracle {
   }
 
   mutating func choose(among enabled: [ExplorerChoice], tokens: [String], at point: Int) -> ExplorerChoice? {
-    func source(_ choice: ExplorerChoice) -> Source {
-      switch choice {
-      case .step: .script
-      case .answer(let stub, let call, _): .call(stub: stub, call: call)
-      case .open(let gate): .gate(gate)
-      case .advance, .leave: .clock
-      }
+    let sources = zip(enabled, tokens).map { choice, token in
+      if case .step = choice { "script" } else { String(token.prefix { $0 != "." }) }
     }
-    for choice in enabled where priorities[source(choice)] == nil {
+    for source in sources where priorities[source] == nil {
       // Above every lowered priority: a new source is never starved by the change points.
-      priorities[source(choice)] = UInt64(Int64.max) + 1 + UInt64(random.next(below: Int(Int32.max)))
+      priorities[source] = UInt64(Int64.max) + 1 + UInt64(random.next(below: Int(Int32.max)))
     }
-    let best = enabled.map(source).max { priorities[$0]! < priorities[$1]! }!
-    let candidates = enabled.filter { source($0) == best }  // the responses of one call
+    let best = sources.max { priorities[$0]! < priorities[$1]! }!
+    let candidates = enabled.indices.filter { sources[$0] == best }.map { enabled[$0] }  // the responses of one call
     let choice = candidates[random.next(below: candidates.count)]
     if changePoints.contains(point) {
       lowest -= 1
@@ -149,7 +127,5 @@ struct ExplorerRandom {
   }
 
   /// A number in `0..<bound`; `bound` must be positive.
-  mutating func next(below bound: Int) -> Int {
-    Int(next() % UInt64(bound))
-  }
+  mutating func next(below bound: Int) -> Int { Int(next() % UInt64(bound)) }
 }

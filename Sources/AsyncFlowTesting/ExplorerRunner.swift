@@ -9,9 +9,7 @@ private final class StepProgress {
   /// Seen by the entry point's own task, which still holds the model: once the explorer has let
   /// it go, that is the last moment its state can be read.
   var shownAfterLeaving: [String]?
-  init(count: Int) {
-    finished = Array(repeating: false, count: count)
-  }
+  init(count: Int) { finished = Array(repeating: false, count: count) }
 }
 
 /// Runs an ``Exploration`` once, from a fresh model, making the choices an oracle gives.
@@ -19,11 +17,12 @@ private final class StepProgress {
 /// Determinism comes from the explorer being the only one who moves anything: it makes one choice,
 /// then waits until the clock has settled and nothing it can see changes, before the next. Between
 /// two choices only the work that the last choice released can run, so the same choices give the
-/// same run, main-actor steps included.
+/// same run, main-actor steps included. Settling waits for the entry points on their way back too:
+/// their steps run in `onSchedule`, whose way back the clock accounts for, so whether every entry
+/// point returned is decided once it returns.
 @MainActor
 struct ExplorerRunner<Model: AnyObject> {
   struct Record {
-    var choices: [ExplorerChoice] = []
     /// Per choice (the leave excluded): its position among the enabled choices, and their count.
     var positions: [Int] = []
     var counts: [Int] = []
@@ -49,7 +48,7 @@ struct ExplorerRunner<Model: AnyObject> {
     var nextStep = 0
     /// Per stub, the calls the explorer answered: an answer to a call older than one of them is
     /// out of order.
-    var answered: [Set<Int>]
+    var answered: [Int: Set<Int>] = [:]
     /// What the model shows, part by part, after the last choice.
     var shown: [String]?
     var point = 0
@@ -60,11 +59,9 @@ struct ExplorerRunner<Model: AnyObject> {
     let explorationRun = ExplorationRun(clock: TestClock())
     // The model lives in `state` only: a local would keep it alive past a cancellation point.
     var state = Run(
-      run: explorationRun, model: await exploration.make(explorationRun), watched: nil,
-      progress: StepProgress(count: exploration.steps.count),
-      answered: Array(repeating: [], count: explorationRun.stubs.count))
+      run: explorationRun, model: await exploration.make(explorationRun), progress: StepProgress(count: exploration.steps.count))
     state.watched = state.model
-    await quiesce(&state)
+    await state.run.clock.runCurrent()
     state.shown = shown(state)
 
     while true {
@@ -84,12 +81,10 @@ struct ExplorerRunner<Model: AnyObject> {
         break
       }
       if choice == .leave {
-        state.record.choices.append(.leave)
         state.record.order.append("leave")
         await leave(&state)
         return state.record
       }
-      state.record.choices.append(choice)
       state.record.positions.append(enabled.firstIndex(of: choice)!)
       state.record.counts.append(enabled.count)
       state.record.order.append(token(choice, state))
@@ -108,13 +103,11 @@ struct ExplorerRunner<Model: AnyObject> {
       state.record.problems.append(
         "entry point '\(exploration.steps[index].name)' never returned: it waits for something the explorer does not answer")
     }
-    if let model = state.model {
-      for invariant in exploration.invariants where !invariant.holds(model) {
-        state.record.problems.append("broken: \(invariant.name)" + (display(state.shown).map { "; \($0)" } ?? ""))
-      }
+    for invariant in exploration.invariants where state.model.map({ invariant.holds($0) }) == false {
+      state.record.problems.append("broken: \(invariant.name)" + (display(state.shown).map { "; \($0)" } ?? ""))
     }
     state.model = nil
-    await quiesce(&state)
+    await state.run.clock.runCurrent()
     if state.watched != nil {
       state.record.problems.append(
         "the model is still alive once the run ended and the clock settled: a task or a subscription keeps it")
@@ -125,17 +118,14 @@ struct ExplorerRunner<Model: AnyObject> {
   /// model released; then the requests still on the wire are answered, one by one.
   private func leave(_ state: inout Run) async {
     let running = state.progress.finished.prefix(state.nextStep).count { !$0 }
-    state.record.timeline.append(
-      ExplorationEvent(
-        point: state.point, token: "leave",
-        action: "LEAVE: cancelled \(running) running entry point\(running == 1 ? "" : "s"), released the model",
-        wrote: nil, isStale: false))
+    let action = "LEAVE: cancelled \(counted(running, "running entry point")), released the model"
+    state.record.timeline.append(ExplorationEvent(point: state.point, token: "leave", action: action))
     let callsAtLeave = state.run.stubs.map { $0.count() }
     state.progress.hasLeft = true
     for task in state.tasks { task.cancel() }
     state.model = nil
     let shownAtLeave = state.shown
-    await quiesce(&state)
+    await state.run.clock.runCurrent()
     noteWriteAfterLeaving(&state, by: "the cancellation itself", since: shownAtLeave)
 
     for stub in state.run.stubs where stub.answersCancellation {
@@ -177,11 +167,8 @@ struct ExplorerRunner<Model: AnyObject> {
   private func noteWriteAfterLeaving(_ state: inout Run, by cause: String, since before: [String]?) {
     guard let before, let now = state.progress.shownAfterLeaving ?? state.shown, now != before else { return }
     let written = now.indices.filter { now[$0] != before[$0] && now[$0] != exploration.parts[$0].cleanup }
-    guard !written.isEmpty else { return }
-    if !state.record.problems.contains(where: { $0.hasPrefix("written after the release") }) {
-      state.record.problems.append(
-        "written after the release (\(cause)): \(display(before) ?? "") -> \(display(now) ?? "")")
-    }
+    guard !written.isEmpty, !state.record.problems.contains(where: { $0.hasPrefix("written after the release") }) else { return }
+    state.record.problems.append("written after the release (\(cause)): \(display(before) ?? "") -> \(display(now) ?? "")")
   }
 
   /// The parts as one line, each named part as `name value`.
@@ -240,8 +227,8 @@ struct ExplorerRunner<Model: AnyObject> {
     case .answer(let stub, let call, let response):
       let registered = state.run.stubs[stub]
       action = "answered \(registered.describe(call))" + (response > 0 ? " with response \(response)" : "")
-      outOfOrder = state.answered[stub].contains { $0 > call }
-      state.answered[stub].insert(call)
+      outOfOrder = state.answered[stub, default: []].contains { $0 > call }
+      state.answered[stub, default: []].insert(call)
       registered.respond(call, response)
     case .open(let gate):
       action = "opened gate \(state.run.gates[gate].name)"
@@ -252,7 +239,7 @@ struct ExplorerRunner<Model: AnyObject> {
     case .leave:
       preconditionFailure("Internal inconsistency: leave is not performed, it ends the run")
     }
-    await quiesce(&state)
+    await state.run.clock.runCurrent()
     let now = shown(state)
     let wrote = now != state.shown ? display(now) : nil
     state.shown = now
@@ -269,12 +256,5 @@ struct ExplorerRunner<Model: AnyObject> {
   private func shown(_ state: Run) -> [String]? {
     guard !exploration.parts.isEmpty, let model = state.watched else { return nil }
     return exploration.parts.map { $0.read(model) }
-  }
-
-  /// Settles the run's clock. Settling waits for the entry points on their way back too: their
-  /// steps run in `onSchedule`, whose way back the clock accounts for, so whether every entry
-  /// point returned is decided once it returns.
-  private func quiesce(_ state: inout Run) async {
-    await state.run.clock.runCurrent()
   }
 }

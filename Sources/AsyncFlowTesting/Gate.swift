@@ -14,26 +14,17 @@ import AsyncFlow
 /// #expect(await request.value == ["swift"])
 /// ```
 public final class Gate: Sendable {
-  private struct State {
-    /// Each with the clock that accounts for it once released (see ``TestExecutor/beginTransit()``).
-    var parked: [Int: (continuation: UnsafeContinuation<Void, Never>, clock: TestExecutor?)] = [:]
-    var nextID = 0
-    var watchers = CountWatchers()
-    /// The clock's executor in effect where the gate was made or registered, if any: the clock of
-    /// a caller from a task that lost the clock's task-local (a `Task.detached { }`).
-    var home: TestExecutor?
-  }
-
-  private let state = LockedState(State())
+  /// The parked callers, as the calls of a stub that answers a cancelled call at once: the clock
+  /// accounts for each released caller until it is back (see ``TestExecutor/beginTransit()``),
+  /// and the barriers and issues are the stub's, in a gate's words.
+  private let callers = ControlledCalls<Int, Void>(gateReleasing: ())
 
   /// Creates a gate with nobody parked.
   ///
   /// ```swift
   /// let responseGate = Gate()
   /// ```
-  public init() {
-    if let executor = FlowScheduling.executor as? TestExecutor { adopt(executor) }
-  }
+  public init() {}
 
   /// Parks the caller until the next ``release()``. A cancelled caller leaves at once, so a
   /// cancelled task never hangs on a gate.
@@ -49,35 +40,7 @@ public final class Gate: Sendable {
   ///   return [query]
   /// }
   /// ```
-  public func wait(isolation: isolated (any Actor)? = #isolation) async {
-    let clock = TestExecutor.current(home: state.withLock { $0.home }, for: self, isolation: isolation) {
-      "Gate.wait()"
-    }
-    let id = state.withLock { state in
-      defer { state.nextID += 1 }
-      return state.nextID
-    }
-    await withTaskCancellationHandler {
-      await withUnsafeContinuation(isolation: isolation) { (continuation: UnsafeContinuation<Void, Never>) in
-        let (resumeNow, watchers) = state.withLock { state -> (Bool, [UnsafeContinuation<Void, Never>]) in
-          if Task.isCancelled { return (true, []) }
-          state.parked[id] = (continuation, clock)
-          return (false, state.watchers.reached(state.parked.count))
-        }
-        for watcher in watchers { watcher.resume() }
-        if resumeNow {
-          clock?.beginTransit()
-          continuation.resume()
-        }
-      }
-      clock?.endTransit()
-    } onCancel: {
-      if let parked = state.withLock({ $0.parked.removeValue(forKey: id) }) {
-        parked.clock?.beginTransit()
-        parked.continuation.resume()
-      }
-    }
-  }
+  public func wait(isolation: isolated (any Actor)? = #isolation) async { await callers.call(0, isolation: isolation) }
 
   /// Suspends until at least `count` callers are parked in ``wait(isolation:)``.
   ///
@@ -95,16 +58,7 @@ public final class Gate: Sendable {
     count: Int = 1, fileID: String = #fileID, filePath: String = #filePath, line: Int = #line, column: Int = #column
   ) async {
     precondition(count >= 0, "Gate.entered(count:): count must be 0 or greater, got \(count)")
-    let wait: @Sendable () async -> Void = {
-      await self.state.waitUntil(count: count, of: { $0.parked.count }, watchers: \.watchers)
-    }
-    guard let executor = TestExecutor.current(home: state.withLock({ $0.home }), for: self) else { return await wait() }
-    await executor.barrier(
-      {
-        let parked = self.parkedCount
-        return "Gate.entered(count: \(count)): \(parked) caller\(parked == 1 ? "" : "s") parked"
-      }, isMet: { self.parkedCount >= count }, wait: wait,
-      at: SourceCaller(fileID: fileID, filePath: filePath, line: line, column: column))
+    await callers.parked(count: count, fileID: fileID, filePath: filePath, line: line, column: column)
   }
 
   /// The number of callers parked in ``wait(isolation:)`` right now.
@@ -112,9 +66,7 @@ public final class Gate: Sendable {
   /// ```swift
   /// #expect(gate.parkedCount == 0)
   /// ```
-  public var parkedCount: Int {
-    state.withLock { $0.parked.count }
-  }
+  public var parkedCount: Int { callers.waitingCalls.count }
 
   /// Resumes every caller parked in ``wait(isolation:)``; later callers park until the next release.
   ///
@@ -122,26 +74,8 @@ public final class Gate: Sendable {
   /// await gate.entered()
   /// gate.release()
   /// ```
-  public func release() {
-    let parked = state.withLock { state in
-      defer { state.parked.removeAll() }
-      return Array(state.parked.values)
-    }
-    for (continuation, clock) in parked {
-      clock?.beginTransit()
-      continuation.resume()
-    }
-  }
-}
+  public func release() { for caller in callers.waitingCalls { _ = callers.answer(caller.index, with: ()) } }
 
-extension Gate: WaitSource {
-  func adopt(_ executor: TestExecutor) {
-    state.withLock { $0.home = $0.home ?? executor }
-    executor.watch(self)
-  }
-
-  func describeWaits() -> [String] {
-    let parked = parkedCount
-    return parked == 0 ? [] : ["Gate: \(parked) caller\(parked == 1 ? "" : "s") parked in wait(), until release()"]
-  }
+  /// Makes `executor` the gate's clock if it has none yet, as a registered stub's.
+  func adopt(_ executor: TestExecutor) { callers.adopt(executor) }
 }

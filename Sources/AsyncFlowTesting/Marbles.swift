@@ -52,9 +52,7 @@ public struct Marbles: Sendable {
   /// ```swift
   /// let keystrokes = marbles.input("s-w-i|")
   /// ```
-  public func input(_ diagram: String) -> Flow<String, MarbleFailure> {
-    input(diagram) { String($0) }
-  }
+  public func input(_ diagram: String) -> Flow<String, MarbleFailure> { input(diagram) { String($0) } }
 
   /// A cold sequence that plays `diagram`, mapping each element character with `value`.
   ///
@@ -64,17 +62,11 @@ public struct Marbles: Sendable {
   public func input<Element: Sendable>(
     _ diagram: String, _ value: @escaping @Sendable (Character) -> Element
   ) -> Flow<Element, MarbleFailure> {
-    let events = MarbleEvent.parse(diagram)
-    let clock = self.clock
-    let tick = self.tick
+    let (events, clock, tick) = (MarbleEvent.parse(diagram), self.clock, self.tick)
     return Flow { emitter throws(MarbleFailure) in
       let start = clock.now
       for event in events {
-        do {
-          try await clock.sleep(until: start.advanced(by: tick * event.tick))
-        } catch {
-          return
-        }
+        do { try await clock.sleep(until: start.advanced(by: tick * event.tick)) } catch { return }
         switch event.symbol {
         case .element(let character): await emitter.emit(value(character))
         case .finish: return
@@ -96,28 +88,17 @@ public struct Marbles: Sendable {
   ) async -> String where S.Element: Sendable {
     precondition(ticks >= 0, "Marbles.record(_:ticks:): ticks must be 0 or greater, got \(ticks)")
     let recorded = LockedState<[MarbleEvent]>([])
-    let clock = self.clock
-    let tick = self.tick
-    let start = clock.now
-    let tickOf = { @Sendable () -> Int in
-      let elapsed = start.duration(to: clock.now)
-      return Int(elapsed / tick)
+    let (clock, tick, start) = (self.clock, self.tick, self.clock.now)
+    let note = { @Sendable (symbol: MarbleEvent.Symbol) in
+      let event = MarbleEvent(tick: Int(start.duration(to: clock.now) / tick), symbol: symbol)
+      recorded.withLock { $0.append(event) }
     }
     let consumer = clock.task {
       var iterator = sequence.makeAsyncIterator()
       do throws(S.Failure) {
-        while let element = try await iterator.next(isolation: nil) {
-          let event = MarbleEvent(tick: tickOf(), symbol: .element(symbol(element)))
-          recorded.withLock { $0.append(event) }
-        }
-        if !Task.isCancelled {
-          let event = MarbleEvent(tick: tickOf(), symbol: .finish)
-          recorded.withLock { $0.append(event) }
-        }
-      } catch {
-        let event = MarbleEvent(tick: tickOf(), symbol: .failure)
-        recorded.withLock { $0.append(event) }
-      }
+        while let element = try await iterator.next(isolation: nil) { note(.element(symbol(element))) }
+        if !Task.isCancelled { note(.finish) }
+      } catch { note(.failure) }
     }
     await clock.advance(by: tick * ticks)
     consumer.cancel()
@@ -203,14 +184,10 @@ public struct MarbleEvent: Hashable, Sendable {
       case "]":
         precondition(inGroup, "marble diagram \"\(diagram)\": ']' without '['")
         inGroup = false
-      case "-":
-        break
-      case "|":
-        events.append(MarbleEvent(tick: tick, symbol: .finish))
-      case "#":
-        events.append(MarbleEvent(tick: tick, symbol: .failure))
-      default:
-        events.append(MarbleEvent(tick: tick, symbol: .element(character)))
+      case "-": break
+      case "|": events.append(MarbleEvent(tick: tick, symbol: .finish))
+      case "#": events.append(MarbleEvent(tick: tick, symbol: .failure))
+      default: events.append(MarbleEvent(tick: tick, symbol: .element(character)))
       }
       if !inGroup { tick += 1 }
     }
@@ -230,11 +207,7 @@ public struct MarbleEvent: Hashable, Sendable {
     for event in events { byTick[event.tick].append(event) }
     return byTick.map { events in
       let symbols = String(events.map(\.character))
-      switch events.count {
-      case 0: return "-"
-      case 1: return symbols
-      default: return "[\(symbols)]"
-      }
+      return events.isEmpty ? "-" : events.count == 1 ? symbols : "[\(symbols)]"
     }.joined()
   }
 
@@ -252,10 +225,7 @@ public struct MarbleEvent: Hashable, Sendable {
   }
 
   private var character: Character {
-    switch symbol {
-    case .element(let character): character
-    case .finish: "|"
-    case .failure: "#"
-    }
+    if case .element(let character) = symbol { return character }
+    return symbol == .finish ? "|" : "#"
   }
 }

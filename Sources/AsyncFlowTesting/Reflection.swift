@@ -38,7 +38,5 @@ extension Gate: CustomReflectable {
   /// // ▿ Gate
   /// //   - parkedCount: 0
   /// ```
-  public var customMirror: Mirror {
-    Mirror(self, children: ["parkedCount": parkedCount], displayStyle: .class)
-  }
+  public var customMirror: Mirror { Mirror(self, children: ["parkedCount": parkedCount], displayStyle: .class) }
 }

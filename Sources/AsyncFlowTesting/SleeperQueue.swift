@@ -13,9 +13,7 @@ struct SleeperQueue<Sleeper> {
     var deadline: TestClock.Instant
     var id: Int
 
-    func precedes(_ other: Entry) -> Bool {
-      deadline != other.deadline ? deadline < other.deadline : id < other.id
-    }
+    func precedes(_ other: Entry) -> Bool { deadline != other.deadline ? deadline < other.deadline : id < other.id }
   }
 
   private var heap: [Entry] = []
@@ -52,9 +50,7 @@ struct SleeperQueue<Sleeper> {
     live.sorted { ($0.value.deadline, $0.key) < ($1.value.deadline, $1.key) }.map(\.value)
   }
 
-  private mutating func dropStale() {
-    while let first = heap.first, live[first.id] == nil { removeTop() }
-  }
+  private mutating func dropStale() { while let first = heap.first, live[first.id] == nil { removeTop() } }
 
   private mutating func rebuild() {
     heap = live.map { Entry(deadline: $0.value.deadline, id: $0.key) }
@@ -69,11 +65,9 @@ struct SleeperQueue<Sleeper> {
 
   private mutating func siftUp(_ start: Int) {
     var child = start
-    while child > 0 {
-      let parent = (child - 1) / 2
-      guard heap[child].precedes(heap[parent]) else { return }
-      heap.swapAt(child, parent)
-      child = parent
+    while child > 0, heap[child].precedes(heap[(child - 1) / 2]) {
+      heap.swapAt(child, (child - 1) / 2)
+      child = (child - 1) / 2
     }
   }
 

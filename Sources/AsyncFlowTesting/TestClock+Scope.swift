@@ -36,12 +36,9 @@ extension TestClock {
   /// }
   /// ```
   public static var current: TestClock {
-    guard let scoped else {
-      preconditionFailure(
-        "TestClock.current: read outside a test clock's scope; mark the test `@Test(.onTestClock)` or wrap it in `withTestClock { clock in ... }`"
-      )
-    }
-    return scoped
+    if let scoped { return scoped }
+    preconditionFailure(
+      "TestClock.current: read outside a test clock's scope; mark the test `@Test(.onTestClock)` or wrap it in `withTestClock { clock in ... }`")
   }
 }
 
@@ -89,12 +86,8 @@ func withTestClock<Success, Failure: Error>(
     operation: { () async -> Result<Success, Failure> in
       do throws(Failure) {
         return .success(
-          try await clock.onSchedule(isolation: isolation) { () async throws(Failure) -> Success in
-            try await body(clock)
-          })
-      } catch {
-        return .failure(error)
-      }
+          try await clock.onSchedule(isolation: isolation) { () async throws(Failure) in try await body(clock) })
+      } catch { return .failure(error) }
     }, isolation: isolation)
   return try result.get()
 }

@@ -1,9 +1,5 @@
 import AsyncFlow
 
-#if canImport(Testing)
-  import Testing
-#endif
-
 /// A clock whose time moves only when a test says so, with a deterministic schedule.
 ///
 /// Sleepers fire in deadline order (registration order for equal deadlines). Before each firing,
@@ -64,18 +60,14 @@ public final class TestClock: Clock, Sendable {
     /// ```swift
     /// let deadline = TestClock.Instant(offset: .seconds(2))
     /// ```
-    public init(offset: Duration) {
-      self.offset = offset
-    }
+    public init(offset: Duration) { self.offset = offset }
 
     /// The instant `duration` later.
     ///
     /// ```swift
     /// let later = clock.now.advanced(by: .seconds(1))
     /// ```
-    public func advanced(by duration: Duration) -> Instant {
-      Instant(offset: offset + duration)
-    }
+    public func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
 
     /// The duration from this instant to `other`.
     ///
@@ -83,18 +75,14 @@ public final class TestClock: Clock, Sendable {
     /// let start = clock.now
   /// let elapsed = start.duration(to: clock.now)
     /// ```
-    public func duration(to other: Instant) -> Duration {
-      other.offset - offset
-    }
+    public func duration(to other: Instant) -> Duration { other.offset - offset }
 
     /// Compares instants by their offset.
     ///
     /// ```swift
     /// #expect(TestClock.Instant(offset: .zero) < clock.now)
     /// ```
-    public static func < (lhs: Instant, rhs: Instant) -> Bool {
-      lhs.offset < rhs.offset
-    }
+    public static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
 
     /// The offset, as in `1.5 seconds`.
     ///
@@ -104,12 +92,9 @@ public final class TestClock: Clock, Sendable {
     public var description: String { offset.description }
   }
 
-  private struct Sleeper {
-    var continuation: UnsafeContinuation<Void, any Error>
-    /// Whether the sleeping task runs on the clock's executor, so that the clock can wait for what
-    /// it does once woken.
-    var onSchedule: Bool
-  }
+  /// A sleeping task, and whether it runs on the clock's executor, so that the clock can wait for
+  /// what it does once woken.
+  private typealias Sleeper = (continuation: UnsafeContinuation<Void, any Error>, onSchedule: Bool)
 
   private struct State {
     var now = Instant(offset: .zero)
@@ -118,10 +103,6 @@ public final class TestClock: Clock, Sendable {
     var nextID = 0
     var watchers = CountWatchers()
 
-    mutating func insert(_ sleeper: Sleeper, id: Int, deadline: Instant) -> [UnsafeContinuation<Void, Never>] {
-      sleepers.insert(sleeper, id: id, deadline: deadline)
-      return watchers.reached(sleepers.count)
-    }
   }
 
   private let state: LockedState<State>
@@ -154,9 +135,7 @@ public final class TestClock: Clock, Sendable {
   /// ```swift
   /// #expect(clock.now.offset == .seconds(3))
   /// ```
-  public var now: Instant {
-    state.withLock { $0.now }
-  }
+  public var now: Instant { state.withLock { $0.now } }
 
   /// Zero: a test clock resolves any duration.
   ///
@@ -170,9 +149,7 @@ public final class TestClock: Clock, Sendable {
   /// ```swift
   /// #expect(clock.pendingSleepers == 0)  // nothing left behind
   /// ```
-  public var pendingSleepers: Int {
-    state.withLock { $0.sleepers.count }
-  }
+  public var pendingSleepers: Int { state.withLock { $0.sleepers.count } }
 
   /// Suspends until the clock reaches `deadline`; returns at once if it already has.
   /// A cancelled sleep throws `CancellationError` and removes its sleeper at once.
@@ -191,26 +168,18 @@ public final class TestClock: Clock, Sendable {
     defer { executor.endTransit() }
     try await withTaskCancellationHandler {
       try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
-        enum Outcome {
-          case cancelled, due
-          case parked([UnsafeContinuation<Void, Never>])
+        // Parked (with the watchers it wakes), or resumed at once: cancelled, or due already.
+        let outcome = state.withLock { state -> Result<[UnsafeContinuation<Void, Never>], any Error>? in
+          if Task.isCancelled { return .failure(CancellationError()) }
+          if deadline <= state.now { return nil }
+          state.sleepers.insert((continuation, onSchedule), id: id, deadline: deadline)
+          return .success(state.watchers.reached(state.sleepers.count))
         }
-        let outcome = state.withLock { state -> Outcome in
-          if Task.isCancelled { return .cancelled }
-          if deadline <= state.now { return .due }
-          return .parked(
-            state.insert(Sleeper(continuation: continuation, onSchedule: onSchedule), id: id, deadline: deadline))
-        }
-        switch outcome {
-        case .cancelled:
+        guard case .success(let watchers) = outcome else {
           executor.beginTransit()
-          continuation.resume(throwing: CancellationError())
-        case .due:
-          executor.beginTransit()
-          continuation.resume()
-        case .parked(let watchers):
-          for watcher in watchers { watcher.resume() }
+          return continuation.resume(with: outcome?.map { _ in () } ?? .success(()))
         }
+        for watcher in watchers { watcher.resume() }
       }
     } onCancel: {
       // Taken out under the lock, resumed after it: resuming runs no user code here, but the rule
@@ -237,8 +206,7 @@ public final class TestClock: Clock, Sendable {
     column: Int = #column
   ) async {
     precondition(duration >= .zero, "TestClock.advance(by:): duration must be 0 or greater, got \(duration)")
-    let caller = SourceCaller(fileID: fileID, filePath: filePath, line: line, column: column)
-    await fire(until: now.advanced(by: duration), caller: caller)
+    await fire(until: now.advanced(by: duration), caller: (fileID, filePath, line, column))
   }
 
   /// Moves time forward to `deadline`; see ``advance(by:fileID:filePath:line:column:)``.
@@ -251,8 +219,7 @@ public final class TestClock: Clock, Sendable {
     column: Int = #column
   ) async {
     precondition(deadline >= now, "TestClock.advance(to:): deadline \(deadline) is before now, \(now)")
-    let caller = SourceCaller(fileID: fileID, filePath: filePath, line: line, column: column)
-    await fire(until: deadline, caller: caller)
+    await fire(until: deadline, caller: (fileID, filePath, line, column))
   }
 
   /// Advances until no sleeper is left, firing each in deadline order as
@@ -265,9 +232,7 @@ public final class TestClock: Clock, Sendable {
   /// ```
   public func run(fileID: String = #fileID, filePath: String = #filePath, line: Int = #line, column: Int = #column)
     async
-  {
-    await fire(until: nil, caller: SourceCaller(fileID: fileID, filePath: filePath, line: line, column: column))
-  }
+  { await fire(until: nil, caller: (fileID, filePath, line, column)) }
 
   /// Lets every task on the clock's executor, and the main-actor work they hand over to, run until
   /// it suspends, without moving time. A cancelled caller returns at once.
@@ -286,9 +251,7 @@ public final class TestClock: Clock, Sendable {
   /// query.send("a")
   /// await clock.runCurrent()   // the pipeline has seen "a"
   /// ```
-  public func runCurrent() async {
-    await settle()
-  }
+  public func runCurrent() async { await executor.settle() }
 
   /// The value of `task`, awaited without the risk of hanging: lets the clock's schedule run until
   /// it is idle, as ``runCurrent()`` does, then returns what `task` returned, or `nil` if it has
@@ -322,25 +285,16 @@ public final class TestClock: Clock, Sendable {
       let result = await task.result
       outcome.withLock { $0 = result }
     }
-    await settle()
+    await executor.settle()
     if let result = outcome.withLock({ $0 }) { return try result.get() }
-    let waits = describeWaits()
-    let seen =
-      waits.isEmpty
-      ? "nothing AsyncFlowTesting can see (no parked call, gate or sleeper): is it waiting on work off the clock?"
-      : waits.map { "\n- \($0)" }.joined()
-    report(
+    let seen = executor.parkedList(
+      none: "nothing AsyncFlowTesting can see (no parked call, gate or sleeper): is it waiting on work off the clock?")
+    recordIssue(
       """
       TestClock.value(of:): the task has not finished once the clock's schedule is idle\
       \(Task.isCancelled ? " (the waiting test was cancelled)" : ""). It may be waiting in: \(seen)
-      """, caller: SourceCaller(fileID: fileID, filePath: filePath, line: line, column: column))
+      """, at: (fileID, filePath, line, column))
     return nil
-  }
-
-  /// What the code under test on this clock waits in right now: the stubs' parked calls and the
-  /// gates' parked callers (those used on this clock's schedule), then the sleepers in firing order.
-  package func describeWaits() -> [String] {
-    executor.describeWaits()
   }
 
   /// Suspends until at least `count` tasks are sleeping on this clock: a barrier that replaces
@@ -366,11 +320,8 @@ public final class TestClock: Clock, Sendable {
     }
     guard FlowScheduling.executor === executor else { return await wait() }
     await executor.barrier(
-      {
-        let sleeping = self.pendingSleepers
-        return "TestClock.sleepers(count: \(count)): \(sleeping) sleeper\(sleeping == 1 ? "" : "s")"
-      }, isMet: { self.pendingSleepers >= count }, wait: wait,
-      at: SourceCaller(fileID: fileID, filePath: filePath, line: line, column: column))
+      { "TestClock.sleepers(count: \(count)): \(counted(self.pendingSleepers, "sleeper"))" },
+      isMet: { self.pendingSleepers >= count }, wait: wait, fileID: fileID, filePath: filePath, line: line, column: column)
   }
 
   /// Starts `operation` on the clock's executor, so that it and every task AsyncFlow's operators
@@ -382,13 +333,9 @@ public final class TestClock: Clock, Sendable {
   /// await clock.advance(by: .seconds(3))
   /// ```
   @discardableResult
-  public func task<Success: Sendable>(
-    _ operation: @escaping @Sendable () async -> Success
-  ) -> Task<Success, Never> {
+  public func task<Success: Sendable>(_ operation: @escaping @Sendable () async -> Success) -> Task<Success, Never> {
     let executor = self.executor
-    return FlowScheduling.$executor.withValue(executor) {
-      Task(executorPreference: executor, operation: operation)
-    }
+    return FlowScheduling.$executor.withValue(executor) { Task(executorPreference: executor, operation: operation) }
   }
 
   /// Runs `operation` on the clock's schedule: the nonisolated async code it calls runs on the
@@ -423,11 +370,7 @@ public final class TestClock: Clock, Sendable {
           _ = isolation
           executor.endTransit()
           defer { executor.beginTransit() }
-          do throws(Failure) {
-            return .success(try await operation())
-          } catch {
-            return .failure(error)
-          }
+          do throws(Failure) { return .success(try await operation()) } catch { return .failure(error) }
         }
       }, isolation: isolation)
     executor.endTransit()
@@ -438,7 +381,7 @@ public final class TestClock: Clock, Sendable {
   /// firing and after the last; stops as soon as the caller is cancelled.
   private func fire(until deadline: Instant?, caller: SourceCaller) async {
     while true {
-      await settle()
+      await executor.settle()
       let due = state.withLock { state -> (deadline: Instant, sleeper: Sleeper)? in
         if Task.isCancelled { return nil }
         guard let first = state.sleepers.popFirst(dueBy: deadline) else {
@@ -449,28 +392,16 @@ public final class TestClock: Clock, Sendable {
         return first
       }
       guard let due else { return }
-      if !due.sleeper.onSchedule { reportUnscheduled(deadline: due.deadline, caller: caller) }
+      if !due.sleeper.onSchedule {
+        recordIssue(
+          """
+          TestClock woke a task sleeping until \(due.deadline) that does not run on the clock's executor \
+          (started with `Task { }`?): the clock cannot wait for what it does next, so the test may hang or \
+          see it late. Start the code under test with `clock.task { }`.
+          """, at: caller)
+      }
       executor.beginTransit()
       due.sleeper.continuation.resume()
     }
-  }
-
-  /// Lets the executor and the main actor run until neither has anything runnable that this clock
-  /// can see; returns early if the caller is cancelled.
-  private func settle() async {
-    await executor.settle()
-  }
-
-  private func reportUnscheduled(deadline: Instant, caller: SourceCaller) {
-    report(
-      """
-      TestClock woke a task sleeping until \(deadline) that does not run on the clock's executor \
-      (started with `Task { }`?): the clock cannot wait for what it does next, so the test may hang or \
-      see it late. Start the code under test with `clock.task { }`.
-      """, caller: caller)
-  }
-
-  private func report(_ message: String, caller: SourceCaller) {
-    recordIssue(message, at: caller)
   }
 }

@@ -22,17 +22,10 @@ final class TestExecutor: TaskExecutor, Sendable {
     /// Jobs enqueued and transits begun so far: whether anything the clock can see happened
     /// while settling hopped through the main actor.
     var activity = 0
-    var idleWaiters: [(id: Int, continuation: UnsafeContinuation<Void, Never>)] = []
-    var nextWaiterID = 0
+    /// The callers of ``idle()``, waiting for `idle` to reach 1.
+    var idleWaiters = CountWatchers()
 
-    var isIdle: Bool { !draining && inTransit == 0 }
-
-    /// The waiters to resume once the clock is idle.
-    mutating func takeIdleWaiters() -> [UnsafeContinuation<Void, Never>] {
-      guard inTransit == 0 else { return [] }
-      defer { idleWaiters.removeAll() }
-      return idleWaiters.map(\.continuation)
-    }
+    var idle: Int { !draining && inTransit == 0 ? 1 : 0 }
   }
 
   /// The stubs and gates used with this executor's clock, held weakly: what
@@ -47,13 +40,6 @@ final class TestExecutor: TaskExecutor, Sendable {
   init(home: (any Actor)?, describeSleepers: @escaping @Sendable () -> [String] = { [] }) {
     self.home = home
     self.describeSleepers = describeSleepers
-  }
-
-  private enum Step {
-    case run(UnownedJob)
-    case handOff
-    case resume([UnsafeContinuation<Void, Never>])
-    case stop
   }
 
   private let state = LockedState(State())
@@ -81,43 +67,33 @@ final class TestExecutor: TaskExecutor, Sendable {
     }
   }
 
-  /// Jobs one drain runs before it hands its thread back and goes on in a new drain, queued behind
-  /// what else waits for that thread. A task that is always runnable (a loop of `Task.yield()`)
+  /// Jobs (and wake-ups of idle waiters) one drain runs before it hands its thread back and goes on
+  /// in a new drain, queued behind what else waits for that thread. A task that is always runnable (a loop of `Task.yield()`)
   /// otherwise kept one drain, and with it a pool thread or the main actor, for as long as it ran:
   /// on two cores, two such loops of tests running side by side took both threads of the pool, and
   /// the tests that were to stop them never ran again (a full suite run hung). The order of the
   /// jobs is the same either way.
   private static var jobsPerTurn: Int { 256 }
 
-  private func drain(on actor: isolated any Actor) {
-    drain()
-  }
+  private func drain(on actor: isolated any Actor) { drain() }
 
   private func drain() {
-    var jobsThisTurn = 0
-    while true {
-      let step = state.withLock { state -> Step in
-        // `draining` stays set: the next drain takes over, and nobody else starts one meanwhile.
-        if jobsThisTurn == Self.jobsPerTurn, !state.jobs.isEmpty { return .handOff }
-        if let job = state.jobs.popFirst() { return .run(job) }
-        let waiters = state.takeIdleWaiters()
-        if !waiters.isEmpty { return .resume(waiters) }
-        state.draining = false
-        return .stop
+    for _ in 0..<Self.jobsPerTurn {
+      // `draining` stays set until a turn finds nothing to run: nobody else starts a drain meanwhile.
+      let (job, waiters) = state.withLock { state -> (UnownedJob?, [UnsafeContinuation<Void, Never>]) in
+        if let job = state.jobs.popFirst() { return (job, []) }
+        let waiters = state.idleWaiters.reached(state.inTransit == 0 ? 1 : 0)
+        if waiters.isEmpty { state.draining = false }
+        return (nil, waiters)
       }
-      switch step {
-      case .run(let job):
-        jobsThisTurn += 1
+      if let job {
         job.runSynchronously(on: asUnownedTaskExecutor())
-      case .handOff:
-        return startDrainer()
-      case .resume(let waiters):
-        // A waiter that runs on this executor enqueues a job, which this loop then runs.
-        for waiter in waiters { waiter.resume() }
-      case .stop:
-        return
-      }
+      } else if waiters.isEmpty { return }
+      // A waiter that runs on this executor enqueues a job, which this loop then runs.
+      for waiter in waiters { waiter.resume() }
     }
+    // The turn is used up: the next drain takes over, queued behind what else waits for the thread.
+    startDrainer()
   }
 
   /// Remembers `source` (once) as something the code under test on this clock may wait in.
@@ -132,67 +108,36 @@ final class TestExecutor: TaskExecutor, Sendable {
     }
   }
 
-  /// What the code under test waits in right now, one line per wait: the stubs' parked calls and
-  /// the gates' parked callers, in the order the sources were first used, then the sleepers in
-  /// firing order. Described outside the lock: a description reads the source's own state and
-  /// formats the code under test's arguments.
-  func describeWaits() -> [String] {
-    let sources = waitSources.withLock { $0.compactMap(\.source) }
-    return sources.flatMap { $0.describeWaits() } + describeSleepers()
+  /// What the code under test waits in right now, as the lines of an issue (`none` when nothing
+  /// is): the stubs' parked calls and the gates' parked callers, in the order the sources were first
+  /// used, then the sleepers in firing order. Described outside the lock: a description reads the
+  /// source's own state and formats the code under test's arguments.
+  func parkedList(none: String) -> String {
+    let waits = waitSources.withLock { $0.compactMap(\.source) }.flatMap { $0.describeWaits() } + describeSleepers()
+    return waits.isEmpty ? none : waits.map { "\n- \($0)" }.joined()
   }
 
   /// The clock lets a task go (see `State.inTransit`): it is not idle until ``endTransit()``.
   /// Called before the continuation is resumed.
   func beginTransit() {
-    state.withLock { state in
-      state.inTransit += 1
-      state.activity += 1
-    }
+    state.withLock { state in (state.inTransit, state.activity) = (state.inTransit + 1, state.activity + 1) }
   }
 
   /// The task let go in ``beginTransit()`` has arrived, on its own isolation.
   func endTransit() {
     let waiters = state.withLock { state in
       state.inTransit -= 1
-      return state.draining ? [] : state.takeIdleWaiters()
+      return state.idleWaiters.reached(state.idle)
     }
     for waiter in waiters { waiter.resume() }
   }
 
-  private var activity: Int {
-    state.withLock { $0.activity }
-  }
-
   /// Whether the current task prefers this executor, so that its jobs run here.
-  var isPreferredByCurrentTask: Bool {
-    let mine = asUnownedTaskExecutor()
-    return withUnsafeCurrentTask { $0?.unownedTaskExecutor == mine }
-  }
+  var isPreferredByCurrentTask: Bool { withUnsafeCurrentTask { $0?.unownedTaskExecutor == asUnownedTaskExecutor() } }
 
   /// Suspends until no job is queued or running on this executor and no task it let go is in
   /// transit, or until the calling task is cancelled.
-  func idle() async {
-    let id = state.withLock { state in
-      defer { state.nextWaiterID += 1 }
-      return state.nextWaiterID
-    }
-    await withTaskCancellationHandler {
-      await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-        let resumeNow = state.withLock { state in
-          if state.isIdle || Task.isCancelled { return true }
-          state.idleWaiters.append((id, continuation))
-          return false
-        }
-        if resumeNow { continuation.resume() }
-      }
-    } onCancel: {
-      let waiter = state.withLock { state -> UnsafeContinuation<Void, Never>? in
-        guard let index = state.idleWaiters.firstIndex(where: { $0.id == id }) else { return nil }
-        return state.idleWaiters.remove(at: index).continuation
-      }
-      waiter?.resume()
-    }
-  }
+  func idle() async { await state.waitUntil(count: 1, of: \.idle, watchers: \.idleWaiters) }
 }
 
 // MARK: Settling and barriers
@@ -212,23 +157,17 @@ extension TestExecutor {
   /// Lets this executor, the tasks it let go and the main actor run until none has anything
   /// runnable that the clock can see; returns early if the caller is cancelled.
   func settle() async {
-    if isPreferredByCurrentTask {
-      // Called from a task on the clock: its own resumptions would count as activity every time.
-      await withTaskExecutorPreference(globalConcurrentExecutor) { await settleRounds() }
-    } else {
-      await settleRounds()
-    }
-  }
-
-  private func settleRounds() async {
-    await idle()
-    var quiet = 0
-    while quiet < Self.quietRounds, !Task.isCancelled {
-      let before = activity
-      // A new task, not `MainActor.run`: it is enqueued even when the caller is on the main actor.
-      await Task { @MainActor in }.value
+    // Called from a task on the clock, its own resumptions would count as activity every time.
+    await withTaskExecutorPreference(isPreferredByCurrentTask ? globalConcurrentExecutor : nil) {
       await idle()
-      quiet = activity == before ? quiet + 1 : 0
+      var quiet = 0
+      while quiet < Self.quietRounds, !Task.isCancelled {
+        let before = state.withLock { $0.activity }
+        // A new task, not `MainActor.run`: it is enqueued even when the caller is on the main actor.
+        await Task { @MainActor in }.value
+        await idle()
+        quiet = state.withLock { $0.activity } == before ? quiet + 1 : 0
+      }
     }
   }
 
@@ -239,7 +178,7 @@ extension TestExecutor {
   /// call that never comes fails in milliseconds, with a message, instead of at its time limit.
   func barrier(
     _ what: @escaping @Sendable () -> String, isMet: @escaping @Sendable () -> Bool,
-    wait: @escaping @Sendable () async -> Void, at caller: SourceCaller
+    wait: @escaping @Sendable () async -> Void, fileID: String, filePath: String, line: Int, column: Int
   ) async {
     if isMet() { return }
     let reached = await withTaskGroup(of: Bool.self) { group in
@@ -257,44 +196,12 @@ extension TestExecutor {
     }
     // The waiting test was cancelled (its time limit): it is failing already, and says so.
     if reached || isMet() || Task.isCancelled { return }
-    let waits = describeWaits()
-    let parked = waits.isEmpty ? " nothing AsyncFlowTesting can see" : waits.map { "\n- \($0)" }.joined()
+    let parked = parkedList(none: " nothing AsyncFlowTesting can see")
     recordIssue(
       """
       \(what()). The clock's schedule is idle and nothing on it can meet this any more: is the code \
       under test stuck, or waiting for work off the clock (a `Task { }` of its own, real I/O)? Parked:\(parked)
-      """, at: caller)
-  }
-}
-
-extension TestExecutor {
-  /// The executor of the clock whose schedule the current task belongs to (the task-local that
-  /// `clock.task`, `onSchedule` and `withTestClock` set, inherited by `Task { }`), else `home`,
-  /// the one where `source` was made or registered; it watches `source` from now on.
-  static func current(home: TestExecutor?, for source: some WaitSource) -> TestExecutor? {
-    guard let executor = (FlowScheduling.executor as? TestExecutor) ?? home else { return nil }
-    executor.watch(source)
-    return executor
-  }
-
-  /// ``current(home:for:)`` for a wait of the code under test (`what`, from `isolation`), which
-  /// records an issue when the caller is off the clock: neither on its executor nor on the main
-  /// actor, which it settles.
-  static func current(
-    home: TestExecutor?, for source: some WaitSource, isolation: (any Actor)?, _ what: () -> String
-  ) -> TestExecutor? {
-    guard let executor = current(home: home, for: source) else { return nil }
-    if !executor.isPreferredByCurrentTask, isolation.map({ $0 !== MainActor.shared }) ?? true {
-      recordIssue(
-        """
-        \(what()) was reached from a task that does not run on the test clock's executor (a `Task { }` or \
-        `Task.detached { }` of the code under test?). The clock waits for the answer to reach that task, but \
-        cannot wait for what the task does after it, so `runCurrent()` may return before it is done. Start \
-        that work through AsyncFlow (an operator, a sink, `TaskSlots`) inside `@Test(.onTestClock)`, start it \
-        with `clock.task { }`, or make the caller `@MainActor`.
-        """)
-    }
-    return executor
+      """, at: (fileID, filePath, line, column))
   }
 }
 
@@ -303,10 +210,6 @@ extension TestExecutor {
 protocol WaitSource: AnyObject, Sendable {
   /// One line per wait, e.g. `ControlledCalls<String, Int>: call 0 ("sw") waits for its answer`.
   func describeWaits() -> [String]
-
-  /// Makes `executor` the source's clock if it has none yet, and watches the source there: for a
-  /// source registered with a clock after it was made (an ``ExplorationRun``'s).
-  func adopt(_ executor: TestExecutor)
 }
 
 private struct WeakWaitSource {

@@ -73,22 +73,21 @@ struct BrokenPipelineTests {
   }
 
   /// The message names what the code under test is parked in: here the first of two calls came
-  /// and waits. The barrier gives up once the clock is idle and a dozen main-actor hops ran
-  /// nothing: well inside the suite's minute. The bound here is loose on purpose (a wall-clock
-  /// figure in a unit test): in the full suite, beside three builds (a load average of 9 on two
-  /// cores), one barrier gave up after 0.2 to 2.1 s, behind the other tests' main-actor jobs.
+  /// and waits. The barrier gives up by itself, once the clock is idle and its quiet main-actor
+  /// rounds ran nothing, not when the test's time limit cancels it (a barrier that waited for the
+  /// limit would return cancelled, with no message). How long that takes is no unit test's
+  /// business: on a loaded machine it is however long the main actor takes to come round.
   @Test func aBarrierThatGivesUpNamesTheParkedCalls() async {
     let calls = ControlledCalls<String, Int>()
     let first = TestClock.current.task { await calls.call("a") }
     let message = LockedState("")
-    let started = ContinuousClock.now
     await withKnownIssue {
       await calls.calls(count: 2)
     } matching: { issue in
       message.withLock { $0 = issue.comments.map(\.rawValue).joined() }
       return true
     }
-    #expect(ContinuousClock.now - started < .seconds(15))
+    #expect(!Task.isCancelled, "the barrier returned because the test ran out of time, not by itself")
     #expect(message.withLock { $0 }.hasPrefix(#"ControlledCalls<String, Int>.calls(count: 2): 1 call made, 1 parked: call 0 ("a")"#))
     #expect(message.withLock { $0 }.contains(#"- ControlledCalls<String, Int>: call 0 ("a") waits for its answer"#))
     calls.respond(to: "a", with: 1)

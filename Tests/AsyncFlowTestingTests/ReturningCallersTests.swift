@@ -63,10 +63,11 @@ private final class Shown {
 }
 
 /// Holds the way back of the caller that `letGo` answers while `runCurrent()` runs, and frees it
-/// once the clock returned, or once the test has yielded 1,000 times (a clock-free bound: the
-/// twelve quiet rounds that end settling took 13 yields when idle, fewer in the full suite, whose
-/// main actor is busy). Returns whether the clock returned while the way back was held, and what
-/// the caller had when it returned.
+/// once three idle clocks on the same main actor have settled after it, one after the other: the
+/// bound is counted in the settling rule's own rounds (eight quiet main-actor rounds each), so a
+/// clock that did not count the caller on its way back has returned by then however loaded the
+/// machine is, and a clock that does keeps waiting. Returns whether the clock returned while the
+/// way back was held, and what the caller had when it returned.
 @MainActor
 private func settleWhileHeld(_ hops: HeldHops, _ shown: Shown, letGo: () -> Void) async -> Settled {
   let clock = TestClock.current
@@ -77,14 +78,10 @@ private func settleWhileHeld(_ hops: HeldHops, _ shown: Shown, letGo: () -> Void
     shown.settled = true
     return shown.value
   }
-  // Yielded from a task of its own, off the clock's executor: the test's own task prefers it, so
-  // each of its yields would be a job there, and the clock never settles while jobs keep coming.
+  // From a task of its own, off the clock's executor: the test's own task prefers it, so each of
+  // its hops would be a job there, and the clock never settles while jobs keep coming.
   await Task { @MainActor in
-    var yields = 0
-    while !shown.settled, yields < 1_000 {
-      await Task.yield()
-      yields += 1
-    }
+    for _ in 0..<3 where !shown.settled { await TestClock().runCurrent() }
   }.value
   let returnedWhileHeld = shown.settled
   hops.release()
