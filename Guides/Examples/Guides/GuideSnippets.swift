@@ -93,6 +93,23 @@ public func searchBox<C: Clock>(
 }
 // endregion: time-search-box
 
+// region: time-typed-timeout
+/// A search with a deadline: the timeout is a case of its own beside the client's typed failure.
+public func searchWithin<C: Clock>(
+  _ limit: C.Duration, query: String, client: ArticlesClient, clock: C
+) async -> String {
+  var results = client.search(query).timeoutFlow(after: limit, clock: clock).makeAsyncIterator()
+  do throws(FlowTimeoutFailure<ClientError>) {
+    return "\(try await results.next()?.count ?? 0) articles"
+  } catch {
+    switch error {
+    case .timedOut: return "The search took too long"
+    case .upstream(.notFound): return "Nothing found"
+    }
+  }
+}
+// endregion: time-typed-timeout
+
 // region: hot-sources-search-text
 /// A text field's callback sends into a subject; a main-actor sink shows the states.
 @MainActor
