@@ -47,6 +47,18 @@ struct GuideSnippetsTests {
     #expect(result.last?.value == [Article(title: "swiftui")])
   }
 
+  @Test func stopEarly() async throws {
+    let many = ArticlesClient(pages: [(0..<8).map { Article(title: "swift \($0)") }])
+    let clock = TestClock.current
+    let found = clock.task { () -> Result<[Article], ClientError> in
+      do throws(ClientError) {
+        return .success(try await firstTen(of: ["swift", "swift 1", "swift 2"], client: many))
+      } catch { return .failure(error) }
+    }
+    await clock.run()
+    #expect(try await bounded(found, "found")?.get().count == 10)
+  }
+
   @Test func typedTimeout() async {
     let clock = TestClock.current
     let slow = ArticlesClient(pages: [])
