@@ -47,6 +47,36 @@ struct GuideSnippetsTests {
     #expect(result.last?.value == [Article(title: "swiftui")])
   }
 
+  @Test func stopEarly() async throws {
+    let many = ArticlesClient(pages: [(0..<8).map { Article(title: "swift \($0)") }])
+    let clock = TestClock.current
+    let found = clock.task { () -> Result<[Article], ClientError> in
+      do throws(ClientError) {
+        return .success(try await firstTen(of: ["swift", "swift 1", "swift 2"], client: many))
+      } catch { return .failure(error) }
+    }
+    await clock.run()
+    #expect(try await bounded(found, "found")?.get().count == 10)
+  }
+
+  @Test func typedTimeout() async {
+    let clock = TestClock.current
+    let slow = ArticlesClient(pages: [])
+    let found = clock.task { await searchWithin(.seconds(5), query: "swift", client: self.client, clock: clock) }
+    let failed = clock.task { await searchWithin(.seconds(5), query: "fail", client: slow, clock: clock) }
+    await clock.run()
+    #expect(await bounded(found, "found") == "2 articles")
+    #expect(await bounded(failed, "failed") == "Nothing found")
+    let silent = Flow<[Article], ClientError> { _ in await Gate().wait() }  // parked until cancelled
+    let timedOut = clock.task { () -> FlowTimeoutFailure<ClientError>? in
+      var timed = silent.timeoutFlow(after: .seconds(5), clock: clock).makeAsyncIterator()
+      do throws(FlowTimeoutFailure<ClientError>) { _ = try await timed.next() } catch { return error }
+      return nil
+    }
+    await clock.advance(by: .seconds(5))
+    #expect(await bounded(timedOut, "timedOut") == .timedOut)
+  }
+
   @Test @MainActor func hotSourceSink() async {
     let clock = TestClock.current
     // Made on the clock's schedule, the model's pipeline runs there, and runCurrent() waits for it

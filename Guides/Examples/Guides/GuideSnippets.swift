@@ -93,6 +93,40 @@ public func searchBox<C: Clock>(
 }
 // endregion: time-search-box
 
+// region: flattening-stop-early
+/// A fan-out that stops at the first ten results: the searches still running are cancelled, and
+/// `collectWhile` returns only once they have ended, so no backend call outlives the handler.
+public func firstTen(
+  of queries: [String], client: ArticlesClient
+) async throws(ClientError) -> [Article] {
+  var found: [Article] = []
+  try await Flow.sequence(queries)
+    .mergeFlow(maxConcurrent: 3) { query in client.search(query) }
+    .collectWhile { articles in
+      found += articles
+      return found.count < 10
+    }
+  return Array(found.prefix(10))
+}
+// endregion: flattening-stop-early
+
+// region: time-typed-timeout
+/// A search with a deadline: the timeout is a case of its own beside the client's typed failure.
+public func searchWithin<C: Clock>(
+  _ limit: C.Duration, query: String, client: ArticlesClient, clock: C
+) async -> String {
+  var results = client.search(query).timeoutFlow(after: limit, clock: clock).makeAsyncIterator()
+  do throws(FlowTimeoutFailure<ClientError>) {
+    return "\(try await results.next()?.count ?? 0) articles"
+  } catch {
+    switch error {
+    case .timedOut: return "The search took too long"
+    case .upstream(.notFound): return "Nothing found"
+    }
+  }
+}
+// endregion: time-typed-timeout
+
 // region: hot-sources-search-text
 /// A text field's callback sends into a subject; a main-actor sink shows the states.
 @MainActor

@@ -1,18 +1,19 @@
 /// The failure of
-/// ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)->AsyncTimeoutFlowSequence<Self,C,Error>``:
-/// the upstream took longer than the interval to deliver an element or its end.
+/// ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)->AsyncTimeoutFlowSequence<Self,C,FlowTimeoutError>``
+/// over a sequence that cannot fail: the upstream took longer than the interval to deliver an
+/// element or its end. Over a sequence that can fail, the timeout is ``FlowTimeoutFailure/timedOut``.
 ///
 /// ```swift
-/// let pages = Flow<[Item], any Error> { emitter in await emitter.emit(try await api.articles(page: 1)) }
+/// let heartbeats = PassthroughFlow<Int, Never>()
 /// do {
-///   for try await page in pages.timeoutFlow(after: .seconds(5)) { print(page) }
-/// } catch is FlowTimeoutError { print("The server is taking too long") }
+///   for try await beat in heartbeats.timeoutFlow(after: .seconds(30)) { print(beat) }
+/// } catch { print("The server went silent") }  // error: FlowTimeoutError
 /// ```
 public struct FlowTimeoutError: Error, Hashable, Sendable, CustomStringConvertible {
   /// Creates the error.
   ///
   /// ```swift
-  /// var iterator = pages.timeoutFlow(after: .seconds(5)).makeAsyncIterator()
+  /// var iterator = heartbeats.timeoutFlow(after: .seconds(30)).makeAsyncIterator()
   /// await #expect(throws: FlowTimeoutError()) { try await iterator.next() }
   /// ```
   public init() {}
@@ -25,41 +26,106 @@ public struct FlowTimeoutError: Error, Hashable, Sendable, CustomStringConvertib
   public var description: String { "The sequence timed out." }
 }
 
+/// The failure of
+/// ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)->AsyncTimeoutFlowSequence<Self,C,FlowTimeoutFailure<Self.Failure>>``
+/// over a sequence that can fail: the timeout, or the upstream's own failure, whose type it keeps.
+///
+/// ```swift
+/// let pages = api.rows()  // Flow<[Item], APIError>
+/// do throws(FlowTimeoutFailure<APIError>) {
+///   for try await page in pages.timeoutFlow(after: .seconds(5)) { print(page) }
+/// } catch .timedOut {
+///   print("The server is taking too long")
+/// } catch .upstream(let failure) {
+///   print("The server failed: \(failure)")  // failure: APIError
+/// }
+/// ```
+public enum FlowTimeoutFailure<Upstream: Error>: Error, CustomStringConvertible {
+  /// The upstream took longer than the interval to deliver an element or its end.
+  ///
+  /// ```swift
+  /// let timedOut: FlowTimeoutFailure<APIError> = .timedOut
+  /// ```
+  case timedOut
+  /// The upstream failed before the interval passed.
+  ///
+  /// ```swift
+  /// let failed = FlowTimeoutFailure<APIError>.upstream(APIError.offline)
+  /// ```
+  case upstream(Upstream)
+
+  /// The upstream's failure, or `nil` for a timeout.
+  ///
+  /// ```swift
+  /// let cause = FlowTimeoutFailure<APIError>.upstream(.offline).upstreamFailure  // .offline
+  /// ```
+  public var upstreamFailure: Upstream? {
+    guard case .upstream(let failure) = self else { return nil }
+    return failure
+  }
+
+  /// A short description for logs: the timeout's, or the upstream failure's.
+  ///
+  /// ```swift
+  /// print(FlowTimeoutFailure<APIError>.timedOut)  // The sequence timed out.
+  /// ```
+  public var description: String {
+    switch self {
+    case .timedOut: FlowTimeoutError().description
+    case .upstream(let failure): "\(failure)"
+    }
+  }
+}
+
+extension FlowTimeoutFailure: Equatable where Upstream: Equatable {}
+extension FlowTimeoutFailure: Hashable where Upstream: Hashable {}
+
 extension AsyncSequence where Self: Sendable, Element: Sendable {
-  /// Fails with ``FlowTimeoutError`` when the upstream takes longer than `interval` to deliver an
-  /// element or its end, and cancels the upstream. The time is counted from the start of the
+  /// Fails with ``FlowTimeoutFailure/timedOut`` when the upstream takes longer than `interval` to
+  /// deliver an element or its end, and cancels the upstream; the upstream's own failure comes as
+  /// ``FlowTimeoutFailure/upstream(_:)``, with its type. The time is counted from the start of the
   /// iteration and from each hand-over of an element; it pauses while an element waits for a slow
   /// consumer. The failure comes once the upstream has returned from its cancellation; if it fails
   /// meanwhile (it ignored the cancellation), its failure is dropped: the first end wins, and the
-  /// sequence still fails with ``FlowTimeoutError``.
+  /// sequence still fails with ``FlowTimeoutFailure/timedOut``.
   ///
   /// A zero `interval` times out at once unless the upstream hands over its element or its end
   /// without suspending: a synchronous source passes whole, while one that waits, even for an
   /// element of the same instant, fails (`a|` gives `#`), as Kotlin's `timeout` does with zero.
   ///
   /// ```swift
-  /// let page = try await pages.timeoutFlow(after: .seconds(5), clock: clock).first { _ in true }
+  /// let pages = api.rows()  // Flow<[Item], APIError>
+  /// var firstPage = pages.timeoutFlow(after: .seconds(5), clock: clock).makeAsyncIterator()
+  /// do throws(FlowTimeoutFailure<APIError>) {
+  ///   print(try await firstPage.next() ?? [])
+  /// } catch .timedOut {
+  ///   print("The server is taking too long")
+  /// } catch .upstream(let failure) {
+  ///   print("The server failed: \(failure)")  // failure: APIError
+  /// }
   /// ```
   public func timeoutFlow<C: Clock>(
     after interval: C.Duration, clock: C
-  ) -> AsyncTimeoutFlowSequence<Self, C, any Error> {
+  ) -> AsyncTimeoutFlowSequence<Self, C, FlowTimeoutFailure<Failure>> {
     precondition(interval >= .zero, "timeoutFlow(after:clock:): interval must be 0 or greater, got \(interval)")
-    return timingOut(after: interval, clock: clock, with: FlowTimeoutError(), mapFailure: { $0 })
+    return timingOut(after: interval, clock: clock, with: .timedOut, mapFailure: { .upstream($0) })
   }
 
-  /// ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)->AsyncTimeoutFlowSequence<Self,C,Error>``
+  /// ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)->AsyncTimeoutFlowSequence<Self,C,FlowTimeoutFailure<Self.Failure>>``
   /// on the `ContinuousClock`.
   ///
   /// ```swift
   /// let timedPages = pages.timeoutFlow(after: .seconds(5))
   /// ```
-  public func timeoutFlow(after interval: Duration) -> AsyncTimeoutFlowSequence<Self, ContinuousClock, any Error> {
+  public func timeoutFlow(
+    after interval: Duration
+  ) -> AsyncTimeoutFlowSequence<Self, ContinuousClock, FlowTimeoutFailure<Failure>> {
     timeoutFlow(after: interval, clock: ContinuousClock())
   }
 
   /// Finishes, instead of failing, when the upstream takes longer than `interval` to deliver an
   /// element or its end; see
-  /// ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)->AsyncTimeoutFlowSequence<Self,C,Error>``.
+  /// ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)->AsyncTimeoutFlowSequence<Self,C,FlowTimeoutFailure<Self.Failure>>``.
   /// A zero `interval` finishes at once unless the upstream hands over without suspending.
   ///
   /// ```swift
@@ -131,10 +197,11 @@ extension AsyncSequence where Self: Sendable, Element: Sendable, Failure == Neve
 }
 
 /// The sequence made by
-/// ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)->AsyncTimeoutFlowSequence<Self,C,Error>`` and
-/// ``_Concurrency/AsyncSequence/timeoutFlow(finishingAfter:clock:)``: the upstream's elements, until
-/// it takes longer than the interval. `Failure` is ``FlowTimeoutError`` for an upstream that cannot
-/// fail, `any Error` for one that can, and the upstream's own for `finishingAfter:`. A concrete
+/// ``_Concurrency/AsyncSequence/timeoutFlow(after:clock:)->AsyncTimeoutFlowSequence<Self,C,FlowTimeoutFailure<Self.Failure>>``
+/// and ``_Concurrency/AsyncSequence/timeoutFlow(finishingAfter:clock:)``: the upstream's elements,
+/// until it takes longer than the interval. `Failure` is ``FlowTimeoutError`` for an upstream that
+/// cannot fail, ``FlowTimeoutFailure`` over the upstream's failure for one that can, and the
+/// upstream's own for `finishingAfter:`. A concrete
 /// type, so that it can be stored in a property.
 ///
 /// ```swift

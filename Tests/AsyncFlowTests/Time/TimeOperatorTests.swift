@@ -125,6 +125,40 @@ struct TimeOperatorTests {
     #expect(failure == FlowTimeoutError())
   }
 
+  @Test func timeoutOnATypedSequenceKeepsItsFailureAndAddsTheTimeout() async {
+    let never = Gate()
+    let silent = Flow<Int, TestError> { _ in await never.wait() }  // parked until cancelled
+    let timedOut = clock.task { await collect(silent.timeoutFlow(after: .seconds(1), clock: self.clock)) }
+    await clock.advance(by: .seconds(1))
+    #expect(await bounded(timedOut, "timedOut")?.failure == .timedOut)
+
+    let failing = Flow<Int, TestError>.fail(TestError(id: 7)).timeoutFlow(after: .seconds(1), clock: clock)
+    let failed = clock.task { await collect(failing) }
+    await clock.run()
+    let failure: FlowTimeoutFailure<TestError>?? = await bounded(failed, "failed")?.failure
+    #expect(failure == .upstream(TestError(id: 7)))
+    #expect(failure??.upstreamFailure == TestError(id: 7))
+  }
+
+  @Test func aTypedTimeoutIsCaughtByItsCases() async {
+    let never = Gate()
+    let silent = Flow<Int, TestError> { _ in await never.wait() }
+    let caught = clock.task { () -> String in
+      var iterator = silent.timeoutFlow(after: .seconds(1), clock: self.clock).makeAsyncIterator()
+      do throws(FlowTimeoutFailure<TestError>) {
+        _ = try await iterator.next()
+        return "no failure"
+      } catch {
+        switch error {
+        case .timedOut: return "timed out"
+        case .upstream(let failure): return "upstream \(failure.id)"
+        }
+      }
+    }
+    await clock.advance(by: .seconds(1))
+    #expect(await bounded(caught, "caught") == "timed out")
+  }
+
   // MARK: Flow.timer
 
   @Test func timerTicksEveryInterval() async {
@@ -147,7 +181,7 @@ private struct StoredPipelines: Sendable {
   let throttled: AsyncThrottleFlowSequence<Flow<Int, Never>, TestClock>
   let delayed: AsyncDelayFlowSequence<Flow<Int, Never>, TestClock>
   let timedOut: AsyncTimeoutFlowSequence<Flow<Int, Never>, TestClock, FlowTimeoutError>
-  let timedOutOrFailed: AsyncTimeoutFlowSequence<Flow<Int, TestError>, TestClock, any Error>
+  let timedOutOrFailed: AsyncTimeoutFlowSequence<Flow<Int, TestError>, TestClock, FlowTimeoutFailure<TestError>>
   let finishing: AsyncTimeoutFlowSequence<Flow<Int, Never>, TestClock, Never>
 
   init(clock: TestClock) {
@@ -319,13 +353,13 @@ struct TimeoutAfterTheTimeoutTests {
     let timed = FailsWhenReleased(release: release, log: log).timeoutFlow(after: .seconds(1), clock: clock)
     let result = clock.task {
       let failure = await collect(timed).failure
-      log.append("consumer got \(failure.map { "\(type(of: $0))" } ?? "nil")")
+      log.append("consumer got \(failure.map { "\($0 == .timedOut ? "timedOut" : "\($0)")" } ?? "nil")")
     }
     await clock.advance(by: .seconds(1))
     #expect(log.all.isEmpty)  // the consumer waits for the upstream, which ignores cancellation
     release.fire()
     await bounded(result, "result")
-    #expect(log.all == ["upstream failed", "consumer got FlowTimeoutError"])
+    #expect(log.all == ["upstream failed", "consumer got timedOut"])
   }
 
   @Test func anUpstreamFailingAfterTheFinishingTimeoutFiredStillFinishes() async {
