@@ -8,12 +8,14 @@
 /// for await group in events.grouped(by: \.user) {
 ///   print("first event of \(group.key)")  // then hand `group` to that user's pipeline
 /// }
+/// let group: FlowGroup<String, (user: String, action: String), Never>? =
+///   await events.grouped(by: \.user).makeAsyncIterator().next()
 /// ```
 public struct FlowGroup<Key: Hashable & Sendable, Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
   /// The key every element of this group has.
   ///
   /// ```swift
-  /// let user = group.key
+  /// let user = group?.key
   /// ```
   public let key: Key
   let handle: any FlowGroupSource<Element, Failure>
@@ -26,7 +28,7 @@ public struct FlowGroup<Key: Hashable & Sendable, Element: Sendable, Failure: Er
   /// Makes the group's one iterator; a second is a programmer error.
   ///
   /// ```swift
-  /// var elements = group.makeAsyncIterator()
+  /// var elements = group?.makeAsyncIterator()
   /// ```
   public func makeAsyncIterator() -> Iterator {
     handle.makeIterator()
@@ -36,8 +38,7 @@ public struct FlowGroup<Key: Hashable & Sendable, Element: Sendable, Failure: Er
   /// The iterator of a ``FlowGroup``.
   ///
   /// ```swift
-  /// var elements = group.makeAsyncIterator()
-  /// while let element = await elements.next(isolation: #isolation) { print(element) }
+  /// while let element = await elements?.next(isolation: #isolation) { print(element) }
   /// ```
   public struct Iterator: AsyncIteratorProtocol {
     let handle: any FlowGroupSource<Element, Failure>
@@ -46,7 +47,7 @@ public struct FlowGroup<Key: Hashable & Sendable, Element: Sendable, Failure: Er
     /// task is cancelled; throws the base's failure after the group's buffered elements.
     ///
     /// ```swift
-    /// let element = await elements.next(isolation: #isolation)
+    /// let element = await elements?.next(isolation: #isolation)
     /// ```
     public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
       try await handle.next(isolation: actor)
@@ -55,7 +56,7 @@ public struct FlowGroup<Key: Hashable & Sendable, Element: Sendable, Failure: Er
     /// The group's next element; see ``next(isolation:)``.
     ///
     /// ```swift
-    /// let element = await elements.next()
+    /// let element = await elements?.next()
     /// ```
     public mutating func next() async throws(Failure) -> Element? {
       try await handle.next(isolation: nil)

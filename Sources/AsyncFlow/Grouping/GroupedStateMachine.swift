@@ -38,6 +38,8 @@ struct GroupedStateMachine<Key: Hashable, Element, Failure: Error, OuterWaiter, 
   var nextID = 0
   /// The pump's task, kept after the end: the outer consumer's end comes after it.
   var pumpTask: TaskHandle?
+  /// Whether the outer consumer was given the end (its failure, if any).
+  var outerGotItsEnd = false
 
   init(limit: Int) {
     self.limit = limit
@@ -61,8 +63,12 @@ struct GroupedStateMachine<Key: Hashable, Element, Failure: Error, OuterWaiter, 
       phase = .running(nil)
       return .startPump
     case .running: return .suspend
-    case .ended(.failed(let failure)): return .end(failure)
-    case .ended: return .end(nil)
+    case .ended(let end):
+      // The failure comes once; every `next()` after it answers `nil`.
+      guard !outerGotItsEnd else { return .end(nil) }
+      outerGotItsEnd = true
+      if case .failed(let failure) = end { return .end(failure) }
+      return .end(nil)
     }
   }
 
