@@ -8,8 +8,8 @@
 /// for await group in events.grouped(by: \.user) {
 ///   print("first event of \(group.key)")  // then hand `group` to that user's pipeline
 /// }
-/// let group: FlowGroup<String, (user: String, action: String), Never>? =
-///   await events.grouped(by: \.user).makeAsyncIterator().next()
+/// var groups = events.grouped(by: \.user).makeAsyncIterator()
+/// let group: FlowGroup<String, (user: String, action: String), Never>? = await groups.next()
 /// ```
 public struct FlowGroup<Key: Hashable & Sendable, Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
   /// The key every element of this group has.
