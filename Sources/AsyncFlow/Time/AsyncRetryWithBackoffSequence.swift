@@ -15,6 +15,14 @@ extension AsyncSequence where Self: Sendable {
   /// limit would end the shared feed for every later subscriber too). Only failures are retried: a
   /// connection whose server close finishes the base ends here too, so make the close a failure.
   /// Cancelling the consumer during a wait ends the sequence at once, without another attempt.
+  ///
+  /// The decision, `shouldRetry`, is asked after each failure that has retries left, before the
+  /// wait. It may `await`: a recovery that must come before the next attempt (a token refresh,
+  /// joined by every caller through a ``SingleFlight``) runs inside it, and the wait starts once it
+  /// has answered. It may throw a `Failure` to stop: the sequence then ends with that failure,
+  /// without another attempt (a refresh that failed). A consumer cancelled while the decision runs
+  /// gets `nil`, whatever it answers or throws. Without it, every failure is retried. It runs
+  /// in the consumer's task, off the consumer's actor unless it is isolated to one.
   /// A zero delay (`initialDelay: .zero`, or `maxDelay: .zero`) retries at once, without sleeping
   /// on the clock: the attempts run at one instant, each once the one before has ended (`a#` with
   /// two retries gives `aaa#`).
@@ -38,6 +46,13 @@ extension AsyncSequence where Self: Sendable {
   ///   .retryWithBackoff(maxRetries: 3, initialDelay: .seconds(1), jitter: 0.5, using: Seeded(state: 42), clock: clock)
   /// let reconnecting = quotes  // for as long as someone watches
   ///   .retryWithBackoff(maxRetries: .max, initialDelay: .seconds(1), resetAfterElement: true, clock: clock)
+  /// @Sendable func refreshToken() async throws(APIError) -> String { "fresh" }  // the auth call, storing it
+  /// let refreshes = SingleFlight<String, String, APIError>()
+  /// let authorized = api.rows()  // a 401 refreshes the token, once for every caller, then goes again
+  ///   .retryWithBackoff(maxRetries: 1, initialDelay: .zero, clock: clock) { failure throws(APIError) in
+  ///     guard failure == .server(status: 401) else { return false }
+  ///     return try await refreshes.run("token", operation: refreshToken) != nil
+  ///   }
   /// ```
   ///
   /// - Warning: With `resetAfterElement: true`, a source that delivers one element and then fails
@@ -46,8 +61,12 @@ extension AsyncSequence where Self: Sendable {
   public func retryWithBackoff<C: Clock>(
     maxRetries: Int, initialDelay: Duration, multiplier: Double = 2, maxDelay: Duration = .seconds(60),
     jitter: Double = 0, using generator: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator(),
-    resetAfterElement: Bool = false, clock: C, while shouldRetry: @escaping @Sendable (Failure) -> Bool = { _ in true }
+    resetAfterElement: Bool = false, clock: C,
+    while shouldRetry: (@Sendable (Failure) async throws(Failure) -> Bool)? = nil
   ) -> AsyncRetryWithBackoffSequence<Self, C> where C.Duration == Duration {
+    // `shouldRetry` is optional rather than defaulting to `{ _ in true }`: Swift 6.3.1 crashes in
+    // SILGen (a reabstraction thunk of the default) on an async typed-throws default closure whose
+    // failure is `Never`.
     precondition(maxRetries >= 0, "retryWithBackoff: maxRetries must be 0 or greater, got \(maxRetries)")
     precondition(initialDelay >= .zero, "retryWithBackoff: initialDelay must be 0 or greater, got \(initialDelay)")
     precondition(maxDelay >= .zero, "retryWithBackoff: maxDelay must be 0 or greater, got \(maxDelay)")
@@ -70,7 +89,7 @@ extension AsyncSequence where Self: Sendable {
   public func retryWithBackoff(
     maxRetries: Int, initialDelay: Duration, multiplier: Double = 2, maxDelay: Duration = .seconds(60),
     jitter: Double = 0, using generator: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator(),
-    resetAfterElement: Bool = false, while shouldRetry: @escaping @Sendable (Failure) -> Bool = { _ in true }
+    resetAfterElement: Bool = false, while shouldRetry: (@Sendable (Failure) async throws(Failure) -> Bool)? = nil
   ) -> AsyncRetryWithBackoffSequence<Self, ContinuousClock> {
     retryWithBackoff(
       maxRetries: maxRetries, initialDelay: initialDelay, multiplier: multiplier, maxDelay: maxDelay, jitter: jitter,
@@ -148,7 +167,8 @@ where C.Duration == Duration {
   let base: Base
   let policy: Policy
   let clock: C
-  let shouldRetry: @Sendable (Base.Failure) -> Bool
+  /// `nil` retries every failure.
+  let shouldRetry: (@Sendable (Base.Failure) async throws(Base.Failure) -> Bool)?
 
   /// Makes an iterator for the first attempt.
   ///
@@ -208,7 +228,20 @@ where C.Duration == Duration {
           return element
         } catch {
           if Task.isCancelled { return nil }
-          guard retries < sequence.policy.maxRetries, sequence.shouldRetry(error) else { throw error }
+          guard retries < sequence.policy.maxRetries else { throw error }
+          // The decision may await (a token refresh) and may throw to stop with a failure of its
+          // own. A consumer cancelled meanwhile gets no failure and no new attempt.
+          var retrying = true
+          if let shouldRetry = sequence.shouldRetry {
+            do throws(Base.Failure) {
+              retrying = try await shouldRetry(error)
+            } catch let refusal {
+              if Task.isCancelled { return nil }
+              throw refusal
+            }
+            if Task.isCancelled { return nil }
+          }
+          guard retrying else { throw error }
           retries += 1
           let policy = sequence.policy
           let delay = policy.jittered(nextDelay, using: &generator)

@@ -268,6 +268,20 @@ let contextTable: [ContextCase] = [
           return probe.inner($0)
         }))
   },
+  ContextCase("grouped(by:) into mergeFlow", places: ["upstream body", "upstream map", "key"]) { probe in
+    AnyStepper(
+      probe.upstream().grouped(by: {
+        probe.note("key")
+        return $0 % 2
+      }).mergeFlow { $0 })
+  },
+  ContextCase("grouped(by:) (the groups alone)", places: ["upstream body", "upstream map", "key"]) { probe in
+    AnyStepper(
+      probe.upstream().grouped(by: {
+        probe.note("key")
+        return $0 % 2
+      }).map(\.key))
+  },
   ContextCase("mergeFlow(maxConcurrent: 1)", places: withInner.union(["transform"])) { probe in
     AnyStepper(
       probe.upstream().mergeFlow(maxConcurrent: 1) {

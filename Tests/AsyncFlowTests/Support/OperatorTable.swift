@@ -279,6 +279,13 @@ let operatorTable: [OperatorCase] = [
   OperatorCase(name: "exhaustFlow(_:)", hasInners: true) { env in
     AnyStepper(env.upstream().exhaustFlow { env.inner($0) })
   },
+  // Grouping: the groups' elements, through one pipeline per group; and the groups alone.
+  OperatorCase(name: "grouped(by:) into mergeFlow") { env in
+    AnyStepper(env.upstream().grouped(by: { $0 % 2 }).mergeFlow { $0 })
+  },
+  OperatorCase(name: "grouped(by:) (the groups alone)") { env in
+    AnyStepper(env.upstream().grouped(by: { $0 % 2 }).map(\.key))
+  },
   // Sharing: the documented exception for the upstream's lifetime.
   OperatorCase(name: "shareFlow()", upstream: .sharedNotAwaited) { AnyStepper($0.upstream().shareFlow()) },
   OperatorCase(name: "shareFlow(replay: 2)", upstream: .sharedNotAwaited) {

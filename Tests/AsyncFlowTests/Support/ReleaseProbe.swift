@@ -214,6 +214,12 @@ let releaseTable: [ReleaseCase] = [
   ReleaseCase(name: "mergeFlow()") { env in AnyStepper(env.upstream().mergeFlow { env.inner($0) }) },
   ReleaseCase(name: "concatFlow(_:)") { env in AnyStepper(env.upstream().concatFlow { env.inner($0) }) },
   ReleaseCase(name: "exhaustFlow(_:)") { env in AnyStepper(env.upstream().exhaustFlow { env.inner($0) }) },
+  ReleaseCase(name: "grouped(by:) into mergeFlow") { env in
+    AnyStepper(env.upstream().grouped(by: { $0.id % 2 }).mergeFlow { $0 })
+  },
+  ReleaseCase(name: "grouped(by:) (the groups alone)") { env in
+    AnyStepper(env.upstream().grouped(by: { $0.id % 2 }).map(\.key))
+  },
   ReleaseCase(name: "shareFlow()") { AnyStepper($0.upstream().shareFlow()) },
   ReleaseCase(name: "shareFlow(replay: 2)") { AnyStepper($0.upstream().shareFlow(replay: 2)) },
   ReleaseCase(name: "shareFlow(gracePeriod: 2 s)") { env in

@@ -135,6 +135,73 @@ struct RetryWithBackoffTests {
     await bounded(consumer, "consumer")
     #expect(log.all == ["got Optional(1)", "body ended", "next nil"])
   }
+
+  /// The decision awaits (a recovery, such as a token refresh): the wait and the next attempt come
+  /// only once it has answered.
+  @Test func aDecisionThatAwaitsComesBeforeTheWaitAndTheNextAttempt() async {
+    let clock = TestClock()
+    let attempts = LockedState<[Duration]>([])
+    let recovered = Gate()
+    let source = flakySource(failures: 1, clock: clock, attempts: attempts)
+      .retryWithBackoff(maxRetries: 3, initialDelay: .seconds(1), clock: clock) { _ in
+        await recovered.wait()
+        return true
+      }
+    let result = clock.task { await collect(source) }
+    await recovered.entered()
+    await clock.advance(by: .seconds(5))  // no wait has started: the decision is still out
+    #expect(attempts.withLock { $0 } == [.zero])
+    recovered.release()
+    await clock.run()
+    guard case let (elements, failure)? = await bounded(result, "result") else { return }
+    #expect(elements == ["x"] && failure == nil)
+    #expect(attempts.withLock { $0 } == [.zero, .seconds(6)])  // 1 s after the answer, at 5 s
+  }
+
+  /// A decision that throws ends the sequence with its own failure, without another attempt.
+  @Test func aDecisionThatThrowsEndsWithItsFailureAndNoRetry() async {
+    let clock = TestClock()
+    let attempts = LockedState<[Duration]>([])
+    let source = flakySource(failures: 10, clock: clock, attempts: attempts)
+      .retryWithBackoff(maxRetries: 3, initialDelay: .seconds(1), clock: clock) { failure throws(TestError) in
+        throw TestError(id: 100 + failure.id)
+      }
+    let result = clock.task { await collect(source) }
+    await clock.run()
+    #expect(await bounded(result, "result")?.failure == TestError(id: 101))
+    #expect(attempts.withLock { $0.count } == 1)
+  }
+
+  /// Cancelled while the decision awaits: the consumer gets `nil`, neither the failure nor the
+  /// decision's answer, and no attempt follows.
+  @Test func cancelledDuringTheDecisionEndsWithoutAFailureOrAnotherAttempt() async {
+    let clock = TestClock()
+    let attempts = LockedState<[Duration]>([])
+    let deciding = Gate()
+    let source = flakySource(failures: 10, clock: clock, attempts: attempts)
+      .retryWithBackoff(maxRetries: 3, initialDelay: .zero, clock: clock) { failure throws(TestError) in
+        await deciding.wait()  // leaves when the consumer is cancelled
+        throw failure
+      }
+    let result = clock.task { await collect(source) }
+    await deciding.entered()
+    result.cancel()
+    guard case let (elements, failure)? = await bounded(result, "result") else { return }
+    #expect(elements.isEmpty && failure == nil)
+    await clock.run()
+    #expect(attempts.withLock { $0.count } == 1)
+  }
+
+  /// A synchronous predicate, as a closure or as a stored function value, is still accepted.
+  @Test func aSynchronousPredicateStillDecides() async {
+    let clock = TestClock()
+    let isFirst: @Sendable (TestError) -> Bool = { $0.id == 1 }
+    let attempts = LockedState<[Duration]>([])
+    let source = flakySource(failures: 10, clock: clock, attempts: attempts)
+      .retryWithBackoff(maxRetries: 3, initialDelay: .zero, clock: clock, while: isFirst)
+    #expect(await collect(source).failure == TestError(id: 2))
+    #expect(attempts.withLock { $0.count } == 2)
+  }
 }
 
 /// A cold source whose attempt `k` (from 1) emits `script[k - 1].elements` at once, then fails
