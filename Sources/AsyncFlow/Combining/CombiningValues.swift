@@ -4,9 +4,8 @@
 /// of any lock, where the outputs are made: an element an output replaces is released there,
 /// never under the lock (an element's `deinit` may call back into the same pipeline).
 ///
-/// One slot is a ``CombiningSlot``; two or more are a ``CombiningSlots`` chain (slot 0, then the
-/// rest numbered from 1), whose nested outputs `(A, (B, C))` the iteration flattens; an array of
-/// inputs is a ``CombiningValuesArray``.
+/// Inputs of one element type are a ``CombiningValuesArray``; a tuple's are a ``CombiningSlots``
+/// chain (slot 0, then the rest numbered from 1), whose nested output the iteration flattens.
 @usableFromInline
 protocol CombiningValues: Sendable {
   associatedtype Output
@@ -35,42 +34,9 @@ protocol CombiningValues: Sendable {
   mutating func row() -> Output
 }
 
-/// The elements of one slot (the `slot` arguments are its own, 0).
-@usableFromInline
-struct CombiningSlot<Element: Sendable>: CombiningValues {
-  @usableFromInline var pending = RingBuffer<Element>()
-  @usableFromInline var latest: Element?
-
-  @inlinable init(count: Int = 1) {}
-
-  @inlinable var slotCount: Int { 1 }
-
-  @inlinable static func slot(of input: Element) -> Int { 0 }
-
-  @inlinable mutating func append(_ input: Element) { pending.append(input) }
-
-  @inlinable mutating func replaceLatest(_ input: Element) -> Element? {
-    defer { latest = input }
-    return latest
-  }
-
-  @inlinable mutating func moveAll(to batch: inout Self) { swap(&pending, &batch.pending) }
-
-  @inlinable mutating func moveRows(_ rows: Int, to batch: inout Self) {
-    for _ in 0..<rows { batch.pending.append(pending.popFirst()!) }
-  }
-
-  @inlinable mutating func appendLatest(_ slot: Int) { pending.append(latest!) }
-
-  @inlinable mutating func promote(_ slot: Int) { latest = pending.popFirst() }
-
-  @inlinable func output() -> Element { latest! }
-
-  @inlinable mutating func row() -> Element { pending.popFirst()! }
-}
-
-/// Slot 0 (`head`), then the slots of `tail` as slots 1, 2, …: `CombiningSlots<A, CombiningSlot<B>>`
-/// for two inputs, `CombiningSlots<A, CombiningSlots<B, CombiningSlot<C>>>` for three.
+/// Slot 0 (`head`), then the slots of `tail` as slots 1, 2, …, down to an array of no inputs:
+/// `CombiningSlots<A, CombiningSlots<B, CombiningValuesArray<Never>>>` for two inputs, whose output
+/// `(A, (B, []))` the iteration flattens into `(A, B)`.
 @usableFromInline
 struct CombiningSlots<Head: Sendable, Tail: CombiningValues>: CombiningValues {
   @usableFromInline
@@ -79,10 +45,11 @@ struct CombiningSlots<Head: Sendable, Tail: CombiningValues>: CombiningValues {
     case tail(Tail.Input)
   }
 
-  @usableFromInline var head = CombiningSlot<Head>()
+  @usableFromInline var pending = RingBuffer<Head>()
+  @usableFromInline var latest: Head?
   @usableFromInline var tail: Tail
 
-  @inlinable init(count: Int) { tail = Tail(count: count) }
+  @inlinable init(count: Int) { tail = Tail(count: count - 1) }
 
   @inlinable var slotCount: Int { 1 + tail.slotCount }
 
@@ -95,39 +62,41 @@ struct CombiningSlots<Head: Sendable, Tail: CombiningValues>: CombiningValues {
 
   @inlinable mutating func append(_ input: Input) {
     switch input {
-    case .head(let element): head.append(element)
+    case .head(let element): pending.append(element)
     case .tail(let input): tail.append(input)
     }
   }
 
   @inlinable mutating func replaceLatest(_ input: Input) -> Input? {
     switch input {
-    case .head(let element): head.replaceLatest(element).map { .head($0) }
-    case .tail(let input): tail.replaceLatest(input).map { .tail($0) }
+    case .head(let element):
+      defer { latest = element }
+      return latest.map { .head($0) }
+    case .tail(let input): return tail.replaceLatest(input).map { .tail($0) }
     }
   }
 
   @inlinable mutating func moveAll(to batch: inout Self) {
-    head.moveAll(to: &batch.head)
+    swap(&pending, &batch.pending)
     tail.moveAll(to: &batch.tail)
   }
 
   @inlinable mutating func moveRows(_ rows: Int, to batch: inout Self) {
-    head.moveRows(rows, to: &batch.head)
+    for _ in 0..<rows { batch.pending.append(pending.popFirst()!) }
     tail.moveRows(rows, to: &batch.tail)
   }
 
   @inlinable mutating func appendLatest(_ slot: Int) {
-    if slot == 0 { head.appendLatest(0) } else { tail.appendLatest(slot - 1) }
+    if slot == 0 { pending.append(latest!) } else { tail.appendLatest(slot - 1) }
   }
 
   @inlinable mutating func promote(_ slot: Int) {
-    if slot == 0 { head.promote(0) } else { tail.promote(slot - 1) }
+    if slot == 0 { latest = pending.popFirst() } else { tail.promote(slot - 1) }
   }
 
-  @inlinable func output() -> (Head, Tail.Output) { (head.output(), tail.output()) }
+  @inlinable func output() -> (Head, Tail.Output) { (latest!, tail.output()) }
 
-  @inlinable mutating func row() -> (Head, Tail.Output) { (head.row(), tail.row()) }
+  @inlinable mutating func row() -> (Head, Tail.Output) { (pending.popFirst()!, tail.row()) }
 }
 
 /// The slots of an array of inputs, one element type: the rings and the latest elements in two
