@@ -100,8 +100,8 @@ struct CombiningSlots<Head: Sendable, Tail: CombiningValues>: CombiningValues {
 }
 
 /// The slots of an array of inputs, one element type: the rings and the latest elements in two
-/// arrays, not an array of ``CombiningSlot``s, so that making an output reads the latest elements
-/// without copying (and retaining) each slot's ring (measured on `W7.combineLatest.inputs` at 64
+/// arrays, not one array of slots (each a ring and a latest), so that making an output reads the
+/// latest elements without copying (and retaining) each slot's ring (measured on `W7.combineLatest.inputs` at 64
 /// inputs: 1.4× slower as an array of slots).
 @usableFromInline
 struct CombiningValuesArray<Element: Sendable>: CombiningValues {
