@@ -35,10 +35,10 @@ final class CombiningConsumer<Logic: CombiningLogic> {
 }
 
 /// An input of a combining iteration, for each operator's logic: a base's elements, each made the
-/// element of its slot by `wrap`. The base's type stays inside the three closures (the inputs of
-/// any arity are one array) and out of the per-element path, where the base's iterator is called
-/// as itself: erased into an asynchronous closure, each element cost a call that cannot be
-/// inlined, measured slower on `W7`.
+/// element of its slot by `wrap`. The base's type is hidden in the three closures, so that the
+/// inputs of any arity are one array, while each element still comes from the base's iterator
+/// called as itself (erased into an asynchronous closure, each element costs a call that cannot
+/// be inlined: `W7` measured slower).
 @usableFromInline
 struct CombiningInput<Values: CombiningValues, Failure: Error>: Sendable {
   @usableFromInline typealias Pull<Logic: CombiningLogic> =
@@ -93,7 +93,7 @@ struct CombiningInput<Values: CombiningValues, Failure: Error>: Sendable {
 /// Which combining operator an iteration is, named where the operator is called
 /// (`CombiningIteration.pull(.zip, a, b)`): it picks the logic, once, so that no logic asks which
 /// operator it serves; the arity picks the values (``CombiningValues``) and flattens their output.
-/// A new combining operator is a logic and a case.
+/// A new combining operator is a logic, a case and its pull in ``CombiningInput``.
 @usableFromInline
 enum CombiningIteration: Sendable {
   case zip, combineLatest, withLatestFrom
