@@ -102,11 +102,11 @@ enum CombiningIteration: Sendable {
   static func pull<A: AsyncSequence & Sendable, B: AsyncSequence & Sendable>(_ rule: Self, _ a: A, _ b: B)
     -> @Sendable () -> CombiningPull<(A.Element, B.Element), A.Failure>
   where A.Element: Sendable, B.Element: Sendable, B.Failure == A.Failure {
-    typealias Values = CombiningSlots<A.Element, CombiningSlots<B.Element, CombiningValuesArray<Never>>>
+    typealias Values = CombiningSlots<A.Element, CombiningSlot<B.Element>>
     let inputs: [CombiningInput<Values, A.Failure>] = [
-      CombiningInput(a) { .head($0) }, CombiningInput(b) { .tail(.head($0)) },
+      CombiningInput(a) { .head($0) }, CombiningInput(b) { .tail($0) },
     ]
-    return rule.iterations(inputs) { ($0.0, $0.1.0) }
+    return rule.iterations(inputs) { $0 }
   }
 
   @inlinable
@@ -115,13 +115,13 @@ enum CombiningIteration: Sendable {
   ) -> @Sendable () -> CombiningPull<(A.Element, B.Element, C.Element), A.Failure>
   where A.Element: Sendable, B.Element: Sendable, C.Element: Sendable, B.Failure == A.Failure, C.Failure == A.Failure {
     typealias Values = CombiningSlots<
-      A.Element, CombiningSlots<B.Element, CombiningSlots<C.Element, CombiningValuesArray<Never>>>
+      A.Element, CombiningSlots<B.Element, CombiningSlot<C.Element>>
     >
     let inputs: [CombiningInput<Values, A.Failure>] = [
       CombiningInput(a) { .head($0) }, CombiningInput(b) { .tail(.head($0)) },
-      CombiningInput(c) { .tail(.tail(.head($0))) },
+      CombiningInput(c) { .tail(.tail($0)) },
     ]
-    return rule.iterations(inputs) { ($0.0, $0.1.0, $0.1.1.0) }
+    return rule.iterations(inputs) { ($0.0, $0.1.0, $0.1.1) }
   }
 
   @inlinable
@@ -136,13 +136,13 @@ enum CombiningIteration: Sendable {
   {
     typealias Values = CombiningSlots<
       A.Element,
-      CombiningSlots<B.Element, CombiningSlots<C.Element, CombiningSlots<D.Element, CombiningValuesArray<Never>>>>
+      CombiningSlots<B.Element, CombiningSlots<C.Element, CombiningSlot<D.Element>>>
     >
     let inputs: [CombiningInput<Values, A.Failure>] = [
       CombiningInput(a) { .head($0) }, CombiningInput(b) { .tail(.head($0)) },
-      CombiningInput(c) { .tail(.tail(.head($0))) }, CombiningInput(d) { .tail(.tail(.tail(.head($0)))) },
+      CombiningInput(c) { .tail(.tail(.head($0))) }, CombiningInput(d) { .tail(.tail(.tail($0))) },
     ]
-    return rule.iterations(inputs) { ($0.0, $0.1.0, $0.1.1.0, $0.1.1.1.0) }
+    return rule.iterations(inputs) { ($0.0, $0.1.0, $0.1.1.0, $0.1.1.1) }
   }
 
   @inlinable

@@ -34,9 +34,9 @@ protocol CombiningValues: Sendable {
   mutating func row() -> Output
 }
 
-/// Slot 0 (`head`), then the slots of `tail` as slots 1, 2, …, down to an array of no inputs:
-/// `CombiningSlots<A, CombiningSlots<B, CombiningValuesArray<Never>>>` for two inputs, whose output
-/// `(A, (B, []))` the iteration flattens into `(A, B)`.
+/// Slot 0 (`head`), then the slots of `tail` as slots 1, 2, …: `CombiningSlots<A, CombiningSlot<B>>`
+/// for two inputs, whose output `(A, B)` is the operator's; three nest as `(A, (B, C))`, which the
+/// iteration flattens.
 @usableFromInline
 struct CombiningSlots<Head: Sendable, Tail: CombiningValues>: CombiningValues {
   @usableFromInline
@@ -99,57 +99,36 @@ struct CombiningSlots<Head: Sendable, Tail: CombiningValues>: CombiningValues {
   @inlinable mutating func row() -> (Head, Tail.Output) { (pending.popFirst()!, tail.row()) }
 }
 
-/// The slots of an array of inputs, one element type: the rings and the latest elements in two
-/// arrays, not one array of slots (each a ring and a latest), so that making an output reads the
-/// latest elements without copying (and retaining) each slot's ring (measured on `W7.combineLatest.inputs` at 64
-/// inputs: 1.4× slower as an array of slots).
+/// The last slot of a tuple's chain (the `slot` arguments are its own, 0).
 @usableFromInline
-struct CombiningValuesArray<Element: Sendable>: CombiningValues {
-  @usableFromInline
-  struct Input: Sendable {
-    @usableFromInline let slot: Int
-    @usableFromInline let element: Element
+struct CombiningSlot<Element: Sendable>: CombiningValues {
+  @usableFromInline var pending = RingBuffer<Element>()
+  @usableFromInline var latest: Element?
 
-    @inlinable init(slot: Int, element: Element) {
-      self.slot = slot
-      self.element = element
-    }
+  @inlinable init(count: Int = 1) {}
+
+  @inlinable var slotCount: Int { 1 }
+
+  @inlinable static func slot(of input: Element) -> Int { 0 }
+
+  @inlinable mutating func append(_ input: Element) { pending.append(input) }
+
+  @inlinable mutating func replaceLatest(_ input: Element) -> Element? {
+    defer { latest = input }
+    return latest
   }
 
-  @usableFromInline var pending: [RingBuffer<Element>]
-  @usableFromInline var latest: [Element?]
-
-  @inlinable init(count: Int) {
-    pending = Array(repeating: RingBuffer(), count: count)
-    latest = Array(repeating: nil, count: count)
-  }
-
-  @inlinable var slotCount: Int { pending.count }
-
-  @inlinable static func slot(of input: Input) -> Int { input.slot }
-
-  @inlinable mutating func append(_ input: Input) { pending[input.slot].append(input.element) }
-
-  @inlinable mutating func replaceLatest(_ input: Input) -> Input? {
-    defer { latest[input.slot] = input.element }
-    return latest[input.slot].map { Input(slot: input.slot, element: $0) }
-  }
-
-  @inlinable mutating func moveAll(to batch: inout Self) {
-    for slot in pending.indices { swap(&pending[slot], &batch.pending[slot]) }
-  }
+  @inlinable mutating func moveAll(to batch: inout Self) { swap(&pending, &batch.pending) }
 
   @inlinable mutating func moveRows(_ rows: Int, to batch: inout Self) {
-    for slot in pending.indices {
-      for _ in 0..<rows { batch.pending[slot].append(pending[slot].popFirst()!) }
-    }
+    for _ in 0..<rows { batch.pending.append(pending.popFirst()!) }
   }
 
-  @inlinable mutating func appendLatest(_ slot: Int) { pending[slot].append(latest[slot]!) }
+  @inlinable mutating func appendLatest(_ slot: Int) { pending.append(latest!) }
 
-  @inlinable mutating func promote(_ slot: Int) { latest[slot] = pending[slot].popFirst() }
+  @inlinable mutating func promote(_ slot: Int) { latest = pending.popFirst() }
 
-  @inlinable func output() -> [Element] { latest.map { $0! } }
+  @inlinable func output() -> Element { latest! }
 
-  @inlinable mutating func row() -> [Element] { pending.indices.map { pending[$0].popFirst()! } }
+  @inlinable mutating func row() -> Element { pending.popFirst()! }
 }
