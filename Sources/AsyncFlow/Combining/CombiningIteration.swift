@@ -34,275 +34,151 @@ final class CombiningConsumer<Logic: CombiningLogic> {
   }
 }
 
-/// An input of a combining iteration: `base`'s elements, each made the element of its slot (`wrap`).
+/// An input of a combining iteration, for each operator's logic: a base's elements, each made the
+/// element of its slot by `wrap`. The base's type is hidden in the three closures, so that the
+/// inputs of any arity are one array, while each element still comes from the base's iterator
+/// called as itself (erased into an asynchronous closure, each element costs a call that cannot
+/// be inlined: `W7` measured slower).
 @usableFromInline
-struct CombiningInput<Base: AsyncSequence & Sendable, Element>: AsyncSequence, Sendable {
-  @usableFromInline typealias Failure = Base.Failure
+struct CombiningInput<Values: CombiningValues, Failure: Error>: Sendable {
+  @usableFromInline typealias Pull<Logic: CombiningLogic> =
+    @Sendable () ->
+    OperatorStorage<Logic, TimelessClock>
+    .IndexedInput
 
-  @usableFromInline let base: Base
-  @usableFromInline let wrap: @Sendable (Base.Element) -> Element
+  @usableFromInline let zip: Pull<ZipLogic<Values, Failure>>
+  @usableFromInline let combineLatest: Pull<CombineLatestLogic<Values, Failure>>
+  @usableFromInline let withLatestFrom: Pull<WithLatestFromLogic<Values, Failure>>
 
-  @inlinable init(_ base: Base, wrap: @escaping @Sendable (Base.Element) -> Element) {
-    self.base = base
-    self.wrap = wrap
+  @inlinable
+  init<Base: AsyncSequence & Sendable>(_ base: Base, _ wrap: @escaping @Sendable (Base.Element) -> Values.Input)
+  where Base.Failure == Failure {
+    let slot = Slot(base: base, wrap: wrap)
+    zip = { OperatorStorage.pulling(slot) }
+    combineLatest = { OperatorStorage.pulling(slot) }
+    withLatestFrom = { OperatorStorage.pulling(slot) }
   }
 
+  /// `base`'s elements, each made the element of its slot.
   @usableFromInline
-  struct AsyncIterator: _FlowIterator {
-    @usableFromInline var base: Base.AsyncIterator
-    @usableFromInline let wrap: @Sendable (Base.Element) -> Element
+  struct Slot<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable {
+    @usableFromInline let base: Base
+    @usableFromInline let wrap: @Sendable (Base.Element) -> Values.Input
 
-    @inlinable init(_ base: Base.AsyncIterator, wrap: @escaping @Sendable (Base.Element) -> Element) {
+    @inlinable init(base: Base, wrap: @escaping @Sendable (Base.Element) -> Values.Input) {
       self.base = base
       self.wrap = wrap
     }
 
-    @inlinable mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-      try await base.next(isolation: actor).map(wrap)
+    @usableFromInline
+    struct AsyncIterator: _FlowIterator {
+      @usableFromInline var base: Base.AsyncIterator
+      @usableFromInline let wrap: @Sendable (Base.Element) -> Values.Input
+
+      @inlinable init(base: Base.AsyncIterator, wrap: @escaping @Sendable (Base.Element) -> Values.Input) {
+        self.base = base
+        self.wrap = wrap
+      }
+
+      @inlinable
+      mutating func next(isolation actor: isolated (any Actor)?) async throws(Base.Failure) -> Values.Input? {
+        try await base.next(isolation: actor).map(wrap)
+      }
     }
+
+    @inlinable func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: base.makeAsyncIterator(), wrap: wrap) }
   }
-
-  @inlinable func makeAsyncIterator() -> AsyncIterator {
-    AsyncIterator(base.makeAsyncIterator(), wrap: wrap)
-  }
-}
-
-/// The inputs of an iteration of `Logic`, each told its index (its slot).
-@usableFromInline
-typealias CombiningPulls<Logic: TimelessOperatorLogic> = [OperatorStorage<Logic, TimelessClock>.IndexedInput]
-
-/// The inputs of one combining operator, typed for their arity: what the iteration pulls (each
-/// input as the input of its slot, with its element type kept, no erasure), into the values of
-/// that arity, and the operator's element made of those values' nested output.
-@usableFromInline
-protocol CombiningInputs: Sendable {
-  associatedtype Values: CombiningValues
-  associatedtype Element: Sendable
-  associatedtype Failure: Error
-
-  /// Each input, pulled as the input of its slot into a storage of `Logic`.
-  func pulls<Logic: TimelessOperatorLogic>(into _: Logic.Type) -> CombiningPulls<Logic>
-  where Logic.Element == Values.Input, Logic.InputFailure == Failure
-  /// The operator's element: the values' nested output (`(A, (B, C))`) flattened into its tuple.
-  static func element(of output: Values.Output) -> Element
-}
-
-extension CombiningInputs {
-  /// `base`, pulled as the input of its slot, each element made the values' input by `wrap`.
-  @inlinable
-  static func pull<Base: AsyncSequence & Sendable, Logic: TimelessOperatorLogic>(
-    _ base: Base, into _: Logic.Type, _ wrap: @escaping @Sendable (Base.Element) -> Values.Input
-  ) -> OperatorStorage<Logic, TimelessClock>.IndexedInput
-  where Logic.Element == Values.Input, Logic.InputFailure == Base.Failure {
-    OperatorStorage.pulling(CombiningInput(base, wrap: wrap))
-  }
-}
-
-@usableFromInline
-struct CombiningPair<A: AsyncSequence & Sendable, B: AsyncSequence & Sendable>: CombiningInputs
-where A.Element: Sendable, B.Element: Sendable, B.Failure == A.Failure {
-  @usableFromInline typealias Values = CombiningSlots<A.Element, CombiningSlot<B.Element>>
-  @usableFromInline typealias Failure = A.Failure
-
-  @usableFromInline let a: A
-  @usableFromInline let b: B
-
-  @inlinable init(_ a: A, _ b: B) {
-    (self.a, self.b) = (a, b)
-  }
-
-  @inlinable func pulls<Logic: TimelessOperatorLogic>(into logic: Logic.Type) -> CombiningPulls<Logic>
-  where Logic.Element == Values.Input, Logic.InputFailure == Failure {
-    [Self.pull(a, into: logic) { .head($0) }, Self.pull(b, into: logic) { .tail($0) }]
-  }
-
-  @inlinable static func element(of output: Values.Output) -> (A.Element, B.Element) { output }
-}
-
-@usableFromInline
-struct CombiningTriple<A: AsyncSequence & Sendable, B: AsyncSequence & Sendable, C: AsyncSequence & Sendable>:
-  CombiningInputs
-where A.Element: Sendable, B.Element: Sendable, C.Element: Sendable, B.Failure == A.Failure, C.Failure == A.Failure {
-  @usableFromInline typealias Values = CombiningSlots<A.Element, CombiningSlots<B.Element, CombiningSlot<C.Element>>>
-  @usableFromInline typealias Failure = A.Failure
-
-  @usableFromInline let a: A
-  @usableFromInline let b: B
-  @usableFromInline let c: C
-
-  @inlinable init(_ a: A, _ b: B, _ c: C) {
-    (self.a, self.b, self.c) = (a, b, c)
-  }
-
-  @inlinable func pulls<Logic: TimelessOperatorLogic>(into logic: Logic.Type) -> CombiningPulls<Logic>
-  where Logic.Element == Values.Input, Logic.InputFailure == Failure {
-    [
-      Self.pull(a, into: logic) { .head($0) }, Self.pull(b, into: logic) { .tail(.head($0)) },
-      Self.pull(c, into: logic) { .tail(.tail($0)) },
-    ]
-  }
-
-  @inlinable static func element(of output: Values.Output) -> (A.Element, B.Element, C.Element) {
-    (output.0, output.1.0, output.1.1)
-  }
-}
-
-@usableFromInline
-struct CombiningQuadruple<
-  A: AsyncSequence & Sendable, B: AsyncSequence & Sendable, C: AsyncSequence & Sendable, D: AsyncSequence & Sendable
->: CombiningInputs
-where
-  A.Element: Sendable, B.Element: Sendable, C.Element: Sendable, D.Element: Sendable, B.Failure == A.Failure,
-  C.Failure == A.Failure, D.Failure == A.Failure
-{
-  @usableFromInline typealias Values = CombiningSlots<
-    A.Element, CombiningSlots<B.Element, CombiningSlots<C.Element, CombiningSlot<D.Element>>>
-  >
-  @usableFromInline typealias Failure = A.Failure
-
-  @usableFromInline let a: A
-  @usableFromInline let b: B
-  @usableFromInline let c: C
-  @usableFromInline let d: D
-
-  @inlinable init(_ a: A, _ b: B, _ c: C, _ d: D) {
-    (self.a, self.b, self.c, self.d) = (a, b, c, d)
-  }
-
-  @inlinable func pulls<Logic: TimelessOperatorLogic>(into logic: Logic.Type) -> CombiningPulls<Logic>
-  where Logic.Element == Values.Input, Logic.InputFailure == Failure {
-    [
-      Self.pull(a, into: logic) { .head($0) }, Self.pull(b, into: logic) { .tail(.head($0)) },
-      Self.pull(c, into: logic) { .tail(.tail(.head($0))) }, Self.pull(d, into: logic) { .tail(.tail(.tail($0))) },
-    ]
-  }
-
-  @inlinable static func element(of output: Values.Output) -> (A.Element, B.Element, C.Element, D.Element) {
-    (output.0, output.1.0, output.1.1.0, output.1.1.1)
-  }
-}
-
-/// The inputs of an array: one element type, any number of them.
-@usableFromInline
-struct CombiningArray<Input: AsyncSequence & Sendable>: CombiningInputs where Input.Element: Sendable {
-  @usableFromInline typealias Values = CombiningValuesArray<Input.Element>
-  @usableFromInline typealias Failure = Input.Failure
-
-  @usableFromInline let inputs: [Input]
-
-  @inlinable init(_ inputs: [Input]) {
-    self.inputs = inputs
-  }
-
-  @inlinable func pulls<Logic: TimelessOperatorLogic>(into logic: Logic.Type) -> CombiningPulls<Logic>
-  where Logic.Element == Values.Input, Logic.InputFailure == Failure {
-    inputs.enumerated().map { slot, base in Self.pull(base, into: logic) { Values.Input(slot: slot, element: $0) } }
-  }
-
-  @inlinable static func element(of output: [Input.Element]) -> [Input.Element] { output }
 }
 
 /// Which combining operator an iteration is, named where the operator is called
-/// (`CombiningIteration.pull(.zip, a, b)`): it picks the logic by its type, once, so that no logic
-/// asks which operator it serves. A new combining operator is a logic and a rule.
+/// (`CombiningIteration.pull(.zip, a, b)`): it picks the logic, once, so that no logic asks which
+/// operator it serves; the arity picks the values (``CombiningValues``) and flattens their output.
+/// A new combining operator is a logic, a case and its pull in ``CombiningInput``.
 @usableFromInline
-protocol CombiningRule: Sendable {
-  /// Makes one iteration of `inputs` at each `makeAsyncIterator()`, on this rule's logic.
-  static func iteration<Inputs: CombiningInputs>(of inputs: Inputs) -> CombiningIterations<Inputs>
-}
+enum CombiningIteration: Sendable {
+  case zip, combineLatest, withLatestFrom
 
-/// What makes one iteration of `Inputs` at each `makeAsyncIterator()`.
-@usableFromInline
-typealias CombiningIterations<Inputs: CombiningInputs> = @Sendable () -> CombiningPull<Inputs.Element, Inputs.Failure>
-
-extension CombiningRule {
-  /// One iteration of `inputs` on `Logic`: a consumer, a storage and a logic of their own.
   @inlinable
-  static func iteration<Inputs: CombiningInputs, Logic: CombiningLogic>(
-    of inputs: Inputs, on _: Logic.Type
-  ) -> CombiningIterations<Inputs> where Logic.Values == Inputs.Values, Logic.Failure == Inputs.Failure {
-    {
-      let pulls = inputs.pulls(into: Logic.self)
-      let consumer = CombiningConsumer(Logic(count: pulls.count), pulls)
-      return { (actor: isolated (any Actor)?) async throws(Inputs.Failure) -> Inputs.Element? in
-        try await consumer.next(isolation: actor).map(Inputs.element(of:))
-      }
-    }
-  }
-}
-
-@usableFromInline
-enum ZipRule: CombiningRule {
-  case rule
-  @inlinable static func iteration<I: CombiningInputs>(of inputs: I) -> CombiningIterations<I> {
-    iteration(of: inputs, on: ZipLogic<I.Values, I.Failure>.self)
-  }
-}
-
-@usableFromInline
-enum CombineLatestRule: CombiningRule {
-  case rule
-  @inlinable static func iteration<I: CombiningInputs>(of inputs: I) -> CombiningIterations<I> {
-    iteration(of: inputs, on: CombineLatestLogic<I.Values, I.Failure>.self)
-  }
-}
-
-@usableFromInline
-enum WithLatestFromRule: CombiningRule {
-  case rule
-  @inlinable static func iteration<I: CombiningInputs>(of inputs: I) -> CombiningIterations<I> {
-    iteration(of: inputs, on: WithLatestFromLogic<I.Values, I.Failure>.self)
-  }
-}
-
-extension CombiningRule where Self == ZipRule {
-  @inlinable static var zip: Self { .rule }
-}
-
-extension CombiningRule where Self == CombineLatestRule {
-  @inlinable static var combineLatest: Self { .rule }
-}
-
-extension CombiningRule where Self == WithLatestFromRule {
-  @inlinable static var withLatestFrom: Self { .rule }
-}
-
-/// Makes the iterations of a combining operator from its inputs, by arity, on its rule's logic.
-@usableFromInline
-enum CombiningIteration {
-  @inlinable static func pull<Rule: CombiningRule, A: AsyncSequence & Sendable, B: AsyncSequence & Sendable>(
-    _: Rule, _ a: A, _ b: B
-  ) -> CombiningIterations<CombiningPair<A, B>> where A.Element: Sendable, B.Element: Sendable, B.Failure == A.Failure {
-    Rule.iteration(of: CombiningPair(a, b))
+  static func pull<A: AsyncSequence & Sendable, B: AsyncSequence & Sendable>(_ rule: Self, _ a: A, _ b: B)
+    -> @Sendable () -> CombiningPull<(A.Element, B.Element), A.Failure>
+  where A.Element: Sendable, B.Element: Sendable, B.Failure == A.Failure {
+    typealias Values = CombiningSlots<A.Element, CombiningSlot<B.Element>>
+    let inputs: [CombiningInput<Values, A.Failure>] = [
+      CombiningInput(a) { .head($0) }, CombiningInput(b) { .tail($0) },
+    ]
+    return rule.iterations(inputs) { $0 }
   }
 
   @inlinable
-  static func pull<
-    Rule: CombiningRule, A: AsyncSequence & Sendable, B: AsyncSequence & Sendable, C: AsyncSequence & Sendable
-  >(
-    _: Rule, _ a: A, _ b: B, _ c: C
+  static func pull<A: AsyncSequence & Sendable, B: AsyncSequence & Sendable, C: AsyncSequence & Sendable>(
+    _ rule: Self, _ a: A, _ b: B, _ c: C
   ) -> @Sendable () -> CombiningPull<(A.Element, B.Element, C.Element), A.Failure>
   where A.Element: Sendable, B.Element: Sendable, C.Element: Sendable, B.Failure == A.Failure, C.Failure == A.Failure {
-    Rule.iteration(of: CombiningTriple(a, b, c))
+    typealias Values = CombiningSlots<
+      A.Element, CombiningSlots<B.Element, CombiningSlot<C.Element>>
+    >
+    let inputs: [CombiningInput<Values, A.Failure>] = [
+      CombiningInput(a) { .head($0) }, CombiningInput(b) { .tail(.head($0)) },
+      CombiningInput(c) { .tail(.tail($0)) },
+    ]
+    return rule.iterations(inputs) { ($0.0, $0.1.0, $0.1.1) }
   }
 
   @inlinable
   static func pull<
-    Rule: CombiningRule, A: AsyncSequence & Sendable, B: AsyncSequence & Sendable, C: AsyncSequence & Sendable,
-    D: AsyncSequence & Sendable
+    A: AsyncSequence & Sendable, B: AsyncSequence & Sendable, C: AsyncSequence & Sendable, D: AsyncSequence & Sendable
   >(
-    _: Rule, _ a: A, _ b: B, _ c: C, _ d: D
+    _ rule: Self, _ a: A, _ b: B, _ c: C, _ d: D
   ) -> @Sendable () -> CombiningPull<(A.Element, B.Element, C.Element, D.Element), A.Failure>
   where
     A.Element: Sendable, B.Element: Sendable, C.Element: Sendable, D.Element: Sendable, B.Failure == A.Failure,
     C.Failure == A.Failure, D.Failure == A.Failure
   {
-    Rule.iteration(of: CombiningQuadruple(a, b, c, d))
+    typealias Values = CombiningSlots<
+      A.Element,
+      CombiningSlots<B.Element, CombiningSlots<C.Element, CombiningSlot<D.Element>>>
+    >
+    let inputs: [CombiningInput<Values, A.Failure>] = [
+      CombiningInput(a) { .head($0) }, CombiningInput(b) { .tail(.head($0)) },
+      CombiningInput(c) { .tail(.tail(.head($0))) }, CombiningInput(d) { .tail(.tail(.tail($0))) },
+    ]
+    return rule.iterations(inputs) { ($0.0, $0.1.0, $0.1.1.0, $0.1.1.1) }
   }
 
-  @inlinable static func pull<Rule: CombiningRule, Input: AsyncSequence & Sendable>(
-    _: Rule, _ inputs: [Input]
-  ) -> @Sendable () -> CombiningPull<[Input.Element], Input.Failure> where Input.Element: Sendable {
-    Rule.iteration(of: CombiningArray(inputs))
+  @inlinable
+  static func pull<Input: AsyncSequence & Sendable>(_ rule: Self, _ inputs: [Input])
+    -> @Sendable () -> CombiningPull<[Input.Element], Input.Failure>
+  where Input.Element: Sendable {
+    typealias Values = CombiningValuesArray<Input.Element>
+    let inputs = inputs.enumerated().map { slot, input in
+      CombiningInput<Values, Input.Failure>(input) { Values.Input(slot: slot, element: $0) }
+    }
+    return rule.iterations(inputs) { $0 }
+  }
+
+  /// What makes one iteration of `inputs` at each `makeAsyncIterator()`, on this operator's logic.
+  @inlinable
+  func iterations<Values: CombiningValues, Failure: Error, Element>(
+    _ inputs: [CombiningInput<Values, Failure>], _ element: @escaping @Sendable (Values.Output) -> Element
+  ) -> @Sendable () -> CombiningPull<Element, Failure> {
+    switch self {
+    case .zip: Self.iterations(inputs.map(\.zip), element)
+    case .combineLatest: Self.iterations(inputs.map(\.combineLatest), element)
+    case .withLatestFrom: Self.iterations(inputs.map(\.withLatestFrom), element)
+    }
+  }
+
+  /// One iteration of `inputs` on `Logic`: a consumer, a storage and a logic of their own.
+  @inlinable
+  static func iterations<Logic: CombiningLogic, Element>(
+    _ inputs: [CombiningInput<Logic.Values, Logic.Failure>.Pull<Logic>],
+    _ element: @escaping @Sendable (Logic.Values.Output) -> Element
+  ) -> @Sendable () -> CombiningPull<Element, Logic.Failure> {
+    {
+      let consumer = CombiningConsumer(Logic(count: inputs.count), inputs.map { $0() })
+      return { (actor: isolated (any Actor)?) async throws(Logic.Failure) -> Element? in
+        try await consumer.next(isolation: actor).map(element)
+      }
+    }
   }
 }

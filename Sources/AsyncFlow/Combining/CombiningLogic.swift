@@ -154,22 +154,3 @@ protocol CombiningBatch: Sendable {
   /// The next output (not ``isEmpty``).
   mutating func makeOutput() -> Element
 }
-
-/// zip's and withLatestFrom's batch: `count` rows, the oldest held element of every slot making one
-/// output, taken out as it is made (no latest kept).
-@usableFromInline
-struct CombiningRows<Values: CombiningValues>: CombiningBatch {
-  @usableFromInline var values: Values
-  @usableFromInline var count = 0
-
-  @inlinable init(count slots: Int) { values = Values(count: slots) }
-
-  @inlinable var isEmpty: Bool { count == 0 }
-
-  @inlinable mutating func take(_ batch: consuming Self) { self = batch }
-
-  @inlinable mutating func makeOutput() -> Values.Output {
-    count -= 1
-    return values.row()
-  }
-}

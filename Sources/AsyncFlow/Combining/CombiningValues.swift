@@ -4,9 +4,8 @@
 /// of any lock, where the outputs are made: an element an output replaces is released there,
 /// never under the lock (an element's `deinit` may call back into the same pipeline).
 ///
-/// One slot is a ``CombiningSlot``; two or more are a ``CombiningSlots`` chain (slot 0, then the
-/// rest numbered from 1), whose nested outputs `(A, (B, C))` the iteration flattens; an array of
-/// inputs is a ``CombiningValuesArray``.
+/// Inputs of one element type are a ``CombiningValuesArray``; a tuple's are a ``CombiningSlots``
+/// chain (slot 0, then the rest numbered from 1), whose nested output the iteration flattens.
 @usableFromInline
 protocol CombiningValues: Sendable {
   associatedtype Output
@@ -35,7 +34,72 @@ protocol CombiningValues: Sendable {
   mutating func row() -> Output
 }
 
-/// The elements of one slot (the `slot` arguments are its own, 0).
+/// Slot 0 (`head`), then the slots of `tail` as slots 1, 2, …: `CombiningSlots<A, CombiningSlot<B>>`
+/// for two inputs, whose output `(A, B)` is the operator's; three nest as `(A, (B, C))`, which the
+/// iteration flattens.
+@usableFromInline
+struct CombiningSlots<Head: Sendable, Tail: CombiningValues>: CombiningValues {
+  @usableFromInline
+  enum Input: Sendable {
+    case head(Head)
+    case tail(Tail.Input)
+  }
+
+  @usableFromInline var pending = RingBuffer<Head>()
+  @usableFromInline var latest: Head?
+  @usableFromInline var tail: Tail
+
+  @inlinable init(count: Int) { tail = Tail(count: count - 1) }
+
+  @inlinable var slotCount: Int { 1 + tail.slotCount }
+
+  @inlinable static func slot(of input: Input) -> Int {
+    switch input {
+    case .head: 0
+    case .tail(let input): 1 + Tail.slot(of: input)
+    }
+  }
+
+  @inlinable mutating func append(_ input: Input) {
+    switch input {
+    case .head(let element): pending.append(element)
+    case .tail(let input): tail.append(input)
+    }
+  }
+
+  @inlinable mutating func replaceLatest(_ input: Input) -> Input? {
+    switch input {
+    case .head(let element):
+      defer { latest = element }
+      return latest.map { .head($0) }
+    case .tail(let input): return tail.replaceLatest(input).map { .tail($0) }
+    }
+  }
+
+  @inlinable mutating func moveAll(to batch: inout Self) {
+    swap(&pending, &batch.pending)
+    tail.moveAll(to: &batch.tail)
+  }
+
+  @inlinable mutating func moveRows(_ rows: Int, to batch: inout Self) {
+    for _ in 0..<rows { batch.pending.append(pending.popFirst()!) }
+    tail.moveRows(rows, to: &batch.tail)
+  }
+
+  @inlinable mutating func appendLatest(_ slot: Int) {
+    if slot == 0 { pending.append(latest!) } else { tail.appendLatest(slot - 1) }
+  }
+
+  @inlinable mutating func promote(_ slot: Int) {
+    if slot == 0 { latest = pending.popFirst() } else { tail.promote(slot - 1) }
+  }
+
+  @inlinable func output() -> (Head, Tail.Output) { (latest!, tail.output()) }
+
+  @inlinable mutating func row() -> (Head, Tail.Output) { (pending.popFirst()!, tail.row()) }
+}
+
+/// The last slot of a tuple's chain (the `slot` arguments are its own, 0).
 @usableFromInline
 struct CombiningSlot<Element: Sendable>: CombiningValues {
   @usableFromInline var pending = RingBuffer<Element>()
@@ -67,120 +131,4 @@ struct CombiningSlot<Element: Sendable>: CombiningValues {
   @inlinable func output() -> Element { latest! }
 
   @inlinable mutating func row() -> Element { pending.popFirst()! }
-}
-
-/// Slot 0 (`head`), then the slots of `tail` as slots 1, 2, …: `CombiningSlots<A, CombiningSlot<B>>`
-/// for two inputs, `CombiningSlots<A, CombiningSlots<B, CombiningSlot<C>>>` for three.
-@usableFromInline
-struct CombiningSlots<Head: Sendable, Tail: CombiningValues>: CombiningValues {
-  @usableFromInline
-  enum Input: Sendable {
-    case head(Head)
-    case tail(Tail.Input)
-  }
-
-  @usableFromInline var head = CombiningSlot<Head>()
-  @usableFromInline var tail: Tail
-
-  @inlinable init(count: Int) { tail = Tail(count: count) }
-
-  @inlinable var slotCount: Int { 1 + tail.slotCount }
-
-  @inlinable static func slot(of input: Input) -> Int {
-    switch input {
-    case .head: 0
-    case .tail(let input): 1 + Tail.slot(of: input)
-    }
-  }
-
-  @inlinable mutating func append(_ input: Input) {
-    switch input {
-    case .head(let element): head.append(element)
-    case .tail(let input): tail.append(input)
-    }
-  }
-
-  @inlinable mutating func replaceLatest(_ input: Input) -> Input? {
-    switch input {
-    case .head(let element): head.replaceLatest(element).map { .head($0) }
-    case .tail(let input): tail.replaceLatest(input).map { .tail($0) }
-    }
-  }
-
-  @inlinable mutating func moveAll(to batch: inout Self) {
-    head.moveAll(to: &batch.head)
-    tail.moveAll(to: &batch.tail)
-  }
-
-  @inlinable mutating func moveRows(_ rows: Int, to batch: inout Self) {
-    head.moveRows(rows, to: &batch.head)
-    tail.moveRows(rows, to: &batch.tail)
-  }
-
-  @inlinable mutating func appendLatest(_ slot: Int) {
-    if slot == 0 { head.appendLatest(0) } else { tail.appendLatest(slot - 1) }
-  }
-
-  @inlinable mutating func promote(_ slot: Int) {
-    if slot == 0 { head.promote(0) } else { tail.promote(slot - 1) }
-  }
-
-  @inlinable func output() -> (Head, Tail.Output) { (head.output(), tail.output()) }
-
-  @inlinable mutating func row() -> (Head, Tail.Output) { (head.row(), tail.row()) }
-}
-
-/// The slots of an array of inputs, one element type: the rings and the latest elements in two
-/// arrays, not an array of ``CombiningSlot``s, so that making an output reads the latest elements
-/// without copying (and retaining) each slot's ring (measured on `W7.combineLatest.inputs` at 64
-/// inputs: 1.4× slower as an array of slots).
-@usableFromInline
-struct CombiningValuesArray<Element: Sendable>: CombiningValues {
-  @usableFromInline
-  struct Input: Sendable {
-    @usableFromInline let slot: Int
-    @usableFromInline let element: Element
-
-    @inlinable init(slot: Int, element: Element) {
-      self.slot = slot
-      self.element = element
-    }
-  }
-
-  @usableFromInline var pending: [RingBuffer<Element>]
-  @usableFromInline var latest: [Element?]
-
-  @inlinable init(count: Int) {
-    pending = Array(repeating: RingBuffer(), count: count)
-    latest = Array(repeating: nil, count: count)
-  }
-
-  @inlinable var slotCount: Int { pending.count }
-
-  @inlinable static func slot(of input: Input) -> Int { input.slot }
-
-  @inlinable mutating func append(_ input: Input) { pending[input.slot].append(input.element) }
-
-  @inlinable mutating func replaceLatest(_ input: Input) -> Input? {
-    defer { latest[input.slot] = input.element }
-    return latest[input.slot].map { Input(slot: input.slot, element: $0) }
-  }
-
-  @inlinable mutating func moveAll(to batch: inout Self) {
-    for slot in pending.indices { swap(&pending[slot], &batch.pending[slot]) }
-  }
-
-  @inlinable mutating func moveRows(_ rows: Int, to batch: inout Self) {
-    for slot in pending.indices {
-      for _ in 0..<rows { batch.pending[slot].append(pending[slot].popFirst()!) }
-    }
-  }
-
-  @inlinable mutating func appendLatest(_ slot: Int) { pending[slot].append(latest[slot]!) }
-
-  @inlinable mutating func promote(_ slot: Int) { latest[slot] = pending[slot].popFirst() }
-
-  @inlinable func output() -> [Element] { latest.map { $0! } }
-
-  @inlinable mutating func row() -> [Element] { pending.indices.map { pending[$0].popFirst()! } }
 }

@@ -52,46 +52,8 @@ extension Flow {
   @_disfavoredOverload
   @inlinable
   public func map<T: Sendable>(_ transform: @escaping @Sendable (Element) throws(Failure) -> T) -> Flow<T, Failure> {
-    let makePull = self.makePull
-    return Flow<T, Failure> {
-      switch makePull() {
-      case .sync(let next):
-        return .sync { () throws(Failure) -> T? in
-          guard let element = try next() else { return nil }
-          return try transform(element)
-        }
-      case .async(let upstream):
-        // Sound: the new pull owns `upstream` alone. Swift 6.3's region analysis merges the closures
-        // bound by one switch over both cases and reports a false race without this.
-        nonisolated(unsafe) let next = upstream
-        return .async { (actor: isolated (any Actor)?) async throws(Failure) -> T? in
-          guard let element = try await next(actor) else { return nil }
-          do throws(Failure) { return try transform(element) } catch { try await endUpstream(next, actor, error) }
-        }
-      case .buffered(let upstreamTake, let upstream):
-        // Sound for the same reason: the new pull owns both closures alone.
-        nonisolated(unsafe) let take = upstreamTake
-        nonisolated(unsafe) let next = upstream
-        // A failure of `transform` in `take`, which cannot wait for the upstream's end: held for
-        // `next`, which the iterator calls when `take` has nothing, and which ends the upstream.
-        nonisolated(unsafe) var failure: Failure?
-        return .buffered(
-          take: { () throws(Failure) -> T? in
-            guard let element = try take() else { return nil }
-            do throws(Failure) { return try transform(element) } catch {
-              failure = error
-              return nil
-            }
-          },
-          next: { (actor: isolated (any Actor)?) async throws(Failure) -> T? in
-            if let failure = failure.take() { try await endUpstream(next, actor, failure) }
-            guard let element = try await next(actor) else { return nil }
-            do throws(Failure) { return try transform(element) } catch { try await endUpstream(next, actor, error) }
-          })
-      case .finished:
-        return .finished
-      }
-    }
+    // An element `T` is never `nil` as a `T?` (an optional `T` is `.some(nil)`): no element dropped.
+    compactMap { (element) throws(Failure) -> T? in try transform(element) }
   }
 
   /// Transforms every element with an asynchronous closure.
@@ -103,14 +65,7 @@ extension Flow {
   public func map<T: Sendable>(
     _ transform: @escaping @Sendable (Element) async throws(Failure) -> T
   ) -> Flow<T, Failure> {
-    let next = asyncPull()
-    return Flow<T, Failure> {
-      let next = next()
-      return .async { (actor: isolated (any Actor)?) async throws(Failure) -> T? in
-        guard let element = try await next(actor) else { return nil }
-        do throws(Failure) { return try await transform(element) } catch { try await endUpstream(next, actor, error) }
-      }
-    }
+    compactMap { (element) async throws(Failure) -> T? in try await transform(element) }
   }
 
   /// Keeps the elements for which `isIncluded`, which can throw the flow's `Failure`, returns
@@ -182,7 +137,8 @@ extension Flow {
         // Sound for the same reason: the new pull owns both closures alone.
         nonisolated(unsafe) let take = upstreamTake
         nonisolated(unsafe) let next = upstream
-        // Held for `next`, as in `map`.
+        // A failure of `transform` in `take`, which cannot wait for the upstream's end: held for
+        // `next`, which the iterator calls when `take` has nothing, and which ends the upstream.
         nonisolated(unsafe) var failure: Failure?
         return .buffered(
           take: { () throws(Failure) -> T? in
@@ -245,7 +201,7 @@ extension Flow {
     return {
       switch makePull() {
       case .sync(let upstream):
-        // Sound for the same reason as in `map`: the new pull owns `upstream` alone.
+        // Sound for the same reason as in `compactMap`: the new pull owns `upstream` alone.
         nonisolated(unsafe) let next = upstream
         return { (_: isolated (any Actor)?) async throws(Failure) -> Element? in
           // The iterator only checks cancellation for synchronous pulls; this one is asynchronous.
@@ -306,7 +262,7 @@ extension Flow {
           do throws(Failure) { return try next() } catch { throw transform(error) }
         }
       case .async(let upstream):
-        // Sound for the same reason as in `map`: the new pull owns `upstream` alone.
+        // Sound for the same reason as in `compactMap`: the new pull owns `upstream` alone.
         nonisolated(unsafe) let next = upstream
         return .async { (actor: isolated (any Actor)?) async throws(E) -> Element? in
           do throws(Failure) { return try await next(actor) } catch { throw transform(error) }
