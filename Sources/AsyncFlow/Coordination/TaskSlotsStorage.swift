@@ -2,8 +2,9 @@
 /// the tasks hold on to, so that releasing the `TaskSlots` itself can cancel them.
 @usableFromInline
 final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
-  @usableFromInline typealias Watcher = UnsafeContinuation<Bool?, Never>
-  @usableFromInline typealias Machine = TaskSlotsStateMachine<ID, Watcher, Task<Void, Never>>
+  /// A parked task or caller; a watcher is resumed with the running state (`nil`: finish).
+  @usableFromInline typealias Waiter = UnsafeContinuation<Bool?, Never>
+  @usableFromInline typealias Machine = TaskSlotsStateMachine<ID, Waiter, Task<Void, Never>>
 
   /// A run's operation as the caller wrote it, with or without its `Run`: the one without is not
   /// wrapped in a closure that takes one, which would cost an allocation and an async frame per run.
@@ -32,11 +33,11 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
     self.log = log
   }
 
-  /// What a `run` call did: started a task, or (a `firstWins` run while one is registered) nothing,
-  /// with the ends to wait for when the caller joins the run in flight.
+  /// What a `run` call did: started a task, or nothing (`upTo`: a `firstWins` run ignored while the
+  /// runs up to that number are registered; `nil`: the `TaskSlots` is gone).
   @usableFromInline enum Started {
     case task(Task<Void, Never>)
-    case ignored(inFlight: [CompletionSignal])
+    case ignored(upTo: Int?)
   }
 
   @inlinable func run(
@@ -48,72 +49,82 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
   }
 
   @inlinable func start(
-    _ id: ID, policy: SlotPolicy, priority: TaskPriority?, trigger: String?, operation: Operation,
-    joining: Bool = false
+    _ id: ID, policy: SlotPolicy, priority: TaskPriority?, trigger: String?, operation: Operation
   ) -> Started {
     let action = state.withLock { machine in
-      guard let log else { return machine.reserve(id, policy: policy, joining: joining) }
+      guard let log else { return machine.reserve(id, policy: policy, trigger: trigger) }
       return log.storage.withLock { entries in
         // Numbered and recorded in the step that decides, so that the log's order is the registry's.
         let token = entries.takeNumber()
-        let action = machine.reserve(id, policy: policy, token: token, trigger: trigger, joining: joining)
-        TaskSlotsStorage.record(action, policy: policy, token: token, id: id, trigger: trigger, in: &entries)
+        let action = machine.reserve(id, policy: policy, token: token, trigger: trigger)
+        TaskSlotsStorage.record(action, token: token, id: id, trigger: trigger, in: &entries)
         return action
       }
     }
     switch consume action {
-    case .ignore(let inFlight):
-      return .ignored(inFlight: inFlight)
-    case .start(let token, let superseded, let predecessors, let wakes):
-      let isQueued = policy.storage == .queue && !predecessors.isEmpty
+    case .refuse:
+      return .ignored(upTo: nil)
+    case .ignore(let upTo):
+      return .ignored(upTo: upTo)
+    case .start(let token, _, let superseded, let wakes):
       // Cancelled outside the lock (cancellation handlers run synchronously and may call back in),
       // and before the new task exists.
-      for registration in superseded ?? .several([]) { registration.task?.cancel() }
+      for run in superseded { run.task?.cancel() }
       resume(wakes)
       // Through FlowScheduling, so that a task started under a `TestClock` follows its schedule; by
       // the inlined form, which hands this literal to `Task {}` as it is (a closure box less per run).
       let task = FlowScheduling.startInheritingTask(priority: priority) {
-        // A predecessor's wait ends early when this run is cancelled: its operation will not begin.
-        for predecessor in predecessors { await predecessor.waitUnlessCancelled() }
         // Cancelled already (superseded in a burst): no call and no hop. Not cancelled yet, `begin`
         // decides, where the operation runs.
-        if !Task.isCancelled {
-          await self.begin(operation, id: id, token: token, isQueued: isQueued, trigger: trigger, on: operation.isolation)
-        }
+        if !Task.isCancelled { await self.begin(operation, id: id, token: token, trigger: trigger, on: operation.isolation) }
         // The task's captures, the operation's among them, are released when this closure returns,
         // after the lock: an operation may capture an object whose `deinit` calls back in.
         self.finished(id, token: token, trigger: trigger)
       }
-      if case .cancel(let signal) = state.withLock({ $0.attach(task, id: id, token: token) }) {
+      switch state.withLock({ $0.attach(task, id: id, token: token) }) {
+      case .attached: break
+      case .cancel: task.cancel()
+      case .cancelAndReport:
         task.cancel()
-        if let signal {
-          signal.fire()  // after the cancellation: the successors' operations may begin
-          // Pending until now, so that a run registered since the attachment waited for it too.
-          state.withLock { $0.cancellationFired(token) }
-        }
+        resume(state.withLock { $0.cancelled(id, token: token) })
       }
       return .task(task)
     }
   }
 
-  /// Runs the operation unless its run was cancelled or left the registry (superseded, cancelled,
-  /// the `TaskSlots` released) before it could begin. On the operation's own isolation: a
-  /// `@MainActor` operation superseded in the main-actor turn that started it is cancelled before
-  /// this check can run, since the check waits for the turn to end; checked on another thread
-  /// before the hop, it passed there, and the operation then began on the main actor although
-  /// cancelled. Calling the operation from here is no hop (the same isolation), so nothing runs on
-  /// that actor between the check and the operation's first line; a supersession from another
-  /// thread is decided under the lock, before or after this check's read of the registry.
+  /// Runs the operation if the machine's check lets it begin (see `TaskSlotsStateMachine`), parked
+  /// while it answers `wait`. On the operation's own isolation: a `@MainActor` operation superseded
+  /// in the main-actor turn that started it is cancelled before this check can run, since the check
+  /// waits for the turn to end; checked on another thread before the hop, it passed there, and the
+  /// operation then began on the main actor although cancelled. Calling the operation from here is
+  /// no hop (the same isolation), so nothing runs on that actor between the check and the
+  /// operation's first line.
   @inlinable func begin(
-    _ operation: Operation, id: ID, token: Int, isQueued: Bool, trigger: String?, on isolation: isolated (any Actor)?
+    _ operation: Operation, id: ID, token: Int, trigger: String?, on isolation: isolated (any Actor)?
   ) async {
-    guard !Task.isCancelled, state.withLock({ $0.mayBegin(id, token: token) }) else { return }
-    // A queued run's turn has come: "queued" was its entry so far.
-    if isQueued { log?.record(.init(run: token, id: id, trigger: trigger, event: .started)) }
-    switch operation {
-    case .plain(let operation): await operation()
-    case .withRun(let operation): await operation(TaskSlots.Run(storage: self, id: id, number: token))
-    case .throwing(_, let body): await body(isolation)
+    while true {
+      switch state.withLock({ $0.begin(id, token: token, isCancelled: Task.isCancelled) }) {
+      case .never:
+        return
+      case .wait:
+        _ = await withTaskCancellationHandler {
+          await withOrderedContinuation { (waiter: Waiter) in
+            state.withLock { $0.park(id, token: token, waiter: waiter, isCancelled: Task.isCancelled) }?
+              .resume(returning: nil)
+          }
+        } onCancel: {
+          state.withLock { $0.unpark(id, token: token) }?.resume(returning: nil)
+        }
+      case .begin(let queued):
+        // A queued run's turn has come: "queued" was its entry so far.
+        if queued { log?.record(.init(run: token, id: id, trigger: trigger, event: .started)) }
+        switch operation {
+        case .plain(let operation): await operation()
+        case .withRun(let operation): await operation(TaskSlots.Run(storage: self, id: id, number: token))
+        case .throwing(_, let body): await body(isolation)
+        }
+        return
+      }
     }
   }
 
@@ -135,48 +146,54 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
     }
     let started = start(
       id, policy: policy, priority: priority, trigger: trigger,
-      operation: .throwing(isolation: operation.isolation, body: body), joining: true)
+      operation: .throwing(isolation: operation.isolation, body: body))
     switch started {
     case .task(let task):
       // Ended, not only cancelled, when this returns: what the run writes is written by then.
       await withTaskCancellationHandler { await task.value } onCancel: { task.cancel() }
       if let error = failure.withLock({ $0.take() }) { throw error }
-    case .ignored(let inFlight):
-      for end in inFlight { await end.waitUnlessCancelled() }
+    case .ignored(let upTo?):
+      let waiterID = state.withLock { $0.makeWaiterID() }
+      _ = await withTaskCancellationHandler {
+        await withOrderedContinuation { (waiter: Waiter) in
+          state.withLock { $0.join(id, upTo: upTo, parked: (waiterID, waiter), isCancelled: Task.isCancelled) }?
+            .resume(returning: nil)
+        }
+      } onCancel: {
+        state.withLock { $0.leave(id, waiterID: waiterID) }?.resume(returning: nil)
+      }
+    case .ignored(nil):
+      break
     }
   }
 
   @inlinable func finished(_ id: ID, token: Int, trigger: String?) {
     let log = self.log
-    let action = state.withLock { machine in
-      let action = machine.finished(id: id, token: token)
+    let wakes = state.withLock { machine in
+      let action = machine.finished(id, token: token)
       log?.record(.init(run: token, id: id, trigger: trigger, event: Task.isCancelled ? .cancelled : .finished))
-      return action
+      return action.wakes
     }
-    guard case .wake(let wakes, let signal) = action else { return }
     resume(wakes)
-    signal?.fire()
   }
 
   /// What a `run` call decided, as the request log records it: each superseded run, then the new one.
   @inlinable static func record(
-    _ action: Machine.ReserveAction, policy: SlotPolicy, token: Int, id: ID, trigger: String?,
-    in entries: inout RequestLog<ID>.Storage
+    _ action: Machine.ReserveAction, token: Int, id: ID, trigger: String?, in entries: inout RequestLog<ID>.Storage
   ) {
     switch action {
-    case .ignore:
+    case .refuse, .ignore:
       entries.append(.init(run: token, id: id, trigger: trigger, event: .ignored))
-    case .start(_, let superseded, let predecessors, _):
-      for old in superseded ?? .several([]) {
+    case .start(_, let queued, let superseded, _):
+      for old in superseded {
         entries.append(.init(run: old.token, id: id, trigger: old.trigger, event: .superseded(by: token)))
       }
-      let isQueued = policy.storage == .queue && !predecessors.isEmpty
-      entries.append(.init(run: token, id: id, trigger: trigger, event: isQueued ? .queued : .started))
+      entries.append(.init(run: token, id: id, trigger: trigger, event: queued ? .queued : .started))
     }
   }
 
   @inlinable func resume(_ wakes: [Machine.Wake]) {
-    for wake in wakes { wake.watcher.resume(returning: wake.running) }
+    for wake in wakes { wake.waiter.resume(returning: wake.running) }
   }
 
   @inlinable func cancel(_ id: ID) {
@@ -188,24 +205,16 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
   }
 
   func close() {
-    perform(state.withLock { $0.close() })
+    perform(state.withLock { $0.cancelAll(closing: true) })
   }
 
-  /// After the lock: the watchers' code runs as soon as they are resumed, and cancellation
+  /// After the lock: the waiters' code runs as soon as they are resumed, and cancellation
   /// handlers run synchronously in `cancel()`. Inlinable, as `cancel(_:)` and `cancelAll()` are:
   /// unspecialized, the registry's dictionary costs about 1 µs per cancel (measured: 1.4 µs against
   /// 0.06 µs for a dictionary of plain tasks in the `TaskSlots.cancel.identities` curve).
   @inlinable func perform(_ action: Machine.CancelAction) {
-    switch action {
-    case .none:
-      break
-    case .cancel(let slot, let wakes):
-      resume(wakes)
-      for registration in slot { registration.task?.cancel() }
-    case .cancelAll(let slots, let wakes):
-      resume(wakes)
-      for slot in slots.values { for registration in slot { registration.task?.cancel() } }
-    }
+    resume(action.wakes)
+    for run in action.removed { run.task?.cancel() }
   }
 
   func isRunningFlow(_ id: ID) -> Flow<Bool, Never> {
@@ -213,17 +222,16 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
       // One iteration's memory: what it delivered last, so that it delivers changes only.
       let last = RunningStateMemory()
       return .async { (actor: isolated (any Actor)?) async -> Bool? in
-        let watcher = self.state.withLock { $0.makeWatcherID() }
+        let watcher = self.state.withLock { $0.makeWaiterID() }
         let running = await withTaskCancellationHandler {
-          await withOrderedContinuation(isolation: actor) { (continuation: Watcher) in
+          await withOrderedContinuation(isolation: actor) { (waiter: Waiter) in
             let action = self.state.withLock {
-              $0.watch(
-                id, last: last.value, watcher: watcher, continuation: continuation, isCancelled: Task.isCancelled)
+              $0.watch(id, last: last.value, parked: (watcher, waiter), isCancelled: Task.isCancelled)
             }
-            if case .resume(let running) = action { continuation.resume(returning: running) }
+            if case .resume(let running) = action { waiter.resume(returning: running) }
           }
         } onCancel: {
-          self.state.withLock { $0.cancelWatcher(watcher) }?.resume(returning: nil)
+          self.state.withLock { $0.leave(id, waiterID: watcher) }?.resume(returning: nil)
         }
         last.value = running
         return running

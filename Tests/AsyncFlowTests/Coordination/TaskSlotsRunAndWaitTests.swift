@@ -101,7 +101,7 @@ struct TaskSlotsRunAndWaitTests {
       await slots.runAndWait("submit", policy: .firstWins) { log.append("second began") }
       log.append("joined returned")
     }
-    #expect(await Reentry.eventually { slots.storage.state.withLock { !$0.awaitedEnds.isEmpty } })
+    #expect(await Reentry.eventually { slots.storage.state.withLock { $0.slots["submit"]?.joiners.isEmpty == false } })
     #expect(log.all.isEmpty)
     request.release()
     await bounded(joined, "the joined call")
@@ -117,7 +117,7 @@ struct TaskSlotsRunAndWaitTests {
     let first = slots.run("submit", policy: .firstWins) { await request.wait() }!
     await request.entered()
     let joined = Task { await slots.runAndWait("submit", policy: .firstWins) {} }
-    #expect(await Reentry.eventually { slots.storage.state.withLock { !$0.awaitedEnds.isEmpty } })
+    #expect(await Reentry.eventually { slots.storage.state.withLock { $0.slots["submit"]?.joiners.isEmpty == false } })
     joined.cancel()
     await bounded(joined, "the joined call")
     #expect(!first.isCancelled)
