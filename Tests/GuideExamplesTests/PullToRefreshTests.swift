@@ -80,6 +80,25 @@ struct PullToRefreshTests {
     #expect(model.items == ["1"])
     #expect(model.failure == "Offline()")
   }
+
+  /// A stale failure is never written: the first pull's request fails after a second pull
+  /// superseded it, and the model, which writes whatever `runAndWait` hands it, gets `nil`; the
+  /// second pull's page is shown and no failure.
+  @Test func aSupersededPullsFailureIsNeverWritten() async {
+    let clock = TestClock.current
+    let pages = Pages()
+    let model = RefreshableFeedModel { offset in await pages.call(offset) }
+    let first = clock.task { @MainActor in await model.refresh() }
+    await pages.calls(count: 1)
+    let second = clock.task { @MainActor in await model.refresh() }
+    await pages.calls(count: 2)
+    pages.respond(toCall: 0, with: .failure(Offline()))  // late: its run was superseded
+    #expect(await clock.value(of: first) != nil)
+    #expect(model.failure == nil)
+    pages.respond(toCall: 1, with: .success(["new"]))
+    #expect(await clock.value(of: second) != nil)
+    #expect(model.items == ["new"] && model.failure == nil)
+  }
 }
 
 /// The explorer on the same two models: every order of the three entry points' answers, and the

@@ -240,8 +240,9 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
   }
 
   /// Run `token`'s task ended; only its own registration is removed, never a successor's. Whether
-  /// it was still registered (not superseded nor cancelled), and the waiters to resume.
-  @inlinable mutating func finished(_ id: ID, token: Int) -> (registered: Bool, wakes: [Wake]) {
+  /// the run is delivered (it ended registered and not cancelled: not superseded, not cancelled by
+  /// anyone; what it returned or threw reaches its caller), and the waiters to resume.
+  @inlinable mutating func finished(_ id: ID, token: Int, isCancelled: Bool) -> (delivered: Bool, wakes: [Wake]) {
     let action: (registered: Bool, wakes: [Wake]) = withSlot(id) { slot in
       var wakes: [Wake] = []
       let wasRunning = !slot.runs.isEmpty
@@ -252,7 +253,7 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
       return (index != nil, wakes)
     } ?? (false, [])
     if action.registered { runningCount -= 1 }
-    return action
+    return (action.registered && !isCancelled, action.wakes)
   }
 
   @usableFromInline typealias CancelAction = (removed: [Run], wakes: [Wake])

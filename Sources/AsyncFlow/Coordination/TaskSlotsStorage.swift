@@ -9,19 +9,20 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
   /// A run's operation as the caller wrote it, with or without its `Run`: the one without is not
   /// wrapped in a closure that takes one, which would cost an allocation and an async frame per run.
   @usableFromInline enum Operation: Sendable {
-    case plain(@Sendable @isolated(any) () async -> Void)
-    case withRun(@Sendable @isolated(any) (TaskSlots<ID>.Run) async -> Void)
-    /// A throwing operation of `runAndWait`, as a body that runs on `isolation` (the operation's
-    /// own) and keeps the failure for the caller: the body is called on that isolation, so calling
-    /// the operation from it is no hop, and nothing runs between the check and the operation.
-    case throwing(isolation: (any Actor)?, body: @Sendable (isolated (any Actor)?) async -> Void)
+    case plain(@Sendable @isolated(any) () async throws -> Void)
+    case withRun(@Sendable @isolated(any) (TaskSlots<ID>.Run) async throws -> Void)
+    /// The operation of `runAndWait`, as a body that runs on `isolation` (the operation's own),
+    /// leaves what the operation returned or threw in `outcome`, and says whether it threw: the body
+    /// is called on that isolation, so calling the operation from it is no hop, and nothing runs
+    /// between the check and the operation.
+    case returning(isolation: (any Actor)?, outcome: RunOutcome, body: @Sendable (isolated (any Actor)?) async -> Bool)
 
     /// Where the operation runs: where its run checks that it may still begin.
     @inlinable var isolation: (any Actor)? {
       switch self {
       case .plain(let operation): operation.isolation
       case .withRun(let operation): operation.isolation
-      case .throwing(let isolation, _): isolation
+      case .returning(let isolation, _, _): isolation
       }
     }
   }
@@ -76,10 +77,12 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
       let task = FlowScheduling.startInheritingTask(priority: priority) {
         // Cancelled already (superseded in a burst): no call and no hop. Not cancelled yet, `begin`
         // decides, where the operation runs.
-        if !Task.isCancelled { await self.begin(operation, id: id, token: token, trigger: trigger, on: operation.isolation) }
+        let failed =
+          Task.isCancelled ? false : await self.begin(operation, id: id, token: token, trigger: trigger, on: operation.isolation)
         // The task's captures, the operation's among them, are released when this closure returns,
         // after the lock: an operation may capture an object whose `deinit` calls back in.
-        self.finished(id, token: token, trigger: trigger)
+        let delivered = self.finished(id, token: token, trigger: trigger, failed: failed)
+        if case .returning(_, let outcome, _) = operation { outcome.isDelivered = delivered }
       }
       switch state.withLock({ $0.attach(task, id: id, token: token) }) {
       case .attached: break
@@ -93,7 +96,7 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
   }
 
   /// Runs the operation if the machine's check lets it begin (see `TaskSlotsStateMachine`), parked
-  /// while it answers `wait`. On the operation's own isolation: a `@MainActor` operation superseded
+  /// while it answers `wait`; whether the operation threw. On the operation's own isolation: a `@MainActor` operation superseded
   /// in the main-actor turn that started it is cancelled before this check can run, since the check
   /// waits for the turn to end; checked on another thread before the hop, it passed there, and the
   /// operation then began on the main actor although cancelled. Calling the operation from here is
@@ -101,11 +104,11 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
   /// operation's first line.
   @inlinable func begin(
     _ operation: Operation, id: ID, token: Int, trigger: String?, on isolation: isolated (any Actor)?
-  ) async {
+  ) async -> Bool {
     while true {
       switch state.withLock({ $0.begin(id, token: token, isCancelled: Task.isCancelled) }) {
       case .never:
-        return
+        return false
       case .wait:
         _ = await withTaskCancellationHandler {
           await withOrderedContinuation { (waiter: Waiter) in
@@ -118,40 +121,48 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
       case .begin(let queued):
         // A queued run's turn has come: "queued" was its entry so far.
         if queued { log?.record(.init(run: token, id: id, trigger: trigger, event: .started)) }
-        switch operation {
-        case .plain(let operation): await operation()
-        case .withRun(let operation): await operation(TaskSlots.Run(storage: self, id: id, number: token))
-        case .throwing(_, let body): await body(isolation)
+        do {
+          switch operation {
+          case .plain(let operation): try await operation()
+          case .withRun(let operation): try await operation(TaskSlots.Run(storage: self, id: id, number: token))
+          case .returning(_, _, let body): return await body(isolation)
+          }
+        } catch {
+          return true
         }
-        return
+        return false
       }
     }
   }
 
-  /// Starts a run as ``run(_:policy:priority:trigger:operation:)`` does and returns when it has
-  /// ended, rethrowing its failure; the caller's cancellation cancels the run. A `firstWins` call
-  /// that is ignored waits for the runs in flight instead, and leaves them alone when its caller is
-  /// cancelled (they are not its own).
-  @inlinable func runAndWait<Failure: Error>(
+  /// Starts a run as ``run(_:policy:priority:trigger:operation:)`` does and returns what its
+  /// operation returned or threw once it has ended, if the run was delivered (see `finished`); the
+  /// caller's cancellation cancels the run. A `firstWins` call that is ignored waits for the runs in
+  /// flight to leave instead, and leaves them alone when its caller is cancelled (they are not its
+  /// own).
+  @inlinable func runAndWait<Success: Sendable, Failure: Error>(
     _ id: ID, policy: SlotPolicy, priority: TaskPriority?, trigger: String?,
-    operation: @escaping @Sendable @isolated(any) () async throws(Failure) -> Void
-  ) async throws(Failure) {
-    let failure = LockedState<Failure?>(nil)
-    let body: @Sendable (isolated (any Actor)?) async -> Void = { _ in
+    operation: @escaping @Sendable @isolated(any) () async throws(Failure) -> Success
+  ) async throws(Failure) -> Success? {
+    let outcome = RunResult<Success, Failure>()
+    let body: @Sendable (isolated (any Actor)?) async -> Bool = { _ in
       do throws(Failure) {
-        try await operation()
+        outcome.result = .success(try await operation())
+        return false
       } catch {
-        failure.withLock { $0 = error }
+        outcome.result = .failure(error)
+        return true
       }
     }
     let started = start(
       id, policy: policy, priority: priority, trigger: trigger,
-      operation: .throwing(isolation: operation.isolation, body: body))
+      operation: .returning(isolation: operation.isolation, outcome: outcome, body: body))
     switch started {
     case .task(let task):
       // Ended, not only cancelled, when this returns: what the run writes is written by then.
       await withTaskCancellationHandler { await task.value } onCancel: { task.cancel() }
-      if let error = failure.withLock({ $0.take() }) { throw error }
+      guard outcome.isDelivered, let result = outcome.result.take() else { return nil }
+      return try result.get()
     case .ignored(let upTo?):
       let waiterID = state.withLock { $0.makeWaiterID() }
       _ = await withTaskCancellationHandler {
@@ -162,19 +173,24 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
       } onCancel: {
         state.withLock { $0.leave(id, waiterID: waiterID) }?.resume(returning: nil)
       }
+      return nil
     case .ignored(nil):
-      break
+      return nil
     }
   }
 
-  @inlinable func finished(_ id: ID, token: Int, trigger: String?) {
+  /// Run `token`'s task ends: whether the run was delivered (ended registered and not cancelled),
+  /// which the log records as `finished` or `failed`, and `runAndWait` hands its caller.
+  @inlinable func finished(_ id: ID, token: Int, trigger: String?, failed: Bool) -> Bool {
     let log = self.log
-    let wakes = state.withLock { machine in
-      let action = machine.finished(id, token: token)
-      log?.record(.init(run: token, id: id, trigger: trigger, event: Task.isCancelled ? .cancelled : .finished))
-      return action.wakes
+    let (delivered, wakes) = state.withLock { machine in
+      let action = machine.finished(id, token: token, isCancelled: Task.isCancelled)
+      let event: RequestLog<ID>.Event = action.delivered ? (failed ? .failed : .finished) : .cancelled
+      log?.record(.init(run: token, id: id, trigger: trigger, event: event))
+      return action
     }
     resume(wakes)
+    return delivered
   }
 
   /// What a `run` call decided, as the request log records it: each superseded run, then the new one.
@@ -243,4 +259,21 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
 /// What one iteration of `isRunningFlow` delivered last; touched only by that iteration.
 final class RunningStateMemory {
   var value: Bool?
+}
+
+/// What a run of `runAndWait` leaves for its caller: written by the run's task, read by the caller
+/// once it has awaited that task (the task's end orders the two), so never by two at once.
+@usableFromInline
+class RunOutcome: @unchecked Sendable {
+  /// Whether the run ended registered and not cancelled: only then does its caller get the outcome.
+  @usableFromInline var isDelivered = false
+
+  @inlinable init() {}
+}
+
+@usableFromInline
+final class RunResult<Success, Failure: Error>: RunOutcome, @unchecked Sendable {
+  @usableFromInline var result: Result<Success, Failure>?
+
+  @inlinable override init() {}
 }

@@ -102,6 +102,39 @@ struct RequestLogTests {
     #expect(log.entries(ofRun: 1).map(\.event) == [.started, .cancelled])
   }
 
+  /// A failure is recorded as a failure, from `run`, `runAndWait` and `SingleFlight`; a superseded
+  /// run's failure is its cancellation, recorded as `cancelled`.
+  @Test func aRunThatThrowsIsReportedFailed() async {
+    struct Offline: Error {}
+    let log = RequestLog<String>()
+    let slots = TaskSlots<String>(log: log)
+    let flight = SingleFlight<String, Int, Offline>(log: log)
+    await bounded(run: slots.run("save", trigger: "tap") { throw Offline() })  // #1
+    let waited = Task { () async -> Bool in
+      do { try await slots.runAndWait("save") { () throws(Offline) in throw Offline() } } catch { return true }  // #2
+      return false
+    }
+    #expect(await bounded(waited, "runAndWait") == true)
+    let flown = Task { () async -> Bool in
+      do { _ = try await flight.run("token") { () throws(Offline) -> Int in throw Offline() } } catch { return true }  // #3
+      return false
+    }
+    #expect(await bounded(flown, "SingleFlight.run") == true)
+    let gate = Gate()
+    let superseded = slots.run("load") {  // #4
+      await gate.wait()  // returns once cancelled
+      throw Offline()
+    }
+    await gate.entered()
+    await bounded(run: slots.run("load") {})  // #5
+    await bounded(run: superseded, "superseded")
+    #expect(log.entries(ofRun: 1).map(\.event) == [.started, .failed])
+    #expect(log.entries(ofRun: 2).map(\.event) == [.started, .failed])
+    #expect(log.entries(ofRun: 3).map(\.event) == [.started, .failed])
+    #expect(log.entries(ofRun: 4).map(\.event) == [.started, .superseded(by: 5), .cancelled])
+    #expect(log.entries(ofRun: 1).last?.description == "#1 save [tap] failed")
+  }
+
   @Test func theLogKeepsTheLastEntriesOnly() async {
     let log = RequestLog<String>(capacity: 3)
     let slots = TaskSlots<String>(log: log)

@@ -139,8 +139,8 @@ struct TaskSlotsStateMachineTests {
     register(&machine, policy: .concurrent)
     #expect(begin(&machine, 2) == "wait" && begin(&machine, 3) == "begin")
     #expect(machine.park("id", token: 2, waiter: 20, isCancelled: false) == nil)
-    #expect(machine.finished("id", token: 3).wakes.isEmpty)
-    #expect(machine.finished("id", token: 1).wakes.map(\.waiter) == [20])
+    #expect(machine.finished("id", token: 3, isCancelled: false).wakes.isEmpty)
+    #expect(machine.finished("id", token: 1, isCancelled: false).wakes.map(\.waiter) == [20])
     #expect(begin(&machine, 2) == "begin queued")
   }
 
@@ -185,8 +185,8 @@ struct TaskSlotsStateMachineTests {
     #expect(begin(&machine, 1) == "begin")
     register(&machine, policy: .latestWins)
     #expect(machine.park("id", token: 2, waiter: 20, isCancelled: false) == nil)
-    let end = machine.finished("id", token: 1)
-    #expect(!end.registered && end.wakes.map(\.waiter) == [20])
+    let end = machine.finished("id", token: 1, isCancelled: false)
+    #expect(!end.delivered && end.wakes.map(\.waiter) == [20])
     #expect(begin(&machine, 2) == "begin")
   }
 
@@ -197,7 +197,7 @@ struct TaskSlotsStateMachineTests {
     register(&machine, policy: .queue)
     register(&machine, policy: .queue)
     #expect(machine.park("id", token: 2, waiter: 20, isCancelled: true) == 20)
-    _ = machine.finished("id", token: 1)
+    _ = machine.finished("id", token: 1, isCancelled: false)
     #expect(machine.park("id", token: 2, waiter: 20, isCancelled: false) == 20)  // its turn came meanwhile
     register(&machine, policy: .queue)
     #expect(machine.park("id", token: 3, waiter: 30, isCancelled: false) == nil)
@@ -251,25 +251,33 @@ struct TaskSlotsStateMachineTests {
     register(&machine, policy: .latestWins)
     _ = machine.watch("id", last: true, parked: (0, 7), isCancelled: false)
     _ = machine.watch("other", last: false, parked: (1, 8), isCancelled: false)
-    let end = machine.finished("id", token: 1)
-    #expect(end.registered && end.wakes.map(\.waiter) == [7] && end.wakes.map(\.running) == [false])
+    let end = machine.finished("id", token: 1, isCancelled: false)
+    #expect(end.delivered && end.wakes.map(\.waiter) == [7] && end.wakes.map(\.running) == [false])
     #expect(machine.slots["id"] == nil && machine.runningCount == 0)
     #expect(machine.slots["other"]?.watchers.map(\.waiter) == [8])
+  }
+
+  /// A run whose task was cancelled (its caller's cancellation) leaves, and is not delivered.
+  @Test func testFinished_whenItsTaskWasCancelled_isNotDelivered() {
+    var machine = Machine()
+    register(&machine, policy: .latestWins)
+    let end = machine.finished("id", token: 1, isCancelled: true)
+    #expect(!end.delivered && machine.runningCount == 0 && machine.slots.isEmpty)
   }
 
   @Test func testFinished_whenSuperseded_leavesTheSuccessor() {
     var machine = Machine()
     register(&machine, policy: .latestWins)
     register(&machine, policy: .latestWins)
-    let end = machine.finished("id", token: 1)
-    #expect(!end.registered && end.wakes.isEmpty)
+    let end = machine.finished("id", token: 1, isCancelled: false)
+    #expect(!end.delivered && end.wakes.isEmpty)
     #expect(slot(machine) == [Pair(token: 2, task: 200)] && machine.runningCount == 1)
   }
 
   @Test func testFinished_whenOneOfSeveral_keepsTheOthers() {
     var machine = Machine()
     for _ in 1...3 { register(&machine, policy: .concurrent) }
-    #expect(machine.finished("id", token: 2).wakes.isEmpty)
+    #expect(machine.finished("id", token: 2, isCancelled: false).wakes.isEmpty)
     #expect(slot(machine).map(\.token) == [1, 3] && machine.runningCount == 2)
   }
 
@@ -285,7 +293,7 @@ struct TaskSlotsStateMachineTests {
     #expect(machine.join("id", upTo: 1, parked: (2, 9), isCancelled: true) == 9)
     register(&machine, policy: .concurrent)
     #expect(machine.leave("id", waiterID: 1) == 8 && machine.leave("id", waiterID: 1) == nil)
-    #expect(machine.finished("id", token: 1).wakes.map(\.waiter) == [7])
+    #expect(machine.finished("id", token: 1, isCancelled: false).wakes.map(\.waiter) == [7])
     #expect(machine.join("id", upTo: 1, parked: (3, 10), isCancelled: false) == 10)  // ended meanwhile
   }
 
@@ -352,7 +360,7 @@ struct TaskSlotsStateMachineTests {
     #expect(machine.isLatest("id", token: old))
     let new = register(&machine, policy: policy)!
     #expect(!machine.isLatest("id", token: old) && machine.isLatest("id", token: new))
-    _ = machine.finished("id", token: new)
+    _ = machine.finished("id", token: new, isCancelled: false)
     // Nothing newer runs: a late cleanup of the old run may turn the spinner off.
     #expect(machine.isLatest("id", token: old))
   }
@@ -363,7 +371,7 @@ struct TaskSlotsStateMachineTests {
     var machine = Machine()
     let old = register(&machine, policy: .concurrent)!
     let new = register(&machine, policy: .concurrent)!
-    _ = machine.finished("id", token: new)
+    _ = machine.finished("id", token: new, isCancelled: false)
     #expect(machine.isLatest("id", token: new) && machine.isLatest("id", token: old) && machine.isRunning("id"))
   }
 
