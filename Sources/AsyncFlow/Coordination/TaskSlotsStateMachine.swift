@@ -87,16 +87,45 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
       }
     }
 
-    /// Takes every run out: their parked tasks are told to check again (they will not begin), and
-    /// those that began with no task attached yet are remembered as uncancelled.
-    @inlinable mutating func removeRuns(into wakes: inout [Wake]) -> [Run] {
-      var removed: [Run] = []
-      swap(&removed, &runs)
+    /// Takes every run out, `new` in their place if given: their parked tasks are told to check
+    /// again (they will not begin), and those that began with no task attached yet are remembered
+    /// as uncancelled. One run is replaced in place, so that a `latestWins` run allocates nothing.
+    @inlinable mutating func removeRuns(replacingWith new: Run? = nil, into wakes: inout [Wake]) -> Removed {
+      var removed = Removed()
+      if runs.count == 1, let new {
+        removed.first = runs[0]
+        runs[0] = new
+      } else {
+        swap(&removed.rest, &runs)
+        if let new { runs.append(new) }
+      }
       for run in removed {
         if let waiter = run.waiter { wakes.append((waiter, nil)) }
         if run.hasBegun && run.task == nil { uncancelled.append(run.token) }
       }
       return removed
+    }
+  }
+
+  /// Runs that left, handed out whole so that their tasks and triggers are released after the
+  /// lock; one is held without an array.
+  @usableFromInline struct Removed: Sequence {
+    @usableFromInline var first: Run?
+    @usableFromInline var rest: [Run] = []
+
+    @inlinable init() {}
+
+    @inlinable var count: Int { (first == nil ? 0 : 1) + rest.count }
+
+    @inlinable func makeIterator() -> Iterator { Iterator(first: first, rest: rest.makeIterator()) }
+
+    @usableFromInline struct Iterator: IteratorProtocol {
+      @usableFromInline var first: Run?
+      @usableFromInline var rest: IndexingIterator<[Run]>
+
+      @inlinable init(first: Run?, rest: IndexingIterator<[Run]>) { (self.first, self.rest) = (first, rest) }
+
+      @inlinable mutating func next() -> Run? { first.take() ?? rest.next() }
     }
   }
 
@@ -135,7 +164,7 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
   @usableFromInline enum ReserveAction {
     /// Cancel the tasks of `superseded` (the runs that left, for the request log too), resume
     /// `wakes`, then start the task of run `token` (`queued`: behind others, it begins later).
-    case start(token: Int, queued: Bool, superseded: [Run], wakes: [Wake])
+    case start(token: Int, queued: Bool, superseded: Removed, wakes: [Wake])
     /// `firstWins` while runs are registered, the last of them numbered `upTo`: nothing starts.
     case ignore(upTo: Int)
     /// The `TaskSlots` is gone (during its own `run`, after its last use there): nothing starts.
@@ -155,9 +184,14 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
       if policy == .firstWins, let last = slot.runs.last { return .ignore(upTo: last.token) }
       var wakes: [Wake] = []
       let wasRunning = !slot.runs.isEmpty
-      let superseded = policy == .latestWins && wasRunning ? slot.removeRuns(into: &wakes) : []
-      let queued = policy == .queue && !slot.runs.isEmpty
-      slot.runs.append(Run(token: token, policy: policy, trigger: trigger, isQueued: queued))
+      let queued = policy == .queue && wasRunning
+      let new = Run(token: token, policy: policy, trigger: trigger, isQueued: queued)
+      var superseded = Removed()
+      if policy == .latestWins && wasRunning {
+        superseded = slot.removeRuns(replacingWith: new, into: &wakes)
+      } else {
+        slot.runs.append(new)
+      }
       slot.settle(wasRunning: wasRunning, into: &wakes)
       return .start(token: token, queued: queued, superseded: superseded, wakes: wakes)
     }!
@@ -256,16 +290,16 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
     return (action.registered && !isCancelled, action.wakes)
   }
 
-  @usableFromInline typealias CancelAction = (removed: [Run], wakes: [Wake])
+  @usableFromInline typealias CancelAction = (removed: Removed, wakes: [Wake])
 
   /// Every run of `id` leaves: cancel their tasks (the queued ones then never begin).
   @inlinable mutating func cancel(_ id: ID) -> CancelAction {
     let action: CancelAction = withSlot(id) { slot in
       var wakes: [Wake] = []
       let removed = slot.removeRuns(into: &wakes)
-      slot.settle(wasRunning: !removed.isEmpty, into: &wakes)
+      slot.settle(wasRunning: removed.count > 0, into: &wakes)
       return (removed, wakes)
-    } ?? ([], [])
+    } ?? (Removed(), [])
     runningCount -= action.removed.count
     return action
   }
@@ -273,10 +307,10 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
   /// Every run leaves; with `closing`, for good: every waiter is resumed (a watcher after `false`,
   /// if it last saw `true`), and nothing registers or parks again.
   @inlinable mutating func cancelAll(closing: Bool = false) -> CancelAction {
-    var all: CancelAction = ([], [])
+    var all: CancelAction = (Removed(), [])
     for id in Array(slots.keys) {
       let (removed, wakes) = cancel(id)
-      all.removed += removed
+      all.removed.rest += removed
       all.wakes += wakes
     }
     guard closing else { return all }

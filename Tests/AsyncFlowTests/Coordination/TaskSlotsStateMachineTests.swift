@@ -302,7 +302,7 @@ struct TaskSlotsStateMachineTests {
   @Test func testCancel_whenIdle_doesNothing() {
     var machine = Machine()
     register(&machine, "other", policy: .latestWins)
-    #expect(machine.cancel("id").removed.isEmpty && machine.runningCount == 1)
+    #expect(machine.cancel("id").removed.count == 0 && machine.runningCount == 1)
   }
 
   @Test func testCancel_whenSeveralAreRegistered_removesThemAll() {
@@ -348,7 +348,7 @@ struct TaskSlotsStateMachineTests {
     let wakes = machine.cancelAll(closing: true).wakes
     #expect(wakes.map(\.waiter).sorted() == [7, 8] && wakes.allSatisfy { $0.running == nil })
     #expect(machine.slots.isEmpty)
-    #expect(machine.cancelAll(closing: true).removed.isEmpty && machine.isLatest("id", token: 1))
+    #expect(machine.cancelAll(closing: true).removed.count == 0 && machine.isLatest("id", token: 1))
   }
 
   // MARK: isLatest
