@@ -13,7 +13,9 @@ struct PullToRefreshTests {
   /// The screen leaves while `refresh()` awaits: the caller's task is cancelled, then the request
   /// on the wire answers. The fixed model writes nothing and its `refresh()` returns once the run
   /// has ended; the naive one writes the page after leaving.
-  private func leaveDuringTheRefresh<Feed: RefreshableFeed>(_ feed: Feed.Type) async -> (items: [String], returned: Bool) {
+  private func leaveDuringTheRefresh<Feed: RefreshableFeed>(_ feed: Feed.Type) async -> (
+    items: [String], returned: Bool
+  ) {
     let clock = TestClock.current
     let pages = Pages()
     let model = Feed { offset in await pages.call(offset) }

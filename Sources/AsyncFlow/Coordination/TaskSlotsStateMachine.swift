@@ -277,15 +277,16 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
   /// the run is delivered (it ended registered and not cancelled: not superseded, not cancelled by
   /// anyone; what it returned or threw reaches its caller), and the waiters to resume.
   @inlinable mutating func finished(_ id: ID, token: Int, isCancelled: Bool) -> (delivered: Bool, wakes: [Wake]) {
-    let action: (registered: Bool, wakes: [Wake]) = withSlot(id) { slot in
-      var wakes: [Wake] = []
-      let wasRunning = !slot.runs.isEmpty
-      let index = slot.runs.firstIndex { $0.token == token }
-      if let index { slot.runs.remove(at: index) }
-      if !slot.uncancelled.isEmpty { slot.uncancelled.removeAll { $0 == token } }
-      slot.settle(wasRunning: wasRunning, into: &wakes)
-      return (index != nil, wakes)
-    } ?? (false, [])
+    let action: (registered: Bool, wakes: [Wake]) =
+      withSlot(id) { slot in
+        var wakes: [Wake] = []
+        let wasRunning = !slot.runs.isEmpty
+        let index = slot.runs.firstIndex { $0.token == token }
+        if let index { slot.runs.remove(at: index) }
+        if !slot.uncancelled.isEmpty { slot.uncancelled.removeAll { $0 == token } }
+        slot.settle(wasRunning: wasRunning, into: &wakes)
+        return (index != nil, wakes)
+      } ?? (false, [])
     if action.registered { runningCount -= 1 }
     return (action.registered && !isCancelled, action.wakes)
   }
@@ -294,12 +295,13 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
 
   /// Every run of `id` leaves: cancel their tasks (the queued ones then never begin).
   @inlinable mutating func cancel(_ id: ID) -> CancelAction {
-    let action: CancelAction = withSlot(id) { slot in
-      var wakes: [Wake] = []
-      let removed = slot.removeRuns(into: &wakes)
-      slot.settle(wasRunning: removed.count > 0, into: &wakes)
-      return (removed, wakes)
-    } ?? (Removed(), [])
+    let action: CancelAction =
+      withSlot(id) { slot in
+        var wakes: [Wake] = []
+        let removed = slot.removeRuns(into: &wakes)
+        slot.settle(wasRunning: removed.count > 0, into: &wakes)
+        return (removed, wakes)
+      } ?? (Removed(), [])
     runningCount -= action.removed.count
     return action
   }

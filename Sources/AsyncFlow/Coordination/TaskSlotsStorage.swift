@@ -78,7 +78,8 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
         // Cancelled already (superseded in a burst): no call and no hop. Not cancelled yet, `begin`
         // decides, where the operation runs.
         let failed =
-          Task.isCancelled ? false : await self.begin(operation, id: id, token: token, trigger: trigger, on: operation.isolation)
+          Task.isCancelled
+          ? false : await self.begin(operation, id: id, token: token, trigger: trigger, on: operation.isolation)
         // The task's captures, the operation's among them, are released when this closure returns,
         // after the lock: an operation may capture an object whose `deinit` calls back in.
         let delivered = self.finished(id, token: token, trigger: trigger, failed: failed)
@@ -96,12 +97,12 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
   }
 
   /// Runs the operation if the machine's check lets it begin (see `TaskSlotsStateMachine`), parked
-  /// while it answers `wait`; whether the operation threw. On the operation's own isolation: a `@MainActor` operation superseded
-  /// in the main-actor turn that started it is cancelled before this check can run, since the check
-  /// waits for the turn to end; checked on another thread before the hop, it passed there, and the
-  /// operation then began on the main actor although cancelled. Calling the operation from here is
-  /// no hop (the same isolation), so nothing runs on that actor between the check and the
-  /// operation's first line.
+  /// while it answers `wait`; returns whether the operation threw. On the operation's own
+  /// isolation: a `@MainActor` operation superseded in the main-actor turn that started it is
+  /// cancelled before this check can run, since the check waits for the turn to end; checked on
+  /// another thread before the hop, it passed there, and the operation then began on the main
+  /// actor although cancelled. Calling the operation from here is no hop (the same isolation), so
+  /// nothing runs on that actor between the check and the operation's first line.
   @inlinable func begin(
     _ operation: Operation, id: ID, token: Int, trigger: String?, on isolation: isolated (any Actor)?
   ) async -> Bool {
@@ -160,7 +161,11 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
     switch started {
     case .task(let task):
       // Ended, not only cancelled, when this returns: what the run writes is written by then.
-      await withTaskCancellationHandler { await task.value } onCancel: { task.cancel() }
+      await withTaskCancellationHandler {
+        await task.value
+      } onCancel: {
+        task.cancel()
+      }
       guard outcome.isDelivered, let result = outcome.result.take() else { return nil }
       return try result.get()
     case .ignored(let upTo?):

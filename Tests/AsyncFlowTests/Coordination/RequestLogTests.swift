@@ -32,11 +32,14 @@ struct RequestLogTests {
     #expect(log.description.contains("#3 articles [load] superseded by #4"))
     // In the order it happened: the old run leaves before its successor starts.
     let order = log.entries.map(\.description)
-    #expect(order.firstIndex(of: "#3 articles [load] superseded by #4")! < order.firstIndex(of: "#4 articles [refresh] started")!)
-    #expect(Array(order.prefix(4)) == [
-      "#1 articles [appear] started", "#1 articles [appear] finished",
-      "#2 articles [category] started", "#2 articles [category] finished",
-    ])
+    #expect(
+      order.firstIndex(of: "#3 articles [load] superseded by #4")! < order.firstIndex(
+        of: "#4 articles [refresh] started")!)
+    #expect(
+      Array(order.prefix(4)) == [
+        "#1 articles [appear] started", "#1 articles [appear] finished",
+        "#2 articles [category] started", "#2 articles [category] finished",
+      ])
   }
 
   @Test func everyPolicyReportsItsOutcomeThenExactlyOneEnd() async {
@@ -78,7 +81,12 @@ struct RequestLogTests {
     let flight = SingleFlight<String, String, Never>(log: log)
     let gate = Gate()
     await bounded(run: slots.run("feed") {})  // #1: numbers are shared by everything writing to the log
-    let first = Task { await flight.run("token", trigger: "401 /feed") { await gate.wait(); return "t" } }  // #2
+    let first = Task {
+      await flight.run("token", trigger: "401 /feed") {
+        await gate.wait()
+        return "t"
+      }
+    }  // #2
     await gate.entered()
     let joiner = Task { await flight.run("token", trigger: "401 /profile") { "unused" } }  // #3
     #expect(await Reentry.eventually { log.entries.count == 4 })  // the joiner joined
@@ -116,7 +124,8 @@ struct RequestLogTests {
     }
     #expect(await bounded(waited, "runAndWait") == true)
     let flown = Task { () async -> Bool in
-      do { _ = try await flight.run("token") { () throws(Offline) -> Int in throw Offline() } } catch { return true }  // #3
+      // #3
+      do { _ = try await flight.run("token") { () throws(Offline) -> Int in throw Offline() } } catch { return true }
       return false
     }
     #expect(await bounded(flown, "SingleFlight.run") == true)

@@ -237,7 +237,12 @@ struct TaskSlotsRunAndWaitTests {
   @Test func aJoinedFirstWinsCallerGetsNil() async {
     let slots = TaskSlots<String>()
     let request = Gate()
-    let first = Task { await slots.runAndWait("submit", policy: .firstWins) { () async -> Int in await request.wait(); return 1 } }
+    let first = Task {
+      await slots.runAndWait("submit", policy: .firstWins) { () async -> Int in
+        await request.wait()
+        return 1
+      }
+    }
     await request.entered()
     let joined = Task { await slots.runAndWait("submit", policy: .firstWins) { () async -> Int in 2 } }
     #expect(await Reentry.eventually { slots.storage.state.withLock { $0.slots["submit"]?.joiners.isEmpty == false } })
