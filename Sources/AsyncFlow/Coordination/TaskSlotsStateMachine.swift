@@ -165,8 +165,8 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
     /// Cancel the tasks of `superseded` (the runs that left, for the request log too), resume
     /// `wakes`, then start the task of run `token` (`queued`: behind others, it begins later).
     case start(token: Int, queued: Bool, superseded: Removed, wakes: [Wake])
-    /// `firstWins` while runs are registered, the last of them numbered `upTo`: nothing starts.
-    case ignore(upTo: Int)
+    /// `firstWins` while runs are registered: nothing starts.
+    case ignore
     /// The `TaskSlots` is gone (during its own `run`, after its last use there): nothing starts.
     case refuse
   }
@@ -181,7 +181,7 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
     let token = token ?? nextToken
     let policy = policy.storage
     let action = withSlot(id, create: true) { slot -> ReserveAction in
-      if policy == .firstWins, let last = slot.runs.last { return .ignore(upTo: last.token) }
+      if policy == .firstWins && !slot.runs.isEmpty { return .ignore }
       var wakes: [Wake] = []
       let wasRunning = !slot.runs.isEmpty
       let queued = policy == .queue && wasRunning
@@ -224,15 +224,17 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
     } ?? .never
   }
 
-  /// Parks run `token`'s task after `begin` said `wait`; returns the waiter to resume at once if
-  /// the answer may have changed since (or the task was cancelled meanwhile).
-  @inlinable mutating func park(_ id: ID, token: Int, waiter: Waiter, isCancelled: Bool) -> Waiter? {
-    guard !isCancelled else { return waiter }
-    return withSlot(id) { slot -> Waiter? in
-      guard let index = slot.runs.firstIndex(where: { $0.token == token }), slot.mustWait(index) else { return waiter }
+  /// Parks run `token`'s task after `begin` said `wait`; the waiter to resume at once if the
+  /// answer may have changed since (or the task was cancelled meanwhile).
+  @inlinable mutating func park(_ id: ID, token: Int, waiter: Waiter, isCancelled: Bool) -> Wake? {
+    guard !isCancelled else { return (waiter, nil) }
+    return withSlot(id) { slot -> Wake? in
+      guard let index = slot.runs.firstIndex(where: { $0.token == token }), slot.mustWait(index) else {
+        return (waiter, nil)
+      }
       slot.runs[index].waiter = waiter
       return nil
-    } ?? waiter
+    } ?? (waiter, nil)
   }
 
   /// Run `token`'s task was cancelled: its waiter, if it is parked, to resume (it will not begin).
@@ -335,32 +337,26 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
 
   // MARK: Waiters
 
-  /// A `runAndWait` caller whose `firstWins` run was ignored waits for the runs registered up to
-  /// `upTo` to leave; the waiter to resume at once if they have (or it was cancelled).
-  @inlinable mutating func join(_ id: ID, upTo: Int, parked: Parked, isCancelled: Bool) -> Waiter? {
-    guard !isCancelled, !isClosed else { return parked.waiter }
-    return withSlot(id) { slot -> Waiter? in
-      guard let first = slot.runs.first, first.token <= upTo else { return parked.waiter }
-      slot.joiners.append((parked, upTo))
+  /// A `runAndWait` caller whose `firstWins` run was ignored waits for the runs registered now to
+  /// leave; the waiter to resume at once if none is (or it was cancelled, or the registry closed).
+  @inlinable mutating func join(_ id: ID, parked: Parked, isCancelled: Bool) -> Wake? {
+    guard !isCancelled, !isClosed else { return (parked.waiter, nil) }
+    return withSlot(id) { slot -> Wake? in
+      guard let last = slot.runs.last else { return (parked.waiter, nil) }
+      slot.joiners.append((parked, last.token))
       return nil
-    } ?? parked.waiter
+    } ?? (parked.waiter, nil)
   }
 
-  @usableFromInline enum WatchAction {
-    /// Resume the watcher at once with this state (`nil`: finish).
-    case resume(Bool?)
-    /// The watcher is parked until the state changes.
-    case parked
-  }
-
-  /// A watcher that last delivered `last` (`nil`: nothing yet) asks for `id`'s next state.
-  @inlinable mutating func watch(_ id: ID, last: Bool?, parked: Parked, isCancelled: Bool) -> WatchAction {
-    if isCancelled { return .resume(nil) }
+  /// A watcher that last delivered `last` (`nil`: nothing yet) asks for `id`'s next state: the
+  /// state to resume it with at once (`nil`: finish), or `nil` when it is parked.
+  @inlinable mutating func watch(_ id: ID, last: Bool?, parked: Parked, isCancelled: Bool) -> Wake? {
+    if isCancelled { return (parked.waiter, nil) }
     let running = isRunning(id)
-    if running != last { return .resume(running) }
-    if isClosed { return .resume(nil) }
+    if running != last { return (parked.waiter, running) }
+    if isClosed { return (parked.waiter, nil) }
     withSlot(id, create: true) { $0.watchers.append(parked) }
-    return .parked
+    return nil
   }
 
   /// The joiner or watcher `waiterID` of `id` was cancelled: its waiter, if it is parked.

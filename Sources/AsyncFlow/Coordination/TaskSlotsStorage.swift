@@ -34,24 +34,11 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
     self.log = log
   }
 
-  /// What a `run` call did: started a task, or nothing (`upTo`: a `firstWins` run ignored while the
-  /// runs up to that number are registered; `nil`: the `TaskSlots` is gone).
-  @usableFromInline enum Started {
-    case task(Task<Void, Never>)
-    case ignored(upTo: Int?)
-  }
-
+  /// Registers a run and starts its task; `nil` when nothing starts (`firstWins` while a run is
+  /// registered, or the `TaskSlots` gone).
   @inlinable func run(
     _ id: ID, policy: SlotPolicy, priority: TaskPriority?, trigger: String?, operation: Operation
   ) -> Task<Void, Never>? {
-    guard case .task(let task) = start(id, policy: policy, priority: priority, trigger: trigger, operation: operation)
-    else { return nil }
-    return task
-  }
-
-  @inlinable func start(
-    _ id: ID, policy: SlotPolicy, priority: TaskPriority?, trigger: String?, operation: Operation
-  ) -> Started {
     let action = state.withLock { machine in
       guard let log else { return machine.reserve(id, policy: policy, trigger: trigger) }
       return log.storage.withLock { entries in
@@ -62,38 +49,32 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
         return action
       }
     }
-    switch consume action {
-    case .refuse:
-      return .ignored(upTo: nil)
-    case .ignore(let upTo):
-      return .ignored(upTo: upTo)
-    case .start(let token, _, let superseded, let wakes):
-      // Cancelled outside the lock (cancellation handlers run synchronously and may call back in),
-      // and before the new task exists.
-      for run in superseded { run.task?.cancel() }
-      resume(wakes)
-      // Through FlowScheduling, so that a task started under a `TestClock` follows its schedule; by
-      // the inlined form, which hands this literal to `Task {}` as it is (a closure box less per run).
-      let task = FlowScheduling.startInheritingTask(priority: priority) {
-        // Cancelled already (superseded in a burst): no call and no hop. Not cancelled yet, `begin`
-        // decides, where the operation runs.
-        let failed =
-          Task.isCancelled
-          ? false : await self.begin(operation, id: id, token: token, trigger: trigger, on: operation.isolation)
-        // The task's captures, the operation's among them, are released when this closure returns,
-        // after the lock: an operation may capture an object whose `deinit` calls back in.
-        let delivered = self.finished(id, token: token, trigger: trigger, failed: failed)
-        if case .returning(_, let outcome, _) = operation { outcome.isDelivered = delivered }
-      }
-      switch state.withLock({ $0.attach(task, id: id, token: token) }) {
-      case .attached: break
-      case .cancel: task.cancel()
-      case .cancelAndReport:
-        task.cancel()
-        resume(state.withLock { $0.cancelled(id, token: token) })
-      }
-      return .task(task)
+    guard case .start(let token, _, let superseded, let wakes) = consume action else { return nil }
+    // Cancelled outside the lock (cancellation handlers run synchronously and may call back in),
+    // and before the new task exists.
+    for run in superseded { run.task?.cancel() }
+    resume(wakes)
+    // Through FlowScheduling, so that a task started under a `TestClock` follows its schedule; by
+    // the inlined form, which hands this literal to `Task {}` as it is (a closure box less per run).
+    let task = FlowScheduling.startInheritingTask(priority: priority) {
+      // Cancelled already (superseded in a burst): no call and no hop. Not cancelled yet, `begin`
+      // decides, where the operation runs.
+      let failed =
+        Task.isCancelled
+        ? false : await self.begin(operation, id: id, token: token, trigger: trigger, on: operation.isolation)
+      // The task's captures, the operation's among them, are released when this closure returns,
+      // after the lock: an operation may capture an object whose `deinit` calls back in.
+      let delivered = self.finished(id, token: token, trigger: trigger, failed: failed)
+      if case .returning(_, let outcome, _) = operation { outcome.isDelivered = delivered }
     }
+    switch state.withLock({ $0.attach(task, id: id, token: token) }) {
+    case .attached: break
+    case .cancel: task.cancel()
+    case .cancelAndReport:
+      task.cancel()
+      resume(state.withLock { $0.cancelled(id, token: token) })
+    }
+    return task
   }
 
   /// Runs the operation if the machine's check lets it begin (see `TaskSlotsStateMachine`), parked
@@ -111,13 +92,10 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
       case .never:
         return false
       case .wait:
-        _ = await withTaskCancellationHandler {
-          await withOrderedContinuation { (waiter: Waiter) in
-            state.withLock { $0.park(id, token: token, waiter: waiter, isCancelled: Task.isCancelled) }?
-              .resume(returning: nil)
-          }
-        } onCancel: {
-          state.withLock { $0.unpark(id, token: token) }?.resume(returning: nil)
+        _ = await wait {
+          $0.park(id, token: token, waiter: $1, isCancelled: $2)
+        } leave: {
+          $0.unpark(id, token: token)
         }
       case .begin(let queued):
         // A queued run's turn has come: "queued" was its entry so far.
@@ -155,32 +133,44 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
         return true
       }
     }
-    let started = start(
+    let started = run(
       id, policy: policy, priority: priority, trigger: trigger,
       operation: .returning(isolation: operation.isolation, outcome: outcome, body: body))
-    switch started {
-    case .task(let task):
-      // Ended, not only cancelled, when this returns: what the run writes is written by then.
-      await withTaskCancellationHandler {
-        await task.value
-      } onCancel: {
-        task.cancel()
-      }
-      guard outcome.isDelivered, let result = outcome.result.take() else { return nil }
-      return try result.get()
-    case .ignored(let upTo?):
+    guard let task = started else {
+      // Ignored: a `firstWins` caller joins the runs in flight, without their outcome.
       let waiterID = state.withLock { $0.makeWaiterID() }
-      _ = await withTaskCancellationHandler {
-        await withOrderedContinuation { (waiter: Waiter) in
-          state.withLock { $0.join(id, upTo: upTo, parked: (waiterID, waiter), isCancelled: Task.isCancelled) }?
-            .resume(returning: nil)
-        }
-      } onCancel: {
-        state.withLock { $0.leave(id, waiterID: waiterID) }?.resume(returning: nil)
+      _ = await wait {
+        $0.join(id, parked: (waiterID, $1), isCancelled: $2)
+      } leave: {
+        $0.leave(id, waiterID: waiterID)
       }
       return nil
-    case .ignored(nil):
-      return nil
+    }
+    // Ended, not only cancelled, when this returns: what the run writes is written by then.
+    await withTaskCancellationHandler {
+      await task.value
+    } onCancel: {
+      task.cancel()
+    }
+    guard outcome.isDelivered, let result = outcome.result.take() else { return nil }
+    return try result.get()
+  }
+
+  /// Parks the calling task with `park` (given its waiter and whether it is cancelled, it returns
+  /// what to resume at once, if anything), until it is resumed, or its cancellation takes it out
+  /// with `leave`.
+  @inlinable func wait(
+    isolation: isolated (any Actor)? = #isolation, _ park: (inout Machine, Waiter, Bool) -> Machine.Wake?,
+    leave: @escaping @Sendable (inout Machine) -> Waiter?
+  ) async -> Bool? {
+    await withTaskCancellationHandler {
+      await withOrderedContinuation { (waiter: Waiter) in
+        if let wake = state.withLock({ park(&$0, waiter, Task.isCancelled) }) {
+          wake.waiter.resume(returning: wake.running)
+        }
+      }
+    } onCancel: {
+      state.withLock(leave)?.resume(returning: nil)
     }
   }
 
@@ -244,15 +234,10 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
       let last = RunningStateMemory()
       return .async { (actor: isolated (any Actor)?) async -> Bool? in
         let watcher = self.state.withLock { $0.makeWaiterID() }
-        let running = await withTaskCancellationHandler {
-          await withOrderedContinuation(isolation: actor) { (waiter: Waiter) in
-            let action = self.state.withLock {
-              $0.watch(id, last: last.value, parked: (watcher, waiter), isCancelled: Task.isCancelled)
-            }
-            if case .resume(let running) = action { waiter.resume(returning: running) }
-          }
-        } onCancel: {
-          self.state.withLock { $0.leave(id, waiterID: watcher) }?.resume(returning: nil)
+        let running = await self.wait {
+          $0.watch(id, last: last.value, parked: (watcher, $1), isCancelled: $2)
+        } leave: {
+          $0.leave(id, waiterID: watcher)
         }
         last.value = running
         return running
