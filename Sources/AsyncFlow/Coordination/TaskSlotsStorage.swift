@@ -59,12 +59,12 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
     let task = FlowScheduling.startInheritingTask(priority: priority) {
       // Cancelled already (superseded in a burst): no call and no hop. Not cancelled yet, `begin`
       // decides, where the operation runs.
+      let cancelled = Task.isCancelled
       let failed =
-        Task.isCancelled
-        ? false : await self.begin(operation, id: id, token: token, trigger: trigger, on: operation.isolation)
+        cancelled ? false : await self.begin(operation, id: id, token: token, trigger: trigger, on: operation.isolation)
       // The task's captures, the operation's among them, are released when this closure returns,
       // after the lock: an operation may capture an object whose `deinit` calls back in.
-      let delivered = self.finished(id, token: token, trigger: trigger, failed: failed)
+      let delivered = self.finished(id, token: token, trigger: trigger, failed: failed, cancelled: cancelled)
       if case .returning(_, let outcome, _) = operation { outcome.isDelivered = delivered }
     }
     switch state.withLock({ $0.attach(task, id: id, token: token) }) {
@@ -176,10 +176,12 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
 
   /// Run `token`'s task ends: whether the run was delivered (ended registered and not cancelled),
   /// which the log records as `finished` or `failed`, and `runAndWait` hands its caller.
-  @inlinable func finished(_ id: ID, token: Int, trigger: String?, failed: Bool) -> Bool {
+  /// `cancelled`: the task was seen cancelled before it could begin (cancellation sticks, so the
+  /// task is not asked again: one `Task.isCancelled` per superseded run, as before the rewrite).
+  @inlinable func finished(_ id: ID, token: Int, trigger: String?, failed: Bool, cancelled: Bool) -> Bool {
     let log = self.log
     let (delivered, wakes) = state.withLock { machine in
-      let action = machine.finished(id, token: token, isCancelled: Task.isCancelled)
+      let action = machine.finished(id, token: token, isCancelled: cancelled || Task.isCancelled)
       let event: RequestLog<ID>.Event = action.delivered ? (failed ? .failed : .finished) : .cancelled
       log?.record(.init(run: token, id: id, trigger: trigger, event: event))
       return action
