@@ -13,7 +13,9 @@ struct PullToRefreshTests {
   /// The screen leaves while `refresh()` awaits: the caller's task is cancelled, then the request
   /// on the wire answers. The fixed model writes nothing and its `refresh()` returns once the run
   /// has ended; the naive one writes the page after leaving.
-  private func leaveDuringTheRefresh<Feed: RefreshableFeed>(_ feed: Feed.Type) async -> (items: [String], returned: Bool) {
+  private func leaveDuringTheRefresh<Feed: RefreshableFeed>(_ feed: Feed.Type) async -> (
+    items: [String], returned: Bool
+  ) {
     let clock = TestClock.current
     let pages = Pages()
     let model = Feed { offset in await pages.call(offset) }
@@ -79,6 +81,25 @@ struct PullToRefreshTests {
     _ = await clock.value(of: again)
     #expect(model.items == ["1"])
     #expect(model.failure == "Offline()")
+  }
+
+  /// A stale failure is never written: the first pull's request fails after a second pull
+  /// superseded it, and the model, which writes whatever `runAndWait` hands it, gets `nil`; the
+  /// second pull's page is shown and no failure.
+  @Test func aSupersededPullsFailureIsNeverWritten() async {
+    let clock = TestClock.current
+    let pages = Pages()
+    let model = RefreshableFeedModel { offset in await pages.call(offset) }
+    let first = clock.task { @MainActor in await model.refresh() }
+    await pages.calls(count: 1)
+    let second = clock.task { @MainActor in await model.refresh() }
+    await pages.calls(count: 2)
+    pages.respond(toCall: 0, with: .failure(Offline()))  // late: its run was superseded
+    #expect(await clock.value(of: first) != nil)
+    #expect(model.failure == nil)
+    pages.respond(toCall: 1, with: .success(["new"]))
+    #expect(await clock.value(of: second) != nil)
+    #expect(model.items == ["new"] && model.failure == nil)
   }
 }
 

@@ -26,11 +26,13 @@ public final class NaiveRefreshableFeedModel {
 // endregion: naive-pull-to-refresh
 
 // region: pull-to-refresh
-/// Fixed: `runAndWait` starts the run and returns when it has ended, and the caller's
-/// cancellation cancels it. `.task { await model.refresh() }` loads the first page;
+/// Fixed: `runAndWait` starts the run and returns what it returned once it has ended, and the
+/// caller's cancellation cancels it. `.task { await model.refresh() }` loads the first page;
 /// `.refreshable { await model.refresh() }` keeps SwiftUI's spinner until the load has ended; a
-/// second pull replaces the first (latest wins), and the first pull's `refresh()` returns once its
-/// cancelled run has ended. When the screen leaves, SwiftUI cancels the caller, and the run with it.
+/// second pull replaces the first (latest wins), and the first pull's `refresh()` returns `nil`
+/// once its cancelled run has ended. When the screen leaves, SwiftUI cancels the caller, and the
+/// run with it. A superseded or cancelled run's page and failure reach no one: the model writes
+/// what it gets, with no check of its own.
 @MainActor @Observable
 public final class RefreshableFeedModel {
   public private(set) var items: [String] = []
@@ -42,17 +44,12 @@ public final class RefreshableFeedModel {
 
   public func refresh() async {
     let fetch = self.fetch
-    await slots.runAndWait("feed") { @MainActor [weak self] in
-      let result = await fetch(0)
-      // Superseded by a newer pull, or the screen left: write nothing, success or failure.
-      guard let self, !Task.isCancelled else { return }
-      switch result {
-      case .success(let page):
-        self.items = page
-        self.failure = nil
-      case .failure(let error):
-        self.failure = "\(error)"
-      }
+    do {
+      guard let page = try await slots.runAndWait("feed", operation: { try await fetch(0).get() }) else { return }
+      items = page
+      failure = nil
+    } catch {
+      failure = "\(error)"
     }
   }
 }

@@ -161,10 +161,10 @@ extension RequestLog {
   }
 
   /// What happened to a run. A run of a `TaskSlots` gets one of `started`, `queued` or `ignored`
-  /// when it is called; a started or queued run later gets exactly one of `finished` or
+  /// when it is called; a started or queued run later gets exactly one of `finished`, `failed` or
   /// `cancelled`, when its task ends (a queued run gets `started` too, when its turn comes, unless
   /// it was cancelled first), and `superseded(by:)` in between if a `latestWins` run replaced it.
-  /// A call of a `SingleFlight` gets `started` (and later `finished` or `cancelled`), or
+  /// A call of a `SingleFlight` gets `started` (and later `finished`, `failed` or `cancelled`), or
   /// `joined(run:)`, or, when its task was cancelled before it called, `cancelled` alone.
   ///
   /// The names are the outcomes as a reader of the log asks about them ("was load #3 superseded,
@@ -184,8 +184,12 @@ extension RequestLog {
     case superseded(by: Int)
     /// A `SingleFlight` call found the run numbered here in flight and waits for its result.
     case joined(run: Int)
-    /// The run's task ended without being cancelled.
+    /// The run's task ended without being cancelled, its operation returned.
     case finished
+    /// The run's task ended without being cancelled, its operation threw: the failure went to the
+    /// caller of `runAndWait` or to the `SingleFlight` callers (a `TaskSlots.run` has no one to
+    /// give it to: this entry is where it shows).
+    case failed
     /// The run's task ended cancelled (superseded, `cancel(_:)`, the owner released, or, for a
     /// `SingleFlight`, every caller cancelled): whatever it computed reached no one.
     case cancelled
@@ -203,6 +207,7 @@ extension RequestLog {
       case .superseded(let successor): "superseded by #\(successor)"
       case .joined(let run): "joined #\(run)"
       case .finished: "finished"
+      case .failed: "failed"
       case .cancelled: "cancelled"
       }
     }

@@ -56,7 +56,7 @@ public final class SingleFlight<ID: Hashable & Sendable, Success: Sendable, Fail
   @usableFromInline let storage: SingleFlightStorage<ID, Success, Failure>
 
   /// Creates a single flight with nothing in flight. With a `log`, every call is numbered and
-  /// recorded there: `started`, then `finished` or `cancelled`, or `joined(run:)` (see
+  /// recorded there: `started`, then `finished`, `failed` or `cancelled`, or `joined(run:)` (see
   /// ``RequestLog``).
   ///
   /// ```swift
@@ -203,7 +203,12 @@ final class SingleFlightStorage<ID: Hashable & Sendable, Success: Sendable, Fail
       let result = await box.perform()
       let action = self.state.withLock { machine in
         let action = machine.finished(id, run: run)
-        let event: RequestLog<ID>.Event = if case .resume = action { .finished } else { .cancelled }
+        let event: RequestLog<ID>.Event =
+          switch (action, result) {
+          case (.abandoned, _): .cancelled
+          case (.resume, .success): .finished
+          case (.resume, .failure): .failed
+          }
         self.log?.record(.init(run: run, id: id, trigger: trigger, event: event))
         return action
       }

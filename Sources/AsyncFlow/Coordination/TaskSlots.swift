@@ -64,7 +64,8 @@
 /// `run` returns the run's task, whose `value` ignores the caller's cancellation. For a caller that
 /// waits for its run (`.refreshable`'s `refresh() async`), use
 /// ``runAndWait(_:policy:priority:trigger:operation:)``: the caller's cancellation cancels the run,
-/// and the operation may throw its failure to the caller.
+/// and the caller gets what the operation returned or threw, unless the run was superseded or
+/// cancelled: then it gets `nil`, so a stale result or failure is never the caller's to write.
 ///
 /// ## Mixed policies on one identity
 ///
@@ -130,7 +131,10 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   /// - `concurrent`: no relation.
   ///
   /// Runs of different policies may share an identity: see "Mixed policies on one identity" above.
-  /// The closure runs on its own isolation: a `@MainActor` closure may write main-actor state.
+  /// The closure runs on its own isolation: a `@MainActor` closure may write main-actor state. It
+  /// may throw: its failure ends the run, and the request log records it as `failed` (a run
+  /// superseded or cancelled is `cancelled`, whatever it threw). A caller that wants the failure,
+  /// or a value, awaits the run with ``runAndWait(_:policy:priority:trigger:operation:)``.
   ///
   /// `trigger` names why the run was asked for ("appear", "refresh", "retry"), for the request
   /// log that the `TaskSlots` was created with; without a log it is ignored.
@@ -138,11 +142,12 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   /// ```swift
   /// slots.run(.refresh) { await reloadFeed() }
   /// slots.run(.articles, trigger: "pull to refresh") { await reloadFeed() }
+  /// slots.run(.submit, policy: .firstWins) { try await api.upload("order #7") }   // logged `failed` if it throws
   /// ```
   @inlinable @discardableResult
   public func run(
     _ id: ID, policy: SlotPolicy = .latestWins, priority: TaskPriority? = nil, trigger: String? = nil,
-    operation: @escaping @Sendable @isolated(any) () async -> Void
+    operation: @escaping @Sendable @isolated(any) () async throws -> Void
   ) -> Task<Void, Never>? {
     storage.run(id, policy: policy, priority: priority, trigger: trigger, operation: .plain(operation))
   }
@@ -164,51 +169,63 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   @inlinable @discardableResult
   public func run(
     _ id: ID, policy: SlotPolicy = .latestWins, priority: TaskPriority? = nil, trigger: String? = nil,
-    operation: @escaping @Sendable @isolated(any) (Run) async -> Void
+    operation: @escaping @Sendable @isolated(any) (Run) async throws -> Void
   ) -> Task<Void, Never>? {
     storage.run(id, policy: policy, priority: priority, trigger: trigger, operation: .withRun(operation))
   }
 
   /// Starts `operation` under `id`, related to the runs in flight by `policy` as `run` does, and
-  /// returns when the run has ended: the `refresh() async` that SwiftUI's `.refreshable`
-  /// awaits, with latest wins and the slot's other rules. The caller's cancellation cancels the
-  /// run (`await task.value` would not), so a screen that leaves ends its refresh. The operation
-  /// may throw: its failure is rethrown here, to whoever awaits the run.
+  /// returns what it returned once the run has ended: the `refresh() async` that SwiftUI's
+  /// `.refreshable` awaits, with latest wins and the slot's other rules. The caller's cancellation
+  /// cancels the run (`await task.value` would not), so a screen that leaves ends its refresh. The
+  /// operation's failure is rethrown here, typed.
   ///
-  /// - A run superseded by a newer one, or cancelled with `cancel(_:)`, returns when it has ended:
-  ///   its operation has returned (or never began), so nothing it writes comes later.
-  /// - A cancelled caller returns when its run has ended too, not at once.
-  /// - `firstWins` while a run is registered joins it: the call starts nothing and returns when
-  ///   the runs in flight have ended (without their failure, which is theirs), or at once when its
-  ///   caller is cancelled, leaving them running.
+  /// The caller gets the operation's value or failure only if the run was delivered: it ended
+  /// still registered and not cancelled. Otherwise the call returns `nil`, and throws nothing:
+  ///
+  /// - A run superseded by a newer one, or cancelled (`cancel(_:)`, `cancelAll()`, the
+  ///   `TaskSlots` released, or the caller's own cancellation), returns `nil` when it has ended:
+  ///   its operation has returned (or never began), so nothing it writes comes later, and what it
+  ///   returned or threw, stale by then, reaches no one.
+  /// - `firstWins` while a run is registered joins it: the call starts nothing and returns `nil`
+  ///   when the runs in flight have left (ended or cancelled), or at once when its caller is
+  ///   cancelled, leaving them running. Their value and failure are their callers'.
+  /// - A `TaskSlots` released during the call starts nothing, and the call returns `nil`.
   /// - `queue` waits for its own run, after the ones before it; its caller's cancellation drops
-  ///   it from the queue, and it returns then.
+  ///   it from the queue, and it returns `nil` then.
+  ///
+  /// So a model writes what the call returns, and its failure, with no staleness check of its own:
   ///
   /// ```swift
   /// @Observable @MainActor final class FeedScreen {
   ///   private(set) var items: [Item] = []
+  ///   private(set) var failure: APIError?
   ///   @ObservationIgnored private let slots = TaskSlots<String>()
   ///
   ///   /// `.refreshable { await screen.refresh() }`: the spinner stays until this returns.
   ///   func refresh() async {
-  ///     await slots.runAndWait("feed") { @MainActor [weak self] in
-  ///       let page = try? await api.articles(page: 1)
-  ///       guard let self, let page, !Task.isCancelled else { return }   // superseded, or the screen left
-  ///       self.items = page
+  ///     do throws(APIError) {
+  ///       // `nil`: superseded by a newer pull, or the screen left.
+  ///       guard let page = try await slots.runAndWait("feed", operation: { () throws(APIError) in
+  ///         try await api.articles(page: 1)
+  ///       }) else { return }
+  ///       (items, failure) = (page, nil)
+  ///     } catch {
+  ///       failure = error   // the latest pull's failure only
   ///     }
   ///   }
   ///
-  ///   /// A throwing operation's failure reaches the caller.
-  ///   func save(_ text: String) async throws {
-  ///     try await slots.runAndWait("save", policy: .queue) { try await api.upload(text) }
+  ///   /// A queued save: its failure reaches the caller.
+  ///   func save(_ text: String) async throws(APIError) {
+  ///     try await slots.runAndWait("save", policy: .queue) { () throws(APIError) in try await api.upload(text) }
   ///   }
   /// }
   /// ```
-  @inlinable
-  public func runAndWait<Failure: Error>(
+  @inlinable @discardableResult
+  public func runAndWait<Success: Sendable, Failure: Error>(
     _ id: ID, policy: SlotPolicy = .latestWins, priority: TaskPriority? = nil, trigger: String? = nil,
-    operation: @escaping @Sendable @isolated(any) () async throws(Failure) -> Void
-  ) async throws(Failure) {
+    operation: @escaping @Sendable @isolated(any) () async throws(Failure) -> Success
+  ) async throws(Failure) -> Success? {
     try await storage.runAndWait(id, policy: policy, priority: priority, trigger: trigger, operation: operation)
   }
 

@@ -1,396 +1,394 @@
-/// The registry behind ``TaskSlots``: which runs are registered under which identity, and who
-/// watches an identity's running state. Pure: each event returns an action, and the storage
-/// (`TaskSlotsStorage`) starts and cancels tasks, and resumes watchers, after its lock. Generic
-/// over the watcher (a continuation) and the task, so that its grid is a table of plain values.
+/// The registry behind ``TaskSlots``: for each identity, one ``Slot``, the runs registered under it
+/// and who waits on it. Pure: each event returns an action, and the storage (`TaskSlotsStorage`)
+/// starts and cancels tasks, and resumes waiters, after its lock. Generic over the waiter (a
+/// continuation) and the task, so that its grid is a table of plain values. An identity that
+/// nothing is registered under and nobody waits on has no slot.
+///
 /// The policy of the new run decides, whatever the policies of the runs already registered (the
 /// table in ``TaskSlots``).
+///
+/// **Why a superseded run never begins.** A run leaves the registry in the step that supersedes
+/// or cancels it, under the lock, and its task begins the operation only if ``begin(_:token:isCancelled:)``,
+/// asked on the operation's own isolation right before the call, finds it still registered. Every
+/// other promise about beginning (a queued run waits its turn; no operation begins while an older
+/// one of its identity may run uncancelled) is the same check answering `wait`.
 @usableFromInline
-struct TaskSlotsStateMachine<ID: Hashable, Watcher, Work> {
-  @usableFromInline struct Registration {
+struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
+  @usableFromInline struct Run {
     @usableFromInline let token: Int
-    /// `nil` between the reservation and the task's creation.
-    @usableFromInline var task: Work?
+    @usableFromInline let policy: SlotPolicy.Storage
     /// What the caller named as the run's reason, kept for the request log (`nil` without one).
     @usableFromInline let trigger: String?
+    /// A `queue` run registered behind others: the log says `started` when its turn comes.
+    @usableFromInline let isQueued: Bool
+    /// `nil` between the registration and the task's creation.
+    @usableFromInline var task: Handle?
+    @usableFromInline var hasBegun = false
+    /// The run's task, parked in its begin check until the answer may change.
+    @usableFromInline var waiter: Waiter?
 
-    @inlinable init(token: Int, task: Work?, trigger: String?) {
-      self.token = token
-      self.task = task
-      self.trigger = trigger
+    @inlinable init(token: Int, policy: SlotPolicy.Storage, trigger: String?, isQueued: Bool) {
+      (self.token, self.policy, self.trigger, self.isQueued) = (token, policy, trigger, isQueued)
     }
   }
 
-  /// One identity's registrations, in token order; an idle identity has no slot. One run, the
-  /// common case, is held without an array, so that a `latestWins` run allocates nothing here.
-  @usableFromInline enum Slot: RandomAccessCollection {
-    case one(Registration)
-    /// Two or more (`queue`, `concurrent`).
-    case several([Registration])
+  /// A waiter with the id its cancellation handler knows it by.
+  @usableFromInline typealias Parked = (id: Int, waiter: Waiter)
+  /// A waiter to resume, with a running state for a watcher (`nil`: finish, or check again).
+  @usableFromInline typealias Wake = (waiter: Waiter, running: Bool?)
 
-    @inlinable var startIndex: Int { 0 }
-    @inlinable var endIndex: Int {
-      switch self {
-      case .one: 1
-      case .several(let all): all.count
-      }
-    }
-    @inlinable subscript(position: Int) -> Registration {
-      switch self {
-      case .one(let only): only
-      case .several(let all): all[position]
-      }
-    }
-
-    @inlinable mutating func append(_ new: Registration) {
-      switch self {
-      case .one(let only):
-        self = .several([only, new])
-      case .several(var all):
-        self = .several([])  // the array's other reference: appending costs no copy
-        all.append(new)
-        self = .several(all)
-      }
-    }
-
-    /// What `remove(_:)` did: the run is not here (superseded or cancelled), it was one of several,
-    /// or it is the only one, which stays for the caller to remove with the slot.
-    @usableFromInline enum Removal { case absent, removed, last }
-
-    @inlinable mutating func remove(_ token: Int) -> Removal {
-      switch self {
-      case .one(let only):
-        return only.token == token ? .last : .absent
-      case .several(var all):
-        guard let index = all.firstIndex(where: { $0.token == token }) else { return .absent }
-        self = .several([])  // the array's other reference: removing costs no copy
-        all.remove(at: index)
-        self = all.count == 1 ? .one(all[0]) : .several(all)
-        return .removed
-      }
-    }
-
-    /// Gives run `token` its task; `false` if the run is not here.
-    @inlinable mutating func attach(_ task: Work, token: Int) -> Bool {
-      switch self {
-      case .one(var only):
-        guard only.token == token else { return false }
-        only.task = task
-        self = .one(only)
-      case .several(var all):
-        guard let index = all.firstIndex(where: { $0.token == token }) else { return false }
-        self = .several([])  // the array's other reference: changing it costs no copy
-        all[index].task = task
-        self = .several(all)
-      }
-      return true
-    }
-  }
-
-  /// A watcher to resume with a running state, or with `nil` (the registry is closed: finish).
-  @usableFromInline typealias Wake = (watcher: Watcher, running: Bool?)
-
-  /// A consumer of `isRunningFlow(_:)` parked until `slot`'s running state differs from the one
-  /// it delivered last (which was the current one when it parked).
-  @usableFromInline typealias Parked = (id: Int, slot: ID, watcher: Watcher)
-
-  @usableFromInline struct Open {
-    @usableFromInline var slots: [ID: Slot] = [:]
-    @usableFromInline var runningCount = 0
-    /// In the order they parked; empty unless someone binds a running state.
+  /// One identity's state.
+  @usableFromInline struct Slot {
+    /// Registered, in call order (tokens ascending).
+    @usableFromInline var runs: [Run] = []
+    /// Runs that left the registry after they began and before their tasks were attached: their
+    /// operations run uncancelled until the caller that started them attaches and cancels the
+    /// task (on another thread, a moment later), so no later run of the identity begins until then.
+    @usableFromInline var uncancelled: [Int] = []
+    /// `runAndWait` callers of an ignored `firstWins` run, waiting for every run registered up to
+    /// `upTo` to leave.
+    @usableFromInline var joiners: [(parked: Parked, upTo: Int)] = []
+    /// Consumers of `isRunningFlow(_:)`, parked until the running state differs from the one they
+    /// delivered last (the current one when they parked).
     @usableFromInline var watchers: [Parked] = []
 
     @inlinable init() {}
 
-    /// Takes out the watchers of `id`: its running state just became `running`, which differs
-    /// from what each of them delivered last.
-    @inlinable mutating func wake(_ id: ID, running: Bool) -> [Wake] {
-      guard !watchers.isEmpty else { return [] }
-      var wakes: [Wake] = []
-      watchers.removeAll { parked in
-        guard parked.slot == id else { return false }
-        wakes.append((parked.watcher, running))
-        return true
+    @inlinable var isEmpty: Bool { runs.isEmpty && uncancelled.isEmpty && joiners.isEmpty && watchers.isEmpty }
+
+    /// Whether `runs[index]` must wait before it begins: a queued run until it is first, any run
+    /// but a concurrent one while an older run of the identity may still run uncancelled.
+    @inlinable func mustWait(_ index: Int) -> Bool {
+      switch runs[index].policy {
+      case .concurrent: false
+      case .queue: index > 0 || !uncancelled.isEmpty
+      case .latestWins, .firstWins: !uncancelled.isEmpty
       }
-      return wakes
+    }
+
+    /// The waiters that what just changed concerns: watchers if the running state is no longer
+    /// `wasRunning`, joiners whose runs have all left, parked runs whose check may now pass.
+    @inlinable mutating func settle(wasRunning: Bool, into wakes: inout [Wake]) {
+      let running = !runs.isEmpty
+      if running != wasRunning && !watchers.isEmpty {
+        for watcher in watchers { wakes.append((watcher.waiter, running)) }
+        watchers = []
+      }
+      if !joiners.isEmpty {
+        let first = runs.first?.token ?? .max
+        joiners.removeAll { joiner in
+          guard joiner.upTo < first else { return false }
+          wakes.append((joiner.parked.waiter, nil))
+          return true
+        }
+      }
+      for index in runs.indices where runs[index].waiter != nil && !mustWait(index) {
+        wakes.append((runs[index].waiter.take()!, nil))
+      }
+    }
+
+    /// Takes every run out: their parked tasks are told to check again (they will not begin), and
+    /// those that began with no task attached yet are remembered as uncancelled.
+    @inlinable mutating func removeRuns(into wakes: inout [Wake]) -> Removed {
+      var removed = Removed()
+      swap(&removed.rest, &runs)
+      for run in removed.rest { leaving(run, into: &wakes) }
+      return removed
+    }
+
+    /// Takes every run out as `removeRuns` does, `new` in their place. One run is swapped with
+    /// `new` in place, so that a `latestWins` run allocates nothing and moves its predecessor out
+    /// whole (no copy of it, nor of an array holding it).
+    @inlinable mutating func replaceRuns(with new: consuming Run, into wakes: inout [Wake]) -> Removed {
+      guard runs.count == 1 else {
+        let removed = removeRuns(into: &wakes)
+        runs.append(new)
+        return removed
+      }
+      swap(&runs[0], &new)
+      leaving(new, into: &wakes)
+      var removed = Removed()
+      removed.first = consume new
+      return removed
+    }
+
+    @inlinable mutating func leaving(_ run: Run, into wakes: inout [Wake]) {
+      if let waiter = run.waiter { wakes.append((waiter, nil)) }
+      if run.hasBegun && run.task == nil { uncancelled.append(run.token) }
     }
   }
 
-  @usableFromInline enum State {
-    /// Runs are registered and watchers park.
-    case open(Open)
-    /// The `TaskSlots` is gone: nothing is registered, and watchers finish instead of parking.
-    case closed
-    /// Held only inside an event, while the open payload is changed: taken out of the enum, its
-    /// dictionary and arrays are uniquely referenced, so that changing them costs no copy.
-    case modifying
+  /// Runs that left, handed out whole so that their tasks and triggers are released after the
+  /// lock; one is held without an array.
+  @usableFromInline struct Removed: Sequence {
+    @usableFromInline var first: Run?
+    @usableFromInline var rest: [Run] = []
+
+    @inlinable init() {}
+
+    @inlinable var count: Int { (first == nil ? 0 : 1) + rest.count }
+
+    @inlinable func makeIterator() -> Iterator { Iterator(first: first, rest: rest.makeIterator()) }
+
+    @usableFromInline struct Iterator: IteratorProtocol {
+      @usableFromInline var first: Run?
+      @usableFromInline var rest: IndexingIterator<[Run]>
+
+      @inlinable init(first: Run?, rest: IndexingIterator<[Run]>) { (self.first, self.rest) = (first, rest) }
+
+      @inlinable mutating func next() -> Run? { first.take() ?? rest.next() }
+    }
   }
 
-  @usableFromInline var state = State.open(Open())
-  /// The end of each task that a queued run waits for, by token, in every state: made only when a
-  /// `queue` run needs one (most tasks are never waited for), and kept apart from the slots, since
-  /// a registration can leave (cancelled, superseded, closed) while its task still runs, and the
-  /// signal must fire when that task really ends.
-  @usableFromInline var awaitedEnds: [Int: CompletionSignal] = [:]
-  /// The cancellation of each run superseded (`latestWins`) before its task was attached, by token,
-  /// in every state: every later `latestWins` run of its identity waits for it before its operation
-  /// begins. The caller that started that run, on another thread, attaches its task a moment later,
-  /// finds it gone and cancels it; until then the task may run its operation, so without the wait
-  /// two operations of one identity would run uncancelled at once (and the older one may even begin
-  /// after the newer). An entry leaves only once it has fired (``cancellationFired(_:)``), so that a
-  /// run registered between the attachment and the cancellation waits too. Empty unless callers on
-  /// several threads race for one identity.
-  @usableFromInline var unattachedCancels: [Int: (id: ID, signal: CompletionSignal)] = [:]
+  @usableFromInline var slots: [ID: Slot] = [:]
+  /// The `TaskSlots` is gone: nothing registers, and waiters are resumed instead of parking.
+  @usableFromInline var isClosed = false
+  @usableFromInline var runningCount = 0
   /// The next run's number when the owner has no request log (with one, the log numbers runs).
   @usableFromInline var nextToken = 1
-  @usableFromInline var nextWatcherID = 0
+  @usableFromInline var nextWaiterID = 0
 
   @inlinable init() {}
+
+  @inlinable mutating func makeWaiterID() -> Int {
+    defer { nextWaiterID += 1 }
+    return nextWaiterID
+  }
+
+  /// Runs `body` on `id`'s slot in place (one lookup; the dictionary's `_modify` by key allocates
+  /// a coroutine frame, one malloc per run in W6), creating it if `create`, and removes it if it
+  /// is left empty. `nil` when there is no slot and none was created.
+  @inlinable mutating func withSlot<R>(_ id: ID, create: Bool = false, _ body: (inout Slot) -> R) -> R? {
+    var index = slots.index(forKey: id)
+    if index == nil {
+      guard create else { return nil }
+      slots[id] = Slot()
+      index = slots.index(forKey: id)
+    }
+    // Whether it is left empty is read in the same access: read by the getter afterwards, the
+    // whole slot was copied out, its four arrays retained and released (measured in W6).
+    let (result, isEmpty) = Self.apply(body, to: &slots.values[index!])
+    if isEmpty { slots.remove(at: index!) }
+    return result
+  }
+
+  @inlinable static func apply<R>(_ body: (inout Slot) -> R, to slot: inout Slot) -> (R, isEmpty: Bool) {
+    let result = body(&slot)
+    return (result, slot.isEmpty)
+  }
 
   // MARK: Runs
 
   @usableFromInline enum ReserveAction {
-    /// Cancel the tasks of `superseded` (the registrations that left, for the request log too),
-    /// resume `wakes`, then start the task for `token`, whose operation begins after every one of
-    /// `predecessors` fired: the ends of the runs it queues behind (`queue`), or the cancellations
-    /// of the runs of its identity superseded before their tasks were attached (`latestWins`).
-    case start(token: Int, superseded: Slot?, predecessors: [CompletionSignal], wakes: [Wake])
-    /// `firstWins` while a run is registered: start nothing. A caller that joins the runs in flight
-    /// (`runAndWait`) waits for `inFlight`, their ends; `[]` for one that does not.
-    case ignore(inFlight: [CompletionSignal])
+    /// Cancel the tasks of `superseded` (the runs that left, for the request log too), resume
+    /// `wakes`, then start the task of run `token` (`queued`: behind others, it begins later).
+    case start(token: Int, queued: Bool, superseded: Removed, wakes: [Wake])
+    /// `firstWins` while runs are registered: nothing starts.
+    case ignore
+    /// The `TaskSlots` is gone (during its own `run`, after its last use there): nothing starts.
+    case refuse
   }
 
   /// Registers a new run for `id` under `policy`, numbered `token` (the request log's number) or,
-  /// without one, by the registry. For `latestWins` the runs in flight leave in the same step, so
-  /// that the registry never holds two for one identity. With `joining`, an ignored `firstWins` run
-  /// gets the ends of the runs it found, to wait for.
+  /// without one, by the registry. For `latestWins` the runs registered leave in the same step, so
+  /// that the registry never holds two for one identity.
   @inlinable mutating func reserve(
-    _ id: ID, policy: SlotPolicy, token: Int? = nil, trigger: String? = nil, joining: Bool = false
+    _ id: ID, policy: SlotPolicy, token: Int? = nil, trigger: String? = nil
   ) -> ReserveAction {
-    // Closed: the `TaskSlots` went during its own `run`, after its last use there. Nothing starts.
-    guard case .open(var open) = state else { return .ignore(inFlight: []) }
-    state = .modifying
-    defer { state = .open(open) }
-    // One lookup, and the slot changed in place through its index: taking it out and putting it
-    // back cost two more hashes and the dictionary's deletion per run (W6).
-    let index = open.slots.index(forKey: id)
-    if let index, case .firstWins = policy.storage {
-      guard joining else { return .ignore(inFlight: []) }
-      var inFlight: [CompletionSignal] = []
-      for registration in open.slots.values[index] { inFlight.append(awaitedEnd(of: registration.token)) }
-      return .ignore(inFlight: inFlight)
-    }
+    guard !isClosed else { return .refuse }
     let token = token ?? nextToken
-    nextToken = token + 1
-    let new = Registration(token: token, task: nil, trigger: trigger)
-    open.runningCount += 1
-    guard let index else {
-      open.slots[id] = .one(new)
-      let cancellations = policy.storage == .latestWins ? pendingCancellations(of: id) : []
-      return .start(token: token, superseded: nil, predecessors: cancellations, wakes: open.wake(id, running: true))
+    let policy = policy.storage
+    var left: Int?
+    let action = withSlot(id, create: true) { slot -> ReserveAction in
+      if policy == .firstWins && !slot.runs.isEmpty { return .ignore }
+      var wakes: [Wake] = []
+      let wasRunning = !slot.runs.isEmpty
+      let queued = policy == .queue && wasRunning
+      let new = Run(token: token, policy: policy, trigger: trigger, isQueued: queued)
+      var superseded = Removed()
+      if policy == .latestWins && wasRunning {
+        superseded = slot.replaceRuns(with: new, into: &wakes)
+      } else {
+        slot.runs.append(new)
+      }
+      slot.settle(wasRunning: wasRunning, into: &wakes)
+      left = superseded.count
+      return .start(token: token, queued: queued, superseded: superseded, wakes: wakes)
+    }!
+    // Counted in the step, not read back from the action: a copy of the action costs a copy of the
+    // runs it hands out (measured in W6).
+    if let left {
+      nextToken = token + 1
+      runningCount += 1 - left
     }
-    if case .latestWins = policy.storage {
-      // Handed out whole, so that their tasks and triggers are released after the lock.
-      var superseded = Slot.one(new)
-      swap(&superseded, &open.slots.values[index])
-      open.runningCount -= superseded.count
-      awaitCancellation(of: superseded, id: id)
-      return .start(token: token, superseded: superseded, predecessors: pendingCancellations(of: id), wakes: [])
-    }
-    var predecessors: [CompletionSignal] = []  // `concurrent` waits for none
-    if case .queue = policy.storage {
-      for registration in open.slots.values[index] { predecessors.append(awaitedEnd(of: registration.token)) }
-    }
-    open.slots.values[index].append(new)
-    return .start(token: token, superseded: nil, predecessors: predecessors, wakes: [])
+    return action
   }
 
-  /// Registrations of `id` were superseded: the cancellation of each whose task is not attached yet
-  /// is pending.
-  @inlinable mutating func awaitCancellation(of slot: Slot, id: ID) {
-    for registration in slot where registration.task == nil {
-      unattachedCancels[registration.token] = (id, CompletionSignal())
-    }
+  @usableFromInline enum BeginAction {
+    /// Call the operation (`queued`: the log says `started` now).
+    case begin(queued: Bool)
+    /// Return without calling it: the run left the registry (superseded, cancelled, the
+    /// `TaskSlots` released), or its task was cancelled.
+    case never
+    /// Park until ``park(_:token:waiter:isCancelled:)``'s waiter is resumed, then ask again.
+    case wait
   }
 
-  /// What a `latestWins` run of `id` waits for: the pending cancellations of its identity.
-  @inlinable func pendingCancellations(of id: ID) -> [CompletionSignal] {
-    guard !unattachedCancels.isEmpty else { return [] }
-    return unattachedCancels.values.compactMap { $0.id == id ? $0.signal : nil }
+  /// Run `token`'s task asks, on its operation's isolation right before calling it, whether it may
+  /// begin: the one check that decides it (see the type's comment).
+  @inlinable mutating func begin(_ id: ID, token: Int, isCancelled: Bool) -> BeginAction {
+    guard !isCancelled else { return .never }
+    return withSlot(id) { slot -> BeginAction in
+      guard let index = slot.runs.firstIndex(where: { $0.token == token }) else { return .never }
+      if slot.mustWait(index) { return .wait }
+      slot.runs[index].hasBegun = true
+      return .begin(queued: slot.runs[index].isQueued)
+    } ?? .never
   }
 
-  /// The superseded run `token`'s task was cancelled and its signal fired: nobody needs to wait for it.
-  @inlinable mutating func cancellationFired(_ token: Int) {
-    unattachedCancels.removeValue(forKey: token)
+  /// Parks run `token`'s task after `begin` said `wait`; the waiter to resume at once if the
+  /// answer may have changed since (or the task was cancelled meanwhile).
+  @inlinable mutating func park(_ id: ID, token: Int, waiter: Waiter, isCancelled: Bool) -> Wake? {
+    guard !isCancelled else { return (waiter, nil) }
+    return withSlot(id) { slot -> Wake? in
+      guard let index = slot.runs.firstIndex(where: { $0.token == token }), slot.mustWait(index) else {
+        return (waiter, nil)
+      }
+      slot.runs[index].waiter = waiter
+      return nil
+    } ?? (waiter, nil)
   }
 
-  @inlinable mutating func awaitedEnd(of token: Int) -> CompletionSignal {
-    if let signal = awaitedEnds[token] { return signal }
-    let signal = CompletionSignal()
-    awaitedEnds[token] = signal
-    return signal
-  }
-
-  /// Whether run `token` may begin its operation: it is still registered (not superseded, not
-  /// cancelled by `cancel(_:)` or `cancelAll()`, the `TaskSlots` not released). Asked by its task,
-  /// on the operation's isolation, right before the operation.
-  @inlinable func mayBegin(_ id: ID, token: Int) -> Bool {
-    guard case .open(let open) = state, let slot = open.slots[id] else { return false }
-    return slot.contains { $0.token == token }
+  /// Run `token`'s task was cancelled: its waiter, if it is parked, to resume (it will not begin).
+  @inlinable mutating func unpark(_ id: ID, token: Int) -> Waiter? {
+    withSlot(id) { slot in
+      guard let index = slot.runs.firstIndex(where: { $0.token == token }) else { return nil }
+      return slot.runs[index].waiter.take()
+    } ?? nil
   }
 
   @usableFromInline enum AttachAction {
     case attached
-    /// The run left before its task existed (cancelled, superseded, the registry closed): cancel
-    /// the task at once, then fire `superseded` (a later `latestWins` run's operation may wait for
-    /// it) and report ``cancellationFired(_:)``.
-    case cancel(superseded: CompletionSignal?)
+    /// The run left before its task existed: cancel the task (harmless if it has ended).
+    case cancel
+    /// The run left after it began: cancel the task, then report ``cancelled(_:token:)``.
+    case cancelAndReport
   }
 
   /// The task of run `token` exists.
-  @inlinable mutating func attach(_ task: Work, id: ID, token: Int) -> AttachAction {
-    let superseded = unattachedCancels.isEmpty ? nil : unattachedCancels[token]?.signal
-    guard case .open(var open) = state else { return .cancel(superseded: superseded) }
-    state = .modifying
-    defer { state = .open(open) }
-    // Changed through `values[index]`, not through `slots[id]?`: the dictionary's `_modify` by key
-    // is a coroutine whose frame is allocated on the heap, one malloc per run (measured with a
-    // uprobe on malloc in W6); one lookup and the values' accessor cost none.
-    guard let index = open.slots.index(forKey: id) else { return .cancel(superseded: superseded) }
-    return open.slots.values[index].attach(task, token: token) ? .attached : .cancel(superseded: superseded)
-  }
-
-  @usableFromInline enum EndAction {
-    /// Nobody waits for this end: no queued run, no watcher of an identity now idle.
-    case none
-    /// Resume `wakes` (the identity is idle now), fire `signal` (a queued run waits for this end).
-    case wake([Wake], signal: CompletionSignal?)
-  }
-
-  /// A task ended; only its own registration is removed, never a successor's.
-  @inlinable mutating func finished(id: ID, token: Int) -> EndAction {
-    let signal = awaitedEnds.isEmpty ? nil : awaitedEnds.removeValue(forKey: token)
-    var wakes: [Wake] = []
-    if case .open(var open) = state, let index = open.slots.index(forKey: id) {
-      state = .modifying
-      switch open.slots.values[index].remove(token) {
-      case .last:
-        open.slots.remove(at: index)
-        open.runningCount -= 1
-        wakes = open.wake(id, running: false)
-      case .removed:
-        open.runningCount -= 1
-      case .absent:
-        break
+  @inlinable mutating func attach(_ task: Handle, id: ID, token: Int) -> AttachAction {
+    withSlot(id) { slot -> AttachAction in
+      if let index = slot.runs.firstIndex(where: { $0.token == token }) {
+        slot.runs[index].task = task
+        return .attached
       }
-      state = .open(open)
-    }
-    return signal == nil && wakes.isEmpty ? .none : .wake(wakes, signal: signal)
+      return slot.uncancelled.contains(token) ? .cancelAndReport : .cancel
+    } ?? .cancel
   }
 
-  @usableFromInline enum CancelAction {
-    /// Nothing was registered, and no watcher is to be told.
-    case none
-    /// Resume `wakes`, then cancel the tasks of `slot`: one identity's registrations, which left.
-    case cancel(Slot, wakes: [Wake])
-    /// Resume `wakes`, then cancel the tasks of every slot in `slots`, which left.
-    case cancelAll([ID: Slot], wakes: [Wake])
+  /// The task of run `token`, which began and left before its task was attached, is cancelled:
+  /// the runs waiting for that may check again.
+  @inlinable mutating func cancelled(_ id: ID, token: Int) -> [Wake] {
+    withSlot(id) { slot in
+      var wakes: [Wake] = []
+      slot.uncancelled.removeAll { $0 == token }
+      slot.settle(wasRunning: !slot.runs.isEmpty, into: &wakes)
+      return wakes
+    } ?? []
   }
 
+  /// Run `token`'s task ended; only its own registration is removed, never a successor's. Whether
+  /// the run is delivered (it ended registered and not cancelled: not superseded, not cancelled by
+  /// anyone; what it returned or threw reaches its caller), and the waiters to resume.
+  @inlinable mutating func finished(_ id: ID, token: Int, isCancelled: Bool) -> (delivered: Bool, wakes: [Wake]) {
+    let action: (registered: Bool, wakes: [Wake]) =
+      withSlot(id) { slot in
+        var wakes: [Wake] = []
+        let wasRunning = !slot.runs.isEmpty
+        let index = slot.runs.firstIndex { $0.token == token }
+        if let index { slot.runs.remove(at: index) }
+        if !slot.uncancelled.isEmpty { slot.uncancelled.removeAll { $0 == token } }
+        slot.settle(wasRunning: wasRunning, into: &wakes)
+        return (index != nil, wakes)
+      } ?? (false, [])
+    if action.registered { runningCount -= 1 }
+    return (action.registered && !isCancelled, action.wakes)
+  }
+
+  @usableFromInline typealias CancelAction = (removed: Removed, wakes: [Wake])
+
+  /// Every run of `id` leaves: cancel their tasks (the queued ones then never begin).
   @inlinable mutating func cancel(_ id: ID) -> CancelAction {
-    guard case .open(var open) = state else { return .none }
-    state = .modifying
-    defer { state = .open(open) }
-    guard let slot = open.slots.removeValue(forKey: id) else { return .none }
-    open.runningCount -= slot.count
-    return .cancel(slot, wakes: open.wake(id, running: false))
+    let action: CancelAction =
+      withSlot(id) { slot in
+        var wakes: [Wake] = []
+        let removed = slot.removeRuns(into: &wakes)
+        slot.settle(wasRunning: removed.count > 0, into: &wakes)
+        return (removed, wakes)
+      } ?? (Removed(), [])
+    runningCount -= action.removed.count
+    return action
   }
 
-  @inlinable mutating func cancelAll() -> CancelAction {
-    removeAll(closing: false)
-  }
-
-  /// The `TaskSlots` is gone: every registration is removed, and every watcher finishes (after
-  /// `false`, if it last saw `true`).
-  @inlinable mutating func close() -> CancelAction {
-    removeAll(closing: true)
-  }
-
-  @inlinable mutating func removeAll(closing: Bool) -> CancelAction {
-    guard case .open(var open) = state else { return .none }
-    state = .modifying
-    var removed: [ID: Slot] = [:]
-    swap(&removed, &open.slots)
-    var wakes: [Wake] = []
-    if !open.watchers.isEmpty {
-      for id in removed.keys { wakes += open.wake(id, running: false) }
+  /// Every run leaves; with `closing`, for good: every waiter is resumed (a watcher after `false`,
+  /// if it last saw `true`), and nothing registers or parks again.
+  @inlinable mutating func cancelAll(closing: Bool = false) -> CancelAction {
+    var all: CancelAction = (Removed(), [])
+    for id in Array(slots.keys) {
+      let (removed, wakes) = cancel(id)
+      all.removed.rest += removed
+      all.wakes += wakes
     }
-    open.runningCount = 0
-    if closing {
-      wakes += open.watchers.map { ($0.watcher, nil) }
-      state = .closed
-    } else {
-      state = .open(open)
+    guard closing else { return all }
+    isClosed = true
+    for slot in slots.values {
+      all.wakes += slot.watchers.map { ($0.waiter, nil) } + slot.joiners.map { ($0.parked.waiter, nil) }
     }
-    return removed.isEmpty && wakes.isEmpty ? .none : .cancelAll(removed, wakes: wakes)
+    slots = [:]
+    return all
   }
 
   @inlinable func isRunning(_ id: ID) -> Bool {
-    guard case .open(let open) = state else { return false }
-    return open.slots[id] != nil
+    slots[id].map { !$0.runs.isEmpty } ?? false
   }
 
-  /// Whether no run registered after `token` is still registered under `id`. Registrations are
-  /// appended in token order, so the last one tells.
+  /// Whether no run registered after `token` is still registered under `id`.
   @inlinable func isLatest(_ id: ID, token: Int) -> Bool {
-    guard case .open(let open) = state, let last = open.slots[id]?.last else { return true }
-    return last.token <= token
+    (slots[id]?.runs.last?.token ?? token) <= token
   }
 
-  @inlinable var runningCount: Int {
-    guard case .open(let open) = state else { return 0 }
-    return open.runningCount
-  }
+  // MARK: Waiters
 
-  // MARK: Running-state watchers
-
-  @inlinable var watchers: [Parked] {
-    guard case .open(let open) = state else { return [] }
-    return open.watchers
-  }
-
-  @inlinable mutating func makeWatcherID() -> Int {
-    defer { nextWatcherID += 1 }
-    return nextWatcherID
-  }
-
-  @usableFromInline enum WatchAction {
-    /// Resume the watcher at once with this state (`nil`: finish).
-    case resume(Bool?)
-    /// The watcher is parked until the state changes.
-    case parked
-  }
-
-  /// A watcher that last delivered `last` (`nil`: nothing yet) asks for `id`'s next state.
-  @inlinable mutating func watch(
-    _ id: ID, last: Bool?, watcher: Int, continuation: Watcher, isCancelled: Bool
-  ) -> WatchAction {
-    if isCancelled { return .resume(nil) }
-    let running = isRunning(id)
-    if running != last { return .resume(running) }
-    guard case .open(var open) = state else { return .resume(nil) }
-    state = .modifying
-    open.watchers.append((watcher, id, continuation))
-    state = .open(open)
-    return .parked
-  }
-
-  /// The watcher's consumer was cancelled: its continuation, to resume with `nil`, if it is parked.
-  @inlinable mutating func cancelWatcher(_ watcher: Int) -> Watcher? {
-    guard case .open(var open) = state, let index = open.watchers.firstIndex(where: { $0.id == watcher }) else {
+  /// A `runAndWait` caller whose `firstWins` run was ignored waits for the runs registered now to
+  /// leave; the waiter to resume at once if none is (or it was cancelled, or the registry closed).
+  @inlinable mutating func join(_ id: ID, parked: Parked, isCancelled: Bool) -> Wake? {
+    guard !isCancelled, !isClosed else { return (parked.waiter, nil) }
+    return withSlot(id) { slot -> Wake? in
+      guard let last = slot.runs.last else { return (parked.waiter, nil) }
+      slot.joiners.append((parked, last.token))
       return nil
-    }
-    state = .modifying
-    defer { state = .open(open) }
-    return open.watchers.remove(at: index).watcher
+    } ?? (parked.waiter, nil)
+  }
+
+  /// A watcher that last delivered `last` (`nil`: nothing yet) asks for `id`'s next state: the
+  /// state to resume it with at once (`nil`: finish), or `nil` when it is parked.
+  @inlinable mutating func watch(_ id: ID, last: Bool?, parked: Parked, isCancelled: Bool) -> Wake? {
+    if isCancelled { return (parked.waiter, nil) }
+    let running = isRunning(id)
+    if running != last { return (parked.waiter, running) }
+    if isClosed { return (parked.waiter, nil) }
+    withSlot(id, create: true) { $0.watchers.append(parked) }
+    return nil
+  }
+
+  /// The joiner or watcher `waiterID` of `id` was cancelled: its waiter, if it is parked.
+  @inlinable mutating func leave(_ id: ID, waiterID: Int) -> Waiter? {
+    withSlot(id) { slot -> Waiter? in
+      if let index = slot.watchers.firstIndex(where: { $0.id == waiterID }) {
+        return slot.watchers.remove(at: index).waiter
+      }
+      guard let index = slot.joiners.firstIndex(where: { $0.parked.id == waiterID }) else { return nil }
+      return slot.joiners.remove(at: index).parked.waiter
+    } ?? nil
   }
 }

@@ -28,9 +28,8 @@ extension TaskSlots: CustomReflectable {
   /// //   - running: 0 elements
   /// ```
   public var customMirror: Mirror {
-    let (count, running) = storage.state.withLock { state -> (Int, [ID]) in
-      guard case .open(let open) = state.state else { return (0, []) }
-      return (open.runningCount, Array(open.slots.keys))
+    let (count, running) = storage.state.withLock { machine in
+      (machine.runningCount, machine.slots.compactMap { $0.value.runs.isEmpty ? nil : $0.key })
     }
     // Described outside the lock: an identity's description is the app's code.
     let identities = running.map { String(describing: $0) }.sorted()

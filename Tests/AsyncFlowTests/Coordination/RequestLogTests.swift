@@ -32,11 +32,14 @@ struct RequestLogTests {
     #expect(log.description.contains("#3 articles [load] superseded by #4"))
     // In the order it happened: the old run leaves before its successor starts.
     let order = log.entries.map(\.description)
-    #expect(order.firstIndex(of: "#3 articles [load] superseded by #4")! < order.firstIndex(of: "#4 articles [refresh] started")!)
-    #expect(Array(order.prefix(4)) == [
-      "#1 articles [appear] started", "#1 articles [appear] finished",
-      "#2 articles [category] started", "#2 articles [category] finished",
-    ])
+    #expect(
+      order.firstIndex(of: "#3 articles [load] superseded by #4")! < order.firstIndex(
+        of: "#4 articles [refresh] started")!)
+    #expect(
+      Array(order.prefix(4)) == [
+        "#1 articles [appear] started", "#1 articles [appear] finished",
+        "#2 articles [category] started", "#2 articles [category] finished",
+      ])
   }
 
   @Test func everyPolicyReportsItsOutcomeThenExactlyOneEnd() async {
@@ -78,7 +81,12 @@ struct RequestLogTests {
     let flight = SingleFlight<String, String, Never>(log: log)
     let gate = Gate()
     await bounded(run: slots.run("feed") {})  // #1: numbers are shared by everything writing to the log
-    let first = Task { await flight.run("token", trigger: "401 /feed") { await gate.wait(); return "t" } }  // #2
+    let first = Task {
+      await flight.run("token", trigger: "401 /feed") {
+        await gate.wait()
+        return "t"
+      }
+    }  // #2
     await gate.entered()
     let joiner = Task { await flight.run("token", trigger: "401 /profile") { "unused" } }  // #3
     #expect(await Reentry.eventually { log.entries.count == 4 })  // the joiner joined
@@ -100,6 +108,40 @@ struct RequestLogTests {
     calls.respond(toCall: 0, with: 1)
     #expect(await Reentry.eventually { log.entries.count == 2 })
     #expect(log.entries(ofRun: 1).map(\.event) == [.started, .cancelled])
+  }
+
+  /// A failure is recorded as a failure, from `run`, `runAndWait` and `SingleFlight`; a superseded
+  /// run's failure is its cancellation, recorded as `cancelled`.
+  @Test func aRunThatThrowsIsReportedFailed() async {
+    struct Offline: Error {}
+    let log = RequestLog<String>()
+    let slots = TaskSlots<String>(log: log)
+    let flight = SingleFlight<String, Int, Offline>(log: log)
+    await bounded(run: slots.run("save", trigger: "tap") { throw Offline() })  // #1
+    let waited = Task { () async -> Bool in
+      do { try await slots.runAndWait("save") { () throws(Offline) in throw Offline() } } catch { return true }  // #2
+      return false
+    }
+    #expect(await bounded(waited, "runAndWait") == true)
+    let flown = Task { () async -> Bool in
+      // #3
+      do { _ = try await flight.run("token") { () throws(Offline) -> Int in throw Offline() } } catch { return true }
+      return false
+    }
+    #expect(await bounded(flown, "SingleFlight.run") == true)
+    let gate = Gate()
+    let superseded = slots.run("load") {  // #4
+      await gate.wait()  // returns once cancelled
+      throw Offline()
+    }
+    await gate.entered()
+    await bounded(run: slots.run("load") {})  // #5
+    await bounded(run: superseded, "superseded")
+    #expect(log.entries(ofRun: 1).map(\.event) == [.started, .failed])
+    #expect(log.entries(ofRun: 2).map(\.event) == [.started, .failed])
+    #expect(log.entries(ofRun: 3).map(\.event) == [.started, .failed])
+    #expect(log.entries(ofRun: 4).map(\.event) == [.started, .superseded(by: 5), .cancelled])
+    #expect(log.entries(ofRun: 1).last?.description == "#1 save [tap] failed")
   }
 
   @Test func theLogKeepsTheLastEntriesOnly() async {

@@ -101,7 +101,7 @@ struct TaskSlotsRunAndWaitTests {
       await slots.runAndWait("submit", policy: .firstWins) { log.append("second began") }
       log.append("joined returned")
     }
-    #expect(await Reentry.eventually { slots.storage.state.withLock { !$0.awaitedEnds.isEmpty } })
+    #expect(await Reentry.eventually { slots.storage.state.withLock { $0.slots["submit"]?.joiners.isEmpty == false } })
     #expect(log.all.isEmpty)
     request.release()
     await bounded(joined, "the joined call")
@@ -117,7 +117,7 @@ struct TaskSlotsRunAndWaitTests {
     let first = slots.run("submit", policy: .firstWins) { await request.wait() }!
     await request.entered()
     let joined = Task { await slots.runAndWait("submit", policy: .firstWins) {} }
-    #expect(await Reentry.eventually { slots.storage.state.withLock { !$0.awaitedEnds.isEmpty } })
+    #expect(await Reentry.eventually { slots.storage.state.withLock { $0.slots["submit"]?.joiners.isEmpty == false } })
     joined.cancel()
     await bounded(joined, "the joined call")
     #expect(!first.isCancelled)
@@ -189,32 +189,66 @@ struct TaskSlotsRunAndWaitTests {
     #expect(await bounded(untyped, "the untyped save") == true)
   }
 
-  /// A superseded run's failure (the cancellation its request threw) reaches its own caller only.
-  @Test func aSupersededRunsFailureReachesItsOwnCallerOnly() async {
+  /// A superseded run's failure (the cancellation its request threw) reaches no one: its caller
+  /// gets `nil`, and the run that superseded it its own value.
+  @Test func aSupersededRunsFailureReachesNoOne() async {
     let slots = TaskSlots<String>()
     let request = Gate()
-    let first = Task { () async -> Bool in
+    let first = Task { () async -> String in
       do {
-        try await slots.runAndWait("feed") {
+        let page = try await slots.runAndWait("feed") { () async throws -> String in
           await request.wait()
           try Task.checkCancellation()
+          return "old"
         }
-        return false
+        return page ?? "nil"
       } catch {
-        return error is CancellationError
+        return "threw \(error)"
       }
     }
     await request.entered()
-    let second = Task { () async -> Bool in
-      do {
-        try await slots.runAndWait("feed") { try Task.checkCancellation() }
-        return true
-      } catch {
-        return false
+    let second = Task { try? await slots.runAndWait("feed") { () async throws -> String in "new" } }
+    #expect(await bounded(first, "the first refresh") == "nil")
+    #expect(await bounded(second, "the second refresh") == .some("new"))
+  }
+
+  @Test func returnsTheOperationsValue() async {
+    let slots = TaskSlots<String>()
+    let page = Task { await slots.runAndWait("feed") { @MainActor in [1, 2] } }
+    #expect(await bounded(page, "the load") == .some([1, 2]))
+  }
+
+  /// Cancelled, a run that returns anyway (a request on the wire answers) gives its caller `nil`.
+  @Test func aCancelledCallerGetsNilThoughItsOperationReturned() async {
+    let slots = TaskSlots<String>()
+    let request = Gate()
+    let load = Task {
+      await slots.runAndWait("feed") { () async -> String in
+        await request.wait()  // returns once cancelled
+        return "late"
       }
     }
-    #expect(await bounded(first, "the first refresh") == true)
-    #expect(await bounded(second, "the second refresh") == true)
+    await request.entered()
+    load.cancel()
+    #expect(await bounded(load, "the load") == .some(nil))
+  }
+
+  /// A joined `firstWins` caller gets `nil`: the value of the run it joined is that run's caller's.
+  @Test func aJoinedFirstWinsCallerGetsNil() async {
+    let slots = TaskSlots<String>()
+    let request = Gate()
+    let first = Task {
+      await slots.runAndWait("submit", policy: .firstWins) { () async -> Int in
+        await request.wait()
+        return 1
+      }
+    }
+    await request.entered()
+    let joined = Task { await slots.runAndWait("submit", policy: .firstWins) { () async -> Int in 2 } }
+    #expect(await Reentry.eventually { slots.storage.state.withLock { $0.slots["submit"]?.joiners.isEmpty == false } })
+    request.release()
+    #expect(await bounded(first, "the first submit") == .some(1))
+    #expect(await bounded(joined, "the joined call") == .some(nil))
   }
 }
 

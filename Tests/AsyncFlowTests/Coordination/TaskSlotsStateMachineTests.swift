@@ -2,9 +2,10 @@ import Testing
 
 @testable import AsyncFlow
 
-/// The registry's decisions, state × event, as a table of plain values: watchers and tasks are
+/// The registry's decisions, state × event, as a table of plain values: waiters and tasks are
 /// numbers (run `n`'s task is `100 × n`). States of one identity: idle (no slot), one run (of any
-/// policy: the new run's policy decides), several (queued or concurrent), and the registry closed.
+/// policy: the new run's policy decides), several (queued or concurrent), a run that began and left
+/// before its task was attached, and the registry closed.
 @Suite("TaskSlotsStateMachine", .timeLimit(.minutes(1)))
 struct TaskSlotsStateMachineTests {
   typealias Machine = TaskSlotsStateMachine<String, Int, Int>
@@ -13,8 +14,7 @@ struct TaskSlotsStateMachineTests {
 
   /// `id`'s registrations as (token, task) pairs; empty when idle.
   private func slot(_ machine: Machine, _ id: String = "id") -> [Pair] {
-    guard case .open(let open) = machine.state, let slot = open.slots[id] else { return [] }
-    return slot.map { Pair(token: $0.token, task: $0.task) }
+    (machine.slots[id]?.runs ?? []).map { Pair(token: $0.token, task: $0.task) }
   }
 
   struct Pair: Equatable {
@@ -22,24 +22,27 @@ struct TaskSlotsStateMachineTests {
     var task: Int?
   }
 
+  /// What `reserve` decided, as plain values; `nil` if it started nothing.
+  private func started(_ action: Machine.ReserveAction) -> (token: Int, superseded: [Pair], wakes: [Int])? {
+    guard case .start(let token, _, let superseded, let wakes) = action else { return nil }
+    return (token, superseded.map { Pair(token: $0.token, task: $0.task) }, wakes.map(\.waiter))
+  }
+
   /// A run registered under `policy` with its task (`100 × token`) attached; `nil` if ignored.
   @discardableResult
   private func register(_ machine: inout Machine, _ id: String = "id", policy: SlotPolicy) -> Int? {
-    guard case .start(let token, _, _, _) = machine.reserve(id, policy: policy) else { return nil }
-    guard case .attached = machine.attach(100 * token, id: id, token: token) else {
-      Issue.record("run \(token) not attached")
-      return token
-    }
+    guard let token = started(machine.reserve(id, policy: policy))?.token else { return nil }
+    if case .attached = machine.attach(100 * token, id: id, token: token) { return token }
+    Issue.record("run \(token) not attached")
     return token
   }
 
-  /// What `reserve` decided, as plain values.
-  private func started(_ action: Machine.ReserveAction) -> (
-    token: Int, superseded: [Pair], predecessors: Int, wakes: [Bool?]
-  )? {
-    guard case .start(let token, let superseded, let predecessors, let wakes) = action else { return nil }
-    let pairs = (superseded.map { Array($0) } ?? []).map { Pair(token: $0.token, task: $0.task) }
-    return (token, pairs, predecessors.count, wakes.map { $0.running })
+  private func begin(_ machine: inout Machine, _ token: Int, _ id: String = "id") -> String {
+    switch machine.begin(id, token: token, isCancelled: false) {
+    case .begin(let queued): queued ? "begin queued" : "begin"
+    case .never: "never"
+    case .wait: "wait"
+    }
   }
 
   // MARK: reserve
@@ -47,13 +50,11 @@ struct TaskSlotsStateMachineTests {
   @Test(arguments: policies)
   func testReserve_whenIdle_startsAndWakesWhoWatchesIt(policy: SlotPolicy) {
     var machine = Machine()
-    #expect(machine.watch("id", last: false, watcher: 0, continuation: 7, isCancelled: false).isParked)
+    #expect(machine.watch("id", last: false, parked: (0, 7), isCancelled: false) == nil)
     let decision = started(machine.reserve("id", policy: policy))
-    #expect(decision?.token == 1)
-    #expect(decision?.superseded == [] && decision?.predecessors == 0)
-    #expect(decision?.wakes == [true])
+    #expect(decision?.token == 1 && decision?.superseded == [] && decision?.wakes == [7])
     #expect(slot(machine) == [Pair(token: 1, task: nil)])  // reserved, no task yet
-    #expect(machine.runningCount == 1 && machine.watchers.isEmpty)
+    #expect(machine.runningCount == 1 && machine.slots["id"]?.watchers.isEmpty == true)
   }
 
   /// The grid: one registered run of `existing`'s policy, then a run of `new`'s. The existing
@@ -62,58 +63,25 @@ struct TaskSlotsStateMachineTests {
   func testReserve_whenOneRunIsRegistered(existing: SlotPolicy, new: SlotPolicy) {
     var machine = Machine()
     register(&machine, policy: existing)
-    let action = machine.reserve("id", policy: new)
-    let decision = started(action)
-    switch new {
-    case .latestWins:
-      #expect(decision?.superseded == [Pair(token: 1, task: 100)] && decision?.predecessors == 0)
-      #expect(slot(machine) == [Pair(token: 2, task: nil)])  // the old registration left in the same step
-      #expect(machine.runningCount == 1)
-    case .firstWins:
-      #expect(decision == nil)
-      #expect(slot(machine) == [Pair(token: 1, task: 100)])
-      #expect(machine.runningCount == 1)
-    case .queue:
-      #expect(decision?.superseded == [] && decision?.predecessors == 1)
-      #expect(machine.awaitedEnds.keys.sorted() == [1])
-      #expect(slot(machine).map(\.token) == [1, 2] && machine.runningCount == 2)
-    default:
-      #expect(decision?.superseded == [] && decision?.predecessors == 0)
-      #expect(slot(machine).map(\.token) == [1, 2] && machine.runningCount == 2)
-    }
-    #expect(decision?.wakes ?? [] == [])  // running stays running: nothing to report
-  }
-
-  /// A running queued run and one waiting behind it, then a run of each policy.
-  @Test(arguments: policies)
-  func testReserve_whenSeveralAreRegistered(new: SlotPolicy) {
-    var machine = Machine()
-    register(&machine, policy: .queue)
-    register(&machine, policy: .queue)
     let decision = started(machine.reserve("id", policy: new))
     switch new {
     case .latestWins:
-      // Both leave: the waiting one is cancelled before its operation, which then never runs.
-      #expect(decision?.superseded == [Pair(token: 1, task: 100), Pair(token: 2, task: 200)])
-      #expect(slot(machine).map(\.token) == [3] && machine.runningCount == 1)
+      #expect(decision?.superseded == [Pair(token: 1, task: 100)])
+      #expect(slot(machine) == [Pair(token: 2, task: nil)])  // the old registration left in the same step
     case .firstWins:
-      #expect(decision == nil)
-      #expect(slot(machine).map(\.token) == [1, 2])
-    case .queue:
-      #expect(decision?.superseded == [] && decision?.predecessors == 2)
-      #expect(slot(machine).map(\.token) == [1, 2, 3])
+      #expect(decision == nil && slot(machine) == [Pair(token: 1, task: 100)])
     default:
-      #expect(decision?.superseded == [] && decision?.predecessors == 0)
-      #expect(slot(machine).map(\.token) == [1, 2, 3] && machine.runningCount == 3)
+      #expect(decision?.superseded == [] && slot(machine).map(\.token) == [1, 2])
     }
+    #expect(machine.runningCount == slot(machine).count)
+    #expect(decision?.wakes ?? [] == [])  // running stays running: nothing to report
   }
 
   @Test(arguments: policies)
   func testReserve_whenAnotherIdentityRuns_neverTouchesIt(policy: SlotPolicy) {
     var machine = Machine()
     register(&machine, "other", policy: .firstWins)
-    let decision = started(machine.reserve("id", policy: policy))
-    #expect(decision?.superseded == [] && decision?.predecessors == 0)
+    #expect(started(machine.reserve("id", policy: policy))?.superseded == [])
     #expect(slot(machine, "other") == [Pair(token: 1, task: 100)])
   }
 
@@ -125,53 +93,121 @@ struct TaskSlotsStateMachineTests {
 
   /// The `TaskSlots` went during its own `run` (after its last use there): nothing starts.
   @Test(arguments: policies)
-  func testReserve_whenClosed_ignores(policy: SlotPolicy) {
+  func testReserve_whenClosed_refuses(policy: SlotPolicy) {
     var machine = Machine()
-    _ = machine.close()
-    #expect(started(machine.reserve("id", policy: policy)) == nil)
+    _ = machine.cancelAll(closing: true)
+    guard case .refuse = machine.reserve("id", policy: policy) else {
+      Issue.record("a closed registry started a run")
+      return
+    }
     #expect(machine.runningCount == 0 && !machine.isRunning("id"))
   }
 
-  /// `runAndWait` with `firstWins` while runs are registered: nothing starts, and the call gets
-  /// the ends of every registered run to wait for; without `joining`, none.
-  @Test func testReserveFirstWinsJoining_whenRunsAreRegistered_handsOutTheirEnds() {
+  // MARK: begin: the one check that decides whether an operation begins
+
+  @Test func testBegin_whenRegisteredOrLeft() {
+    var machine = Machine()
+    register(&machine, policy: .latestWins)
+    register(&machine, policy: .latestWins)
+    #expect(begin(&machine, 1) == "never")  // superseded
+    #expect(begin(&machine, 2) == "begin")
+    #expect(machine.begin("id", token: 2, isCancelled: true).isNever)  // its task was cancelled
+    _ = machine.cancel("id")
+    #expect(begin(&machine, 2) == "never")
+    register(&machine, policy: .latestWins)
+    _ = machine.cancelAll(closing: true)
+    #expect(begin(&machine, 3) == "never")
+  }
+
+  /// A queued run waits until every run registered before it has ended, then begins (and is
+  /// logged `started` then); a concurrent one registered after it never holds it back.
+  @Test func testBegin_whenQueued_waitsForItsTurn() {
     var machine = Machine()
     register(&machine, policy: .concurrent)
+    register(&machine, policy: .queue)
     register(&machine, policy: .concurrent)
-    guard case .ignore(let inFlight) = machine.reserve("id", policy: .firstWins, joining: true) else {
-      Issue.record("a firstWins run on a busy identity started")
+    #expect(begin(&machine, 2) == "wait" && begin(&machine, 3) == "begin")
+    #expect(machine.park("id", token: 2, waiter: 20, isCancelled: false) == nil)
+    #expect(machine.finished("id", token: 3, isCancelled: false).wakes.isEmpty)
+    #expect(machine.finished("id", token: 1, isCancelled: false).wakes.map(\.waiter) == [20])
+    #expect(begin(&machine, 2) == "begin queued")
+  }
+
+  /// A run that begins, then leaves before its caller (on another thread) attached its task, runs
+  /// uncancelled until the attachment: no later run of its identity begins until the caller
+  /// reports the cancellation, except a concurrent one.
+  @Test func testBegin_whenAnOlderRunMayRunUncancelled_waitsForItsCancellation() {
+    var machine = Machine()
+    _ = machine.reserve("id", policy: .latestWins)  // run 1: its caller is not back yet
+    #expect(begin(&machine, 1) == "begin")
+    register(&machine, policy: .latestWins)
+    register(&machine, "other", policy: .latestWins)
+    #expect(begin(&machine, 2) == "wait" && begin(&machine, 3, "other") == "begin")
+    #expect(machine.park("id", token: 2, waiter: 20, isCancelled: false) == nil)
+    register(&machine, policy: .concurrent)
+    #expect(begin(&machine, 4) == "begin")
+    guard case .cancelAndReport = machine.attach(100, id: "id", token: 1) else {
+      Issue.record("run 1's attachment must cancel it and report")
       return
     }
-    #expect(inFlight.count == 2 && machine.runningCount == 2)
-    guard case .ignore(let none) = machine.reserve("id", policy: .firstWins) else { return }
-    #expect(none.isEmpty)
-    #expect(machine.finished(id: "id", token: 1).firesSignal)
-    #expect(inFlight[0].isFired && !inFlight[1].isFired)
+    #expect(begin(&machine, 2) == "wait")  // between the attachment and the cancellation
+    #expect(machine.cancelled("id", token: 1).map(\.waiter) == [20])
+    #expect(begin(&machine, 2) == "begin")
   }
 
-  @Test func testReserveFirstWinsJoining_whenIdle_starts() {
+  /// A run that left before it began needs no cancellation to wait for: its check will fail.
+  @Test func testBegin_whenAnOlderRunLeftBeforeItBegan_doesNotWait() {
     var machine = Machine()
-    #expect(started(machine.reserve("id", policy: .firstWins, joining: true))?.token == 1)
+    _ = machine.reserve("id", policy: .latestWins)
+    register(&machine, policy: .latestWins)
+    #expect(begin(&machine, 2) == "begin")
+    guard case .cancel = machine.attach(100, id: "id", token: 1) else {
+      Issue.record("run 1's attachment must cancel it")
+      return
+    }
   }
 
-  // MARK: mayBegin
-
-  /// A run's task asks, on the operation's isolation, right before the operation: only a run still
-  /// registered begins.
-  @Test func testMayBegin_whenRegisteredOrLeft() {
+  /// An uncancelled run that ends before its attachment frees the runs waiting for it.
+  @Test func testFinished_whenAnUncancelledRunEnds_freesWhoWaitsForIt() {
     var machine = Machine()
+    _ = machine.reserve("id", policy: .latestWins)
+    #expect(begin(&machine, 1) == "begin")
     register(&machine, policy: .latestWins)
-    #expect(machine.mayBegin("id", token: 1))
-    register(&machine, policy: .latestWins)
-    #expect(!machine.mayBegin("id", token: 1))  // superseded
-    #expect(machine.mayBegin("id", token: 2))
+    #expect(machine.park("id", token: 2, waiter: 20, isCancelled: false) == nil)
+    let end = machine.finished("id", token: 1, isCancelled: false)
+    #expect(!end.delivered && end.wakes.map(\.waiter) == [20])
+    #expect(begin(&machine, 2) == "begin")
+  }
+
+  /// Parking re-checks, so that a change between `begin` and `park` is not lost; a cancelled
+  /// task is handed back, and a parked one taken out when its task is cancelled.
+  @Test func testPark() {
+    var machine = Machine()
     register(&machine, policy: .queue)
-    #expect(machine.mayBegin("id", token: 3))  // queued: registered, its turn checked by its task
-    _ = machine.cancel("id")
-    #expect(!machine.mayBegin("id", token: 2) && !machine.mayBegin("id", token: 3))
-    register(&machine, policy: .latestWins)
-    _ = machine.close()
-    #expect(!machine.mayBegin("id", token: 4))
+    register(&machine, policy: .queue)
+    #expect(machine.park("id", token: 2, waiter: 20, isCancelled: true)?.waiter == 20)
+    _ = machine.finished("id", token: 1, isCancelled: false)
+    #expect(machine.park("id", token: 2, waiter: 20, isCancelled: false)?.waiter == 20)  // its turn came meanwhile
+    register(&machine, policy: .queue)
+    #expect(machine.park("id", token: 3, waiter: 30, isCancelled: false) == nil)
+    #expect(machine.unpark("id", token: 3) == 30 && machine.unpark("id", token: 3) == nil)
+  }
+
+  /// A parked run that leaves is woken, to check again and not begin.
+  @Test(arguments: ["cancel", "supersede", "close"])
+  func testPark_whenTheParkedRunLeaves_wakesIt(by event: String) {
+    var machine = Machine()
+    register(&machine, policy: .queue)
+    register(&machine, policy: .queue)
+    #expect(machine.park("id", token: 2, waiter: 20, isCancelled: false) == nil)
+    let wakes: [Int] =
+      switch event {
+      case "cancel": machine.cancel("id").wakes.map(\.waiter)
+      case "supersede": started(machine.reserve("id", policy: .latestWins))?.wakes ?? []
+      default: machine.cancelAll(closing: true).wakes.map(\.waiter)
+      }
+    #expect(wakes == [20])
+    #expect(begin(&machine, 2) == "never")
   }
 
   // MARK: attach
@@ -185,52 +221,16 @@ struct TaskSlotsStateMachineTests {
   }
 
   /// Every way a run can leave before its task exists: the task is cancelled at once.
-  @Test func testAttach_whenTheRunLeft_cancels() {
-    var cancelled = Machine()
-    _ = cancelled.reserve("id", policy: .latestWins)
-    _ = cancelled.cancel("id")
-    #expect(!cancelled.attach(100, id: "id", token: 1).isAttached)
-
-    var superseded = Machine()
-    _ = superseded.reserve("id", policy: .latestWins)
-    _ = superseded.reserve("id", policy: .latestWins)
-    #expect(!superseded.attach(100, id: "id", token: 1).isAttached)
-    #expect(slot(superseded) == [Pair(token: 2, task: nil)])
-
-    var dropped = Machine()
-    register(&dropped, policy: .queue)
-    _ = dropped.reserve("id", policy: .queue)
-    _ = dropped.reserve("id", policy: .latestWins)
-    #expect(!dropped.attach(200, id: "id", token: 2).isAttached)
-
-    var closed = Machine()
-    _ = closed.reserve("id", policy: .latestWins)
-    _ = closed.close()
-    #expect(!closed.attach(100, id: "id", token: 1).isAttached)
-  }
-
-  /// A run superseded before its caller (on another thread) attached its task: every later
-  /// `latestWins` run of its identity waits for its cancellation, until the caller reports it fired.
-  @Test func testReserveLatestWins_whenARunWasSupersededBeforeItsTaskWasAttached_waitsForItsCancellation() {
+  @Test(arguments: ["cancel", "supersede", "close"])
+  func testAttach_whenTheRunLeft_cancels(by event: String) {
     var machine = Machine()
-    _ = machine.reserve("id", policy: .latestWins)  // run 1: its caller is not back yet
-    #expect(started(machine.reserve("id", policy: .latestWins))?.predecessors == 1)
-    #expect(machine.attach(200, id: "id", token: 2).isAttached)
-    #expect(started(machine.reserve("id", policy: .latestWins))?.predecessors == 1)  // run 1 still pending
-    #expect(machine.attach(300, id: "id", token: 3).isAttached)
-    #expect(started(machine.reserve("other", policy: .latestWins))?.predecessors == 0)
-    #expect(started(machine.reserve("id", policy: .queue))?.predecessors == 1)  // behind run 3 only
-    #expect(machine.attach(500, id: "id", token: 5).isAttached)
-    guard case .cancel(let signal?) = machine.attach(100, id: "id", token: 1) else {
-      Issue.record("run 1's attachment did not hand out its cancellation")
-      return
+    _ = machine.reserve("id", policy: .queue)
+    switch event {
+    case "cancel": _ = machine.cancel("id")
+    case "supersede": _ = machine.reserve("id", policy: .latestWins)
+    default: _ = machine.cancelAll(closing: true)
     }
-    #expect(!signal.isFired)
-    // Between the attachment and the cancellation, a new run still waits.
-    #expect(started(machine.reserve("id", policy: .latestWins))?.predecessors == 1)
-    #expect(machine.attach(600, id: "id", token: 6).isAttached)
-    machine.cancellationFired(1)
-    #expect(started(machine.reserve("id", policy: .latestWins))?.predecessors == 0)
+    #expect(!machine.attach(100, id: "id", token: 1).isAttached)
   }
 
   // MARK: finished
@@ -238,51 +238,53 @@ struct TaskSlotsStateMachineTests {
   @Test func testFinished_whenTheOnlyRun_makesTheIdentityIdleAndWakesItsWatchers() {
     var machine = Machine()
     register(&machine, policy: .latestWins)
-    _ = machine.watch("id", last: true, watcher: 0, continuation: 7, isCancelled: false)
-    _ = machine.watch("other", last: false, watcher: 1, continuation: 8, isCancelled: false)
-    guard case .wake(let wakes, let signal) = machine.finished(id: "id", token: 1) else {
-      Issue.record("the watcher of \"id\" is woken")
-      return
-    }
-    #expect(wakes.map(\.watcher) == [7] && wakes.map(\.running) == [false] && signal == nil)
-    #expect(slot(machine) == [] && machine.runningCount == 0)
-    #expect(machine.watchers.map(\.watcher) == [8])
+    _ = machine.watch("id", last: true, parked: (0, 7), isCancelled: false)
+    _ = machine.watch("other", last: false, parked: (1, 8), isCancelled: false)
+    let end = machine.finished("id", token: 1, isCancelled: false)
+    #expect(end.delivered && end.wakes.map(\.waiter) == [7] && end.wakes.map(\.running) == [false])
+    #expect(machine.slots["id"] == nil && machine.runningCount == 0)
+    #expect(machine.slots["other"]?.watchers.map(\.waiter) == [8])
+  }
+
+  /// A run whose task was cancelled (its caller's cancellation) leaves, and is not delivered.
+  @Test func testFinished_whenItsTaskWasCancelled_isNotDelivered() {
+    var machine = Machine()
+    register(&machine, policy: .latestWins)
+    let end = machine.finished("id", token: 1, isCancelled: true)
+    #expect(!end.delivered && machine.runningCount == 0 && machine.slots.isEmpty)
   }
 
   @Test func testFinished_whenSuperseded_leavesTheSuccessor() {
     var machine = Machine()
     register(&machine, policy: .latestWins)
     register(&machine, policy: .latestWins)
-    #expect(machine.finished(id: "id", token: 1).isNone)
-    #expect(slot(machine) == [Pair(token: 2, task: 200)])
-    #expect(machine.runningCount == 1)
+    let end = machine.finished("id", token: 1, isCancelled: false)
+    #expect(!end.delivered && end.wakes.isEmpty)
+    #expect(slot(machine) == [Pair(token: 2, task: 200)] && machine.runningCount == 1)
   }
 
   @Test func testFinished_whenOneOfSeveral_keepsTheOthers() {
     var machine = Machine()
     for _ in 1...3 { register(&machine, policy: .concurrent) }
-    #expect(machine.finished(id: "id", token: 2).isNone)
+    #expect(machine.finished("id", token: 2, isCancelled: false).wakes.isEmpty)
     #expect(slot(machine).map(\.token) == [1, 3] && machine.runningCount == 2)
-    #expect(machine.finished(id: "id", token: 1).isNone)
-    #expect(slot(machine) == [Pair(token: 3, task: 300)])
   }
 
-  /// The signal a queued run waits for fires when the task really ends, in every state: after its
-  /// registration left, and after the registry closed.
-  @Test(arguments: [false, true])
-  func testFinished_whenAQueuedRunWaits_firesItsSignal(closedFirst: Bool) {
+  // MARK: joiners
+
+  /// A joined `firstWins` caller waits for the runs registered up to the one it found, not for a
+  /// later one; it leaves when its caller is cancelled.
+  @Test func testJoin() {
     var machine = Machine()
-    register(&machine, policy: .queue)
-    register(&machine, policy: .queue)
-    _ = closedFirst ? machine.close() : machine.cancel("id")
-    let awaited = machine.awaitedEnds[1]
-    guard case .wake(let wakes, let signal?) = machine.finished(id: "id", token: 1) else {
-      Issue.record("the end of run 1 is awaited")
-      return
-    }
-    #expect(wakes.isEmpty && signal === awaited)
-    #expect(machine.awaitedEnds.isEmpty)
-    #expect(machine.finished(id: "id", token: 2).isNone)
+    register(&machine, policy: .concurrent)
+    #expect(machine.join("id", parked: (0, 7), isCancelled: false) == nil)
+    #expect(machine.join("id", parked: (1, 8), isCancelled: false) == nil)
+    #expect(machine.join("id", parked: (2, 9), isCancelled: true)?.waiter == 9)
+    register(&machine, policy: .concurrent)
+    #expect(machine.leave("id", waiterID: 1) == 8 && machine.leave("id", waiterID: 1) == nil)
+    #expect(machine.finished("id", token: 1, isCancelled: false).wakes.map(\.waiter) == [7])
+    _ = machine.finished("id", token: 2, isCancelled: false)
+    #expect(machine.join("id", parked: (3, 10), isCancelled: false)?.waiter == 10)  // ended meanwhile
   }
 
   // MARK: cancel, cancelAll, close
@@ -290,21 +292,17 @@ struct TaskSlotsStateMachineTests {
   @Test func testCancel_whenIdle_doesNothing() {
     var machine = Machine()
     register(&machine, "other", policy: .latestWins)
-    #expect(machine.cancel("id").isNone)
-    #expect(machine.runningCount == 1)
+    #expect(machine.cancel("id").removed.count == 0 && machine.runningCount == 1)
   }
 
   @Test func testCancel_whenSeveralAreRegistered_removesThemAll() {
     var machine = Machine()
     register(&machine, policy: .queue)
     register(&machine, policy: .queue)
-    _ = machine.watch("id", last: true, watcher: 0, continuation: 7, isCancelled: false)
-    guard case .cancel(let removed, let wakes) = machine.cancel("id") else {
-      Issue.record("expected cancel")
-      return
-    }
+    _ = machine.watch("id", last: true, parked: (0, 7), isCancelled: false)
+    let (removed, wakes) = machine.cancel("id")
     #expect(removed.map(\.task) == [100, 200])
-    #expect(wakes.map(\.watcher) == [7] && wakes.map(\.running) == [false])
+    #expect(wakes.map(\.waiter) == [7] && wakes.map(\.running) == [false])
     #expect(slot(machine) == [] && machine.runningCount == 0)
   }
 
@@ -312,52 +310,33 @@ struct TaskSlotsStateMachineTests {
     var machine = Machine()
     register(&machine, "a", policy: .latestWins)
     register(&machine, "b", policy: .latestWins)
-    _ = machine.watch("a", last: true, watcher: 0, continuation: 7, isCancelled: false)
-    guard case .cancelAll(let removed, let wakes) = machine.cancelAll() else {
-      Issue.record("expected cancelAll")
-      return
-    }
-    #expect(removed.values.flatMap { $0.compactMap(\.task) }.sorted() == [100, 200])
-    #expect(wakes.map(\.watcher) == [7] && wakes.map(\.running) == [false])
-    #expect(machine.runningCount == 0 && !machine.isRunning("a"))
-    #expect(machine.cancelAll().isNone)
-    register(&machine, "a", policy: .latestWins)  // still open
+    _ = machine.watch("a", last: true, parked: (0, 7), isCancelled: false)
+    let (removed, wakes) = machine.cancelAll()
+    #expect(removed.compactMap(\.task).sorted() == [100, 200])
+    #expect(wakes.map(\.waiter) == [7] && wakes.map(\.running) == [false])
+    #expect(machine.runningCount == 0 && !machine.isRunning("a") && machine.slots.isEmpty)
+    #expect(register(&machine, "a", policy: .latestWins) != nil)  // still open
   }
 
   @Test func testClose_whenAWatcherSawRunning_reportsFalseThenFinishes() {
     var machine = Machine()
     register(&machine, policy: .latestWins)
-    _ = machine.watch("id", last: true, watcher: 0, continuation: 7, isCancelled: false)
-    guard case .cancelAll(let removed, let wakes) = machine.close() else {
-      Issue.record("expected cancelAll")
-      return
-    }
-    #expect(removed.count == 1)
-    #expect(wakes.map(\.running) == [false])
-    // Its next question finishes it.
-    guard case .resume(nil) = machine.watch("id", last: false, watcher: 1, continuation: 8, isCancelled: false) else {
-      Issue.record("a closed registry finishes its watchers")
-      return
-    }
+    _ = machine.watch("id", last: true, parked: (0, 7), isCancelled: false)
+    let (removed, wakes) = machine.cancelAll(closing: true)
+    #expect(removed.count == 1 && wakes.map(\.running) == [false])
+    let next = machine.watch("id", last: false, parked: (1, 8), isCancelled: false)
+    #expect(next?.waiter == 8 && next?.running == nil)  // a closed registry finishes its watchers
   }
 
-  @Test func testClose_whenAWatcherSawIdle_finishesIt() {
+  @Test func testClose_whenAWatcherOrAJoinerWaits_resumesIt() {
     var machine = Machine()
-    _ = machine.watch("id", last: false, watcher: 0, continuation: 7, isCancelled: false)
-    guard case .cancelAll(_, let wakes) = machine.close() else {
-      Issue.record("expected cancelAll")
-      return
-    }
-    #expect(wakes.map(\.watcher) == [7] && wakes.map(\.running) == [nil])
-    #expect(machine.watchers.isEmpty)
-  }
-
-  @Test func testClose_whenClosed_doesNothing() {
-    var machine = Machine()
-    register(&machine, policy: .latestWins)
-    _ = machine.close()
-    #expect(machine.close().isNone && machine.cancel("id").isNone && machine.cancelAll().isNone)
-    #expect(machine.runningCount == 0 && !machine.isRunning("id") && machine.isLatest("id", token: 1))
+    _ = machine.watch("idle", last: false, parked: (0, 7), isCancelled: false)
+    register(&machine, policy: .firstWins)
+    #expect(machine.join("id", parked: (1, 8), isCancelled: false) == nil)
+    let wakes = machine.cancelAll(closing: true).wakes
+    #expect(wakes.map(\.waiter).sorted() == [7, 8] && wakes.allSatisfy { $0.running == nil })
+    #expect(machine.slots.isEmpty)
+    #expect(machine.cancelAll(closing: true).removed.count == 0 && machine.isLatest("id", token: 1))
   }
 
   // MARK: isLatest
@@ -368,9 +347,8 @@ struct TaskSlotsStateMachineTests {
     let old = register(&machine, policy: .latestWins)!
     #expect(machine.isLatest("id", token: old))
     let new = register(&machine, policy: policy)!
-    #expect(!machine.isLatest("id", token: old))
-    #expect(machine.isLatest("id", token: new))
-    _ = machine.finished(id: "id", token: new)
+    #expect(!machine.isLatest("id", token: old) && machine.isLatest("id", token: new))
+    _ = machine.finished("id", token: new, isCancelled: false)
     // Nothing newer runs: a late cleanup of the old run may turn the spinner off.
     #expect(machine.isLatest("id", token: old))
   }
@@ -381,26 +359,8 @@ struct TaskSlotsStateMachineTests {
     var machine = Machine()
     let old = register(&machine, policy: .concurrent)!
     let new = register(&machine, policy: .concurrent)!
-    #expect(machine.isLatest("id", token: new))
-    _ = machine.finished(id: "id", token: new)
-    #expect(machine.isLatest("id", token: new) && machine.isLatest("id", token: old))
-    #expect(machine.isRunning("id"))
-  }
-
-  @Test func testIsLatest_whenCancelledWithNothingAfter_isTrue() {
-    var machine = Machine()
-    let run = register(&machine, policy: .latestWins)!
-    _ = machine.cancel("id")
-    #expect(machine.isLatest("id", token: run))
-    register(&machine, policy: .latestWins)
-    #expect(!machine.isLatest("id", token: run))
-  }
-
-  @Test func testIsLatest_whenAFirstWinsRunWasIgnored_isTrue() {
-    var machine = Machine()
-    let run = register(&machine, policy: .firstWins)!
-    #expect(register(&machine, policy: .firstWins) == nil)
-    #expect(machine.isLatest("id", token: run))
+    _ = machine.finished("id", token: new, isCancelled: false)
+    #expect(machine.isLatest("id", token: new) && machine.isLatest("id", token: old) && machine.isRunning("id"))
   }
 
   // MARK: Running-state watchers
@@ -419,50 +379,30 @@ struct TaskSlotsStateMachineTests {
   func testWatch_whenOpen(running: Bool, last: Bool?, isCancelled: Bool, resumedWith: Bool??) {
     var machine = Machine()
     if running { register(&machine, policy: .latestWins) }
-    let action = machine.watch("id", last: last, watcher: 0, continuation: 7, isCancelled: isCancelled)
-    switch (action, resumedWith) {
-    case (.parked, nil):
-      #expect(machine.watchers.map(\.watcher) == [7])
-    case (.resume(let state), let expected?):
-      #expect(state == expected)
-      #expect(machine.watchers.isEmpty)
-    default:
-      Issue.record("running \(running), last \(String(describing: last)): \(action)")
+    switch (machine.watch("id", last: last, parked: (0, 7), isCancelled: isCancelled), resumedWith) {
+    case (nil, nil):
+      #expect(machine.slots["id"]?.watchers.map(\.waiter) == [7])
+    case (let wake?, let expected?):
+      #expect(wake.waiter == 7 && wake.running == expected && machine.slots["id"]?.watchers.isEmpty ?? true)
+    case (let wake, _):
+      Issue.record("running \(running), last \(String(describing: last)): \(String(describing: wake))")
     }
   }
 
   @Test func testWatch_whenClosed_reportsIdleOnceThenFinishes() {
     var machine = Machine()
-    _ = machine.close()
-    guard case .resume(false?) = machine.watch("id", last: nil, watcher: 0, continuation: 7, isCancelled: false),
-      case .resume(nil) = machine.watch("id", last: false, watcher: 0, continuation: 7, isCancelled: false)
-    else {
-      Issue.record("a watcher of a closed registry gets false, then finishes")
-      return
-    }
-    #expect(machine.watchers.isEmpty)
+    _ = machine.cancelAll(closing: true)
+    #expect(machine.watch("id", last: nil, parked: (0, 7), isCancelled: false)?.running == false)
+    #expect(machine.watch("id", last: false, parked: (0, 7), isCancelled: false).map { $0.running == nil } == true)
+    #expect(machine.slots.isEmpty)
   }
 
-  @Test func testReserve_whenTheIdentityRunsAlready_wakesNobody() {
+  @Test func testLeave_whenParked_returnsItsWaiterAndDropsTheEmptySlot() {
     var machine = Machine()
-    register(&machine, policy: .latestWins)
-    _ = machine.watch("id", last: true, watcher: 0, continuation: 7, isCancelled: false)
-    #expect(started(machine.reserve("id", policy: .latestWins))?.wakes == [])
-    #expect(machine.watchers.map(\.watcher) == [7])
-  }
-
-  @Test func testCancelWatcher_whenParked_returnsItsContinuation() {
-    var machine = Machine()
-    _ = machine.watch("id", last: false, watcher: 3, continuation: 7, isCancelled: false)
-    #expect(machine.cancelWatcher(4) == nil)
-    #expect(machine.cancelWatcher(3) == 7)
-    #expect(machine.watchers.isEmpty && machine.cancelWatcher(3) == nil)
-  }
-}
-
-extension TaskSlotsStateMachine.WatchAction {
-  fileprivate var isParked: Bool {
-    if case .parked = self { true } else { false }
+    _ = machine.watch("id", last: false, parked: (3, 7), isCancelled: false)
+    #expect(machine.leave("id", waiterID: 4) == nil)
+    #expect(machine.leave("id", waiterID: 3) == 7)
+    #expect(machine.slots.isEmpty && machine.leave("id", waiterID: 3) == nil)
   }
 }
 
@@ -472,21 +412,8 @@ extension TaskSlotsStateMachine.AttachAction {
   }
 }
 
-extension TaskSlotsStateMachine.EndAction {
-  fileprivate var isNone: Bool {
-    if case .none = self { true } else { false }
-  }
-
-  /// Fires the signal it hands out (a queued or joined caller waits for this end), as the storage does.
-  fileprivate var firesSignal: Bool {
-    guard case .wake(_, let signal?) = self else { return false }
-    signal.fire()
-    return true
-  }
-}
-
-extension TaskSlotsStateMachine.CancelAction {
-  fileprivate var isNone: Bool {
-    if case .none = self { true } else { false }
+extension TaskSlotsStateMachine.BeginAction {
+  fileprivate var isNever: Bool {
+    if case .never = self { true } else { false }
   }
 }

@@ -83,8 +83,8 @@ struct TaskSlotsTests {
     #expect(slots.runningCount == 0)
     for task in tasks { await bounded(task, "task") }
     #expect(log.all == ["start 1"])
-    // The signals the queued tasks waited on fired when the first task really ended, and left.
-    #expect(slots.storage.state.withLock { $0.awaitedEnds.isEmpty })
+    // Nothing is left waiting on the identity.
+    #expect(slots.storage.state.withLock { $0.slots.isEmpty })
   }
 
   @Test func aQueuedTaskAfterLatestWinsWaitsOnlyForTheTaskStillRegistered() async {
@@ -103,7 +103,7 @@ struct TaskSlotsTests {
     let order = log.all
     #expect(order.firstIndex(of: "latest")! < order.firstIndex(of: "q3")!)
     #expect(slots.runningCount == 0)
-    #expect(slots.storage.state.withLock { $0.awaitedEnds.isEmpty })
+    #expect(slots.storage.state.withLock { $0.slots.isEmpty })
   }
 
   @Test func runningTheListenerSevenTimesLeavesExactlyOne() async {
@@ -423,7 +423,7 @@ struct TaskSlotsTests {
     consumer.cancel()
     guard let seen = await bounded(consumer, "consumer") else { return }
     #expect(seen.count <= 1)
-    #expect(slots.storage.state.withLock { $0.watchers.isEmpty })
+    #expect(slots.storage.state.withLock { $0.slots.isEmpty })
   }
 
   /// Parked for sure: a task on the clock's executor has run until it suspended once
@@ -438,10 +438,10 @@ struct TaskSlotsTests {
       return seen
     }
     await clock.runCurrent()
-    #expect(slots.storage.state.withLock { $0.watchers.count } == 1)
+    #expect(slots.storage.state.withLock { $0.slots["load"]?.watchers.count } == 1)
     consumer.cancel()
     #expect(await bounded(consumer, "consumer") == [false])
-    #expect(slots.storage.state.withLock { $0.watchers.isEmpty })
+    #expect(slots.storage.state.withLock { $0.slots.isEmpty })
     // The state changes after the cancellation: nobody is left to resume.
     #expect(slots.run("load") {} != nil)
   }
