@@ -148,7 +148,15 @@ struct GroupedTests {
       log.append("outer ended after \(next.map { "\($0.key)" } ?? "nil")")
     }
     await never.entered()
-    let groupConsumer = clock.task { await collect(group.withLock { $0! }).elements }
+    // The body parked after its two elements; the outer takes the first group in its own turn.
+    await clock.runCurrent()
+    let groupConsumer = clock.task { () -> [Int] in
+      guard let first = group.withLock({ $0 }) else {
+        Issue.record("the outer had not taken the first group once the clock settled")
+        return []
+      }
+      return await collect(first).elements
+    }
     await clock.runCurrent()
     outer.cancel()
     await bounded(outer, "outer")
