@@ -196,13 +196,23 @@ func runTypeCheckCommand(_ options: TypeCheckOptions) -> Int32 {
       (guarded.first?.imports ?? []).joined(separator: "\n") + "\n\n"
       + guarded.map(\.text).joined(separator: "\n\n")
     let file = write("Chains", text)
-    let result = typeCheck(file, includes: includes, flags: flags, scratch: scratch)
-    let problems = result.output.components(separatedBy: "\n").filter {
-      $0.contains("warning:") || $0.contains("error:")
+    func check() -> (result: TypeCheckResult, problems: [String]) {
+      let result = typeCheck(file, includes: includes, flags: flags, scratch: scratch)
+      let problems = result.output.components(separatedBy: "\n").filter {
+        $0.contains("warning:") || $0.contains("error:")
+      }
+      return (result, problems)
     }
     print(
       "type-checking guard: \(guarded.count) chains of Benchmarks/TypeCheck/Chains.swift, flags \(flags.joined(separator: " "))"
     )
+    var (result, problems) = check()
+    if result.status == 0, !problems.isEmpty {
+      // A time over the limit must hold twice in a row: on a fresh clone, once, the first chain
+      // took 154 ms where it takes a few, the module's loading charged to its body.
+      print("over the limit once, checked again:\n" + problems.joined(separator: "\n"))
+      (result, problems) = check()
+    }
     if result.status != 0 || !problems.isEmpty {
       print(problems.isEmpty ? result.output : problems.joined(separator: "\n"))
       print("error: a guarded chain passed the limit (or did not compile); see Benchmarks/README.md")
