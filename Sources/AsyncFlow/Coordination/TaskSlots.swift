@@ -190,6 +190,9 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   /// - `firstWins` while a run is registered joins it: the call starts nothing and returns `nil`
   ///   when the runs in flight have left (ended or cancelled), or at once when its caller is
   ///   cancelled, leaving them running. Their value and failure are their callers'.
+  /// - A caller already cancelled when it calls changes nothing (no run is registered, none in
+  ///   flight is superseded) and gets `nil` at once, as a cancelled task's `Task.checkCancellation()`
+  ///   would stop it before its first step.
   /// - A `TaskSlots` released during the call starts nothing, and the call returns `nil`.
   /// - `queue` waits for its own run, after the ones before it; its caller's cancellation drops
   ///   it from the queue, and it returns `nil` then.

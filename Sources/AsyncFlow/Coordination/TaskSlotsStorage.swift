@@ -123,6 +123,10 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
     _ id: ID, policy: SlotPolicy, priority: TaskPriority?, trigger: String?,
     operation: @escaping @Sendable @isolated(any) () async throws(Failure) -> Success
   ) async throws(Failure) -> Success? {
+    // Checked before the run is registered: its task does not inherit the caller's cancellation,
+    // which reaches it only through the handler below, installed after the task has started and
+    // may have begun the operation on another thread.
+    if Task.isCancelled { return nil }
     let outcome = RunResult<Success, Failure>()
     let body: @Sendable (isolated (any Actor)?) async -> Bool = { _ in
       do throws(Failure) {
