@@ -151,8 +151,8 @@ struct TokenRefresherTests {
 }
 
 extension Result where Success: Sendable {
-  /// The outcome of a typed-throwing call, as a value.
-  fileprivate init(awaiting body: () async throws(Failure) -> Success) async {
+  /// The outcome of a typed-throwing call, as a value (for the guide examples' tests).
+  init(awaiting body: () async throws(Failure) -> Success) async {
     do throws(Failure) {
       self = .success(try await body())
     } catch {
