@@ -77,6 +77,9 @@ extension AsyncSequence where Self: Sendable, Element: Equatable & Sendable, Fai
       } onCancel: {
         storage.cancel(id, feed: feed)
       }
+      // The handler may not have run: the flag is set before it is called, so the loop can see the
+      // cancellation and leave the handler's scope first, and the handler is then never called.
+      if Task.isCancelled { storage.cancel(id, feed: feed) }
     }
     return FlowSubscription(gate: SinkDeliveryGate(), owner: .task(task))
   }

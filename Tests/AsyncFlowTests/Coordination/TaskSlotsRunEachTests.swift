@@ -241,8 +241,50 @@ struct TaskSlotsRunEachThreadTests {
       for flag in done { #expect(await Reentry.isSetSoon(flag)) }
       await bounded(feeding.task!, "the feeding")
       #expect(!slots.isRunning("search"), "round \(round)")
+      input.finish()
     }
   }
+
+  /// The feeding sees its cancellation (here its upstream, which waits for it, ends the sequence)
+  /// and leaves the scope of its cancellation handler before the canceller's thread calls the
+  /// handler, which is then never called: the run it fed must be cancelled all the same.
+  @Test func aFeedingThatSeesItsCancellationFirstStillCancelsItsRun() async {
+    for round in 0..<500 {
+      let slots = TaskSlots<String>()
+      let request = Gate()
+      let feeding = UntilCancelled().runEach(in: slots, id: "search") { _ in await request.wait() }
+      #expect(await Reentry.eventually { slots.isRunning("search") })
+      let done = Reentry.Flag()
+      Reentry.onThread(setting: done) { feeding.cancel() }
+      #expect(await Reentry.isSetSoon(done))
+      await bounded(feeding.task!, "the feeding")
+      #expect(!slots.isRunning("search"), "round \(round)")
+    }
+  }
+}
+
+/// An upstream that hands over "first", then finishes as soon as its consumer is cancelled, which it
+/// checks without suspending (as a busy upstream would), so that it sees the cancellation at once.
+private struct UntilCancelled: AsyncSequence, Sendable {
+  typealias Element = String
+  typealias Failure = Never
+
+  struct Iterator: AsyncIteratorProtocol {
+    var handedOver = false
+
+    mutating func next() async -> String? {
+      if !handedOver {
+        handedOver = true
+        return "first"
+      }
+      while !Task.isCancelled { await Task.yield() }
+      return nil
+    }
+
+    mutating func next(isolation actor: isolated (any Actor)?) async -> String? { await next() }
+  }
+
+  func makeAsyncIterator() -> Iterator { Iterator() }
 }
 
 /// An upstream that hands over "first", then, at the next call, cancels its consumer (`cancel`) and
