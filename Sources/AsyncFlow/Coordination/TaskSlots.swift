@@ -174,6 +174,36 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
     storage.run(id, policy: policy, priority: priority, trigger: trigger, operation: .withRun(operation))
   }
 
+  /// Starts `operation` under `id` as the `run` whose operation takes no argument does, for
+  /// `request`, which it hands the operation, and which becomes the identity's last request: a
+  /// ``_Concurrency/AsyncSequence/runEach(in:id:policy:trigger:operation:)`` feeding the same
+  /// identity starts nothing for an element equal to it. This call compares nothing: an explicit
+  /// entry point (appear, retry) loads, whatever was asked before.
+  ///
+  /// The identity remembers its last run's request until a newer run replaces it (a run without a
+  /// request forgets it), or that run is cancelled before it ended (`cancel(_:)`, `cancelAll()`, its
+  /// feeding's cancellation, its task's): its answer then never came. A run that failed keeps it.
+  /// A request's `==` and its release run while the registry's lock is held, as an identity's do
+  /// (it is released after the lock when a step forgets it).
+  ///
+  /// ```swift
+  /// @Sendable func search(_ keyword: String) async throws -> [Item] { [] }   // the app's search
+  ///
+  /// let keyword = "swift"
+  /// slots.run(.search, request: keyword, trigger: "retry") { keyword in
+  ///   _ = try await search(keyword)
+  /// }
+  /// ```
+  @inlinable @discardableResult
+  public func run<Request: Equatable & Sendable>(
+    _ id: ID, request: Request, policy: SlotPolicy = .latestWins, priority: TaskPriority? = nil,
+    trigger: String? = nil, operation: @escaping @Sendable @isolated(any) (Request) async throws -> Void
+  ) -> Task<Void, Never>? {
+    storage.run(
+      id, policy: policy, priority: priority, trigger: trigger, request: request,
+      operation: .applying(isolation: operation.isolation, body: { _ in try await operation(request) }))
+  }
+
   /// Starts `operation` under `id`, related to the runs in flight by `policy` as `run` does, and
   /// returns what it returned once the run has ended: the `refresh() async` that SwiftUI's
   /// `.refreshable` awaits, with latest wins and the slot's other rules. The caller's cancellation

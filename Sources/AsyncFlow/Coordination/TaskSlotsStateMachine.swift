@@ -12,8 +12,22 @@
 /// asked on the operation's own isolation right before the call, finds it still registered. Every
 /// other promise about beginning (a queued run waits its turn; no operation begins while an older
 /// one of its identity may run uncancelled) is the same check answering `wait`.
+///
+/// **Why a repeated request starts nothing.** A slot remembers the request of its identity's last
+/// run (`run(_:request:)`, `runEach(in:id:)`), whichever entry point made it, until a newer run
+/// replaces it or that run is cancelled; a feeding's request equal to it is dropped in the step that
+/// would have registered it, so that no run of another entry point can come in between.
 @usableFromInline
 struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
+  /// What a run answers (a search's keyword), compared with the next request of a feeding: its
+  /// `==` runs under the registry's lock, as an identity's does.
+  @usableFromInline typealias Request = any Equatable & Sendable
+
+  /// A feeding of `runEach(in:id:)` that asks for a run: its number, and whether its task is
+  /// cancelled (read under the lock: once its cancellation handler has taken its runs out, it
+  /// registers none).
+  @usableFromInline typealias Feed = (id: Int, isCancelled: Bool)
+
   @usableFromInline struct Run {
     @usableFromInline let token: Int
     @usableFromInline let policy: SlotPolicy.Storage
@@ -21,6 +35,8 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
     @usableFromInline let trigger: String?
     /// A `queue` run registered behind others: the log says `started` when its turn comes.
     @usableFromInline let isQueued: Bool
+    /// The feeding that started it, whose cancellation cancels it (`nil`: a call of `run`).
+    @usableFromInline var feed: Int?
     /// `nil` between the registration and the task's creation.
     @usableFromInline var task: Handle?
     @usableFromInline var hasBegun = false
@@ -51,10 +67,23 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
     /// Consumers of `isRunningFlow(_:)`, parked until the running state differs from the one they
     /// delivered last (the current one when they parked).
     @usableFromInline var watchers: [Parked] = []
+    /// The request of the identity's last run, with that run's token: kept after the run ended
+    /// delivered (finished or failed), forgotten when a newer run replaces it or that run is
+    /// cancelled, since its answer then never came.
+    @usableFromInline var lastRequest: (token: Int, value: Request)?
 
     @inlinable init() {}
 
-    @inlinable var isEmpty: Bool { runs.isEmpty && uncancelled.isEmpty && joiners.isEmpty && watchers.isEmpty }
+    @inlinable var isEmpty: Bool {
+      runs.isEmpty && uncancelled.isEmpty && joiners.isEmpty && watchers.isEmpty && lastRequest == nil
+    }
+
+    /// Forgets the last request if run `token` made it: the request, to release after the lock.
+    @inlinable mutating func forgetRequest(of token: Int, into forgotten: inout [Request]) {
+      guard let last = lastRequest, last.token == token else { return }
+      forgotten.append(last.value)
+      lastRequest = nil
+    }
 
     /// Whether `runs[index]` must wait before it begins: a queued run until it is first, any run
     /// but a concurrent one while an older run of the identity may still run uncancelled.
@@ -119,10 +148,12 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
   }
 
   /// Runs that left, handed out whole so that their tasks and triggers are released after the
-  /// lock; one is held without an array.
+  /// lock; one is held without an array. With them, the requests that the step forgot, released
+  /// after the lock too.
   @usableFromInline struct Removed: Sequence {
     @usableFromInline var first: Run?
     @usableFromInline var rest: [Run] = []
+    @usableFromInline var forgotten: [Request] = []
 
     @inlinable init() {}
 
@@ -187,30 +218,43 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
     case ignore
     /// The `TaskSlots` is gone (during its own `run`, after its last use there): nothing starts.
     case refuse
+    /// A feeding's request equal to the identity's last one: nothing starts, and the registry, its
+    /// numbers and the request log are as they were.
+    case repeated
+    /// The feeding asking is cancelled: nothing starts, and it stops.
+    case stopped
   }
 
   /// Registers a new run for `id` under `policy`, numbered `token` (the request log's number) or,
   /// without one, by the registry. For `latestWins` the runs registered leave in the same step, so
-  /// that the registry never holds two for one identity.
+  /// that the registry never holds two for one identity. A run with a `request` makes it the
+  /// identity's last request (one without forgets it); a `feed`'s request equal to the last one
+  /// starts nothing.
   @inlinable mutating func reserve(
-    _ id: ID, policy: SlotPolicy, token: Int? = nil, trigger: String? = nil
+    _ id: ID, policy: SlotPolicy, token: Int? = nil, trigger: String? = nil, request: Request? = nil,
+    feed: Feed? = nil
   ) -> ReserveAction {
     guard !isClosed else { return .refuse }
+    if let feed, feed.isCancelled { return .stopped }
     let token = token ?? nextToken
     let policy = policy.storage
     var left: Int?
     let action = withSlot(id, create: true) { slot -> ReserveAction in
+      if feed != nil, let request, let last = slot.lastRequest, areEqual(last.value, request) { return .repeated }
       if policy == .firstWins && !slot.runs.isEmpty { return .ignore }
       var wakes: [Wake] = []
       let wasRunning = !slot.runs.isEmpty
       let queued = policy == .queue && wasRunning
-      let new = Run(token: token, policy: policy, trigger: trigger, isQueued: queued)
+      var new = Run(token: token, policy: policy, trigger: trigger, isQueued: queued)
+      new.feed = feed?.id
       var superseded = Removed()
       if policy == .latestWins && wasRunning {
         superseded = slot.replaceRuns(with: new, into: &wakes)
       } else {
         slot.runs.append(new)
       }
+      if let last = slot.lastRequest.take() { superseded.forgotten.append(last.value) }
+      if let request { slot.lastRequest = (token, request) }
       slot.settle(wasRunning: wasRunning, into: &wakes)
       left = superseded.count
       return .start(token: token, queued: queued, superseded: superseded, wakes: wakes)
@@ -300,7 +344,10 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
   /// Run `token`'s task ended; only its own registration is removed, never a successor's. Whether
   /// the run is delivered (it ended registered and not cancelled: not superseded, not cancelled by
   /// anyone; what it returned or threw reaches its caller), and the waiters to resume.
-  @inlinable mutating func finished(_ id: ID, token: Int, isCancelled: Bool) -> (delivered: Bool, wakes: [Wake]) {
+  @inlinable mutating func finished(
+    _ id: ID, token: Int, isCancelled: Bool
+  ) -> (delivered: Bool, wakes: [Wake], forgotten: [Request]) {
+    var forgotten: [Request] = []
     let action: (registered: Bool, wakes: [Wake]) =
       withSlot(id) { slot in
         var wakes: [Wake] = []
@@ -308,22 +355,54 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
         let index = slot.runs.firstIndex { $0.token == token }
         if let index { slot.runs.remove(at: index) }
         if !slot.uncancelled.isEmpty { slot.uncancelled.removeAll { $0 == token } }
+        // Cancelled while registered (its task cancelled by hand): its answer never came.
+        if isCancelled || index == nil { slot.forgetRequest(of: token, into: &forgotten) }
         slot.settle(wasRunning: wasRunning, into: &wakes)
         return (index != nil, wakes)
       } ?? (false, [])
     if action.registered { runningCount -= 1 }
-    return (action.registered && !isCancelled, action.wakes)
+    return (action.registered && !isCancelled, action.wakes, forgotten)
   }
 
   @usableFromInline typealias CancelAction = (removed: Removed, wakes: [Wake])
 
-  /// Every run of `id` leaves: cancel their tasks (the queued ones then never begin).
+  /// Every run of `id` leaves: cancel their tasks (the queued ones then never begin). The last
+  /// request is forgotten if it was one of theirs.
   @inlinable mutating func cancel(_ id: ID) -> CancelAction {
     let action: CancelAction =
       withSlot(id) { slot in
         var wakes: [Wake] = []
-        let removed = slot.removeRuns(into: &wakes)
+        var removed = slot.removeRuns(into: &wakes)
+        if let last = slot.lastRequest, removed.contains(where: { $0.token == last.token }) {
+          slot.forgetRequest(of: last.token, into: &removed.forgotten)
+        }
         slot.settle(wasRunning: removed.count > 0, into: &wakes)
+        return (removed, wakes)
+      } ?? (Removed(), [])
+    runningCount -= action.removed.count
+    return action
+  }
+
+  /// Feeding `feed` was cancelled: the runs of `id` it started leave (cancel their tasks), the
+  /// others stay. The last request is forgotten if it was one of theirs.
+  @inlinable mutating func cancel(_ id: ID, feed: Int) -> CancelAction {
+    let action: CancelAction =
+      withSlot(id) { slot in
+        var wakes: [Wake] = []
+        var removed = Removed()
+        let wasRunning = !slot.runs.isEmpty
+        var index = slot.runs.startIndex
+        while index < slot.runs.endIndex {
+          guard slot.runs[index].feed == feed else {
+            index += 1
+            continue
+          }
+          let run = slot.runs.remove(at: index)
+          slot.leaving(run, into: &wakes)
+          slot.forgetRequest(of: run.token, into: &removed.forgotten)
+          removed.rest.append(run)
+        }
+        slot.settle(wasRunning: wasRunning, into: &wakes)
         return (removed, wakes)
       } ?? (Removed(), [])
     runningCount -= action.removed.count
@@ -337,12 +416,15 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
     for id in Array(slots.keys) {
       let (removed, wakes) = cancel(id)
       all.removed.rest += removed
+      all.removed.forgotten += removed.forgotten
       all.wakes += wakes
     }
     guard closing else { return all }
     isClosed = true
     for slot in slots.values {
       all.wakes += slot.watchers.map { ($0.waiter, nil) } + slot.joiners.map { ($0.parked.waiter, nil) }
+      // Released after the lock, with the rest.
+      if let last = slot.lastRequest { all.removed.forgotten.append(last.value) }
     }
     slots = [:]
     return all
@@ -391,4 +473,10 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
       return slot.joiners.remove(at: index).parked.waiter
     } ?? nil
   }
+}
+
+/// Whether two requests are equal: `false` for requests of different types.
+@inlinable func areEqual(_ lhs: any Equatable, _ rhs: any Equatable) -> Bool {
+  func isEqual<Value: Equatable>(_ lhs: Value) -> Bool { (rhs as? Value) == lhs }
+  return isEqual(lhs)
 }

@@ -16,6 +16,9 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
     /// is called on that isolation, so calling the operation from it is no hop, and nothing runs
     /// between the check and the operation.
     case returning(isolation: (any Actor)?, outcome: RunOutcome, body: @Sendable (isolated (any Actor)?) async -> Bool)
+    /// An operation that takes the run's request, as a body that runs on `isolation` (the
+    /// operation's own) and calls it with the request: no hop, as for `returning`.
+    case applying(isolation: (any Actor)?, body: @Sendable (isolated (any Actor)?) async throws -> Void)
 
     /// Where the operation runs: where its run checks that it may still begin.
     @inlinable var isolation: (any Actor)? {
@@ -23,6 +26,7 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
       case .plain(let operation): operation.isolation
       case .withRun(let operation): operation.isolation
       case .returning(let isolation, _, _): isolation
+      case .applying(let isolation, _): isolation
       }
     }
   }
@@ -35,20 +39,56 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
   }
 
   /// Registers a run and starts its task; `nil` when nothing starts (`firstWins` while a run is
-  /// registered, or the `TaskSlots` gone).
+  /// registered, or the `TaskSlots` gone). A run with a `request` makes it the identity's last.
   @inlinable func run(
-    _ id: ID, policy: SlotPolicy, priority: TaskPriority?, trigger: String?, operation: Operation
+    _ id: ID, policy: SlotPolicy, priority: TaskPriority?, trigger: String?, request: Machine.Request? = nil,
+    operation: Operation
   ) -> Task<Void, Never>? {
-    let action = state.withLock { machine in
-      guard let log else { return machine.reserve(id, policy: policy, trigger: trigger) }
+    let action = reserve(id, policy: policy, trigger: trigger, request: request, feed: nil)
+    return start(action, id: id, priority: priority, trigger: trigger, operation: operation)
+  }
+
+  /// Feeding `feed` of `runEach(in:id:)` asks for a run of `request`: one starts unless the
+  /// request equals the identity's last one (or `firstWins` ignores it). `false` when the feeding
+  /// stops: its task is cancelled, or the `TaskSlots` is gone.
+  @inlinable func request(
+    _ request: Machine.Request, id: ID, feed: Int, policy: SlotPolicy, trigger: String?, operation: Operation
+  ) -> Bool {
+    let action = reserve(id, policy: policy, trigger: trigger, request: request, feed: feed)
+    switch action {
+    case .refuse, .stopped: return false
+    case .ignore, .repeated: return true
+    case .start: break
+    }
+    _ = start(action, id: id, priority: nil, trigger: trigger, operation: operation)
+    return true
+  }
+
+  /// Decides, in one step under the lock, what a `run` (or a feeding's request) does.
+  @inlinable func reserve(
+    _ id: ID, policy: SlotPolicy, trigger: String?, request: Machine.Request?, feed: Int?
+  ) -> Machine.ReserveAction {
+    state.withLock { machine in
+      // Read under the lock: a feeding's cancellation handler takes its runs out under it, so
+      // either it finds this run registered, or this step finds the feeding cancelled.
+      let feed = feed.map { (id: $0, isCancelled: Task.isCancelled) }
+      guard let log else { return machine.reserve(id, policy: policy, trigger: trigger, request: request, feed: feed) }
       return log.storage.withLock { entries in
-        // Numbered and recorded in the step that decides, so that the log's order is the registry's.
-        let token = entries.takeNumber()
-        let action = machine.reserve(id, policy: policy, token: token, trigger: trigger)
+        // Numbered and recorded in the step that decides, so that the log's order is the registry's;
+        // a repeated request, which is not a run, takes no number.
+        let token = entries.nextNumber
+        let action = machine.reserve(id, policy: policy, token: token, trigger: trigger, request: request, feed: feed)
         TaskSlotsStorage.record(action, token: token, id: id, trigger: trigger, in: &entries)
         return action
       }
     }
+  }
+
+  /// Starts the task of the run that `action` registered (cancelling the runs it superseded
+  /// first); `nil` if it registered none.
+  @inlinable func start(
+    _ action: consuming Machine.ReserveAction, id: ID, priority: TaskPriority?, trigger: String?, operation: Operation
+  ) -> Task<Void, Never>? {
     guard case .start(let token, _, let superseded, let wakes) = consume action else { return nil }
     // Cancelled outside the lock (cancellation handlers run synchronously and may call back in),
     // and before the new task exists.
@@ -105,6 +145,7 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
           case .plain(let operation): try await operation()
           case .withRun(let operation): try await operation(TaskSlots.Run(storage: self, id: id, number: token))
           case .returning(_, _, let body): return await body(isolation)
+          case .applying(_, let body): try await body(isolation)
           }
         } catch {
           return true
@@ -184,7 +225,8 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
   /// task is not asked again: one `Task.isCancelled` per superseded run, as before the rewrite).
   @inlinable func finished(_ id: ID, token: Int, trigger: String?, failed: Bool, cancelled: Bool) -> Bool {
     let log = self.log
-    let (delivered, wakes) = state.withLock { machine in
+    // The forgotten request is released here, after the lock.
+    let (delivered, wakes, _) = state.withLock { machine in
       let action = machine.finished(id, token: token, isCancelled: cancelled || Task.isCancelled)
       let event: RequestLog<ID>.Event = action.delivered ? (failed ? .failed : .finished) : .cancelled
       log?.record(.init(run: token, id: id, trigger: trigger, event: event))
@@ -194,14 +236,19 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
     return delivered
   }
 
-  /// What a `run` call decided, as the request log records it: each superseded run, then the new one.
+  /// What a `run` call decided, as the request log records it under `token` (the log's next number,
+  /// taken here when the call is a run): each superseded run, then the new one.
   @inlinable static func record(
     _ action: Machine.ReserveAction, token: Int, id: ID, trigger: String?, in entries: inout RequestLog<ID>.Storage
   ) {
     switch action {
+    case .repeated, .stopped:
+      return  // not a run: no number taken
     case .refuse, .ignore:
+      _ = entries.takeNumber()
       entries.append(.init(run: token, id: id, trigger: trigger, event: .ignored))
     case .start(_, let queued, let superseded, _):
+      _ = entries.takeNumber()
       if let old = superseded.first {
         entries.append(.init(run: old.token, id: id, trigger: old.trigger, event: .superseded(by: token)))
       }
@@ -228,6 +275,11 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
 
   @inlinable func cancelAll() {
     perform(state.withLock { $0.cancelAll() })
+  }
+
+  /// Feeding `feed` was cancelled: its runs of `id` leave and their tasks are cancelled.
+  @inlinable func cancel(_ id: ID, feed: Int) {
+    perform(state.withLock { $0.cancel(id, feed: feed) })
   }
 
   func close() {

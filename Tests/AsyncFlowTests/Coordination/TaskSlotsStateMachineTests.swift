@@ -404,6 +404,103 @@ struct TaskSlotsStateMachineTests {
     #expect(machine.leave("id", waiterID: 3) == 7)
     #expect(machine.slots.isEmpty && machine.leave("id", waiterID: 3) == nil)
   }
+
+  // MARK: requests
+
+  /// The identity's last request, as a plain value.
+  private func lastRequest(_ machine: Machine, _ id: String = "id") -> String? {
+    machine.slots[id]?.lastRequest.map { $0.value as! String }
+  }
+
+  private func forgotten(_ requests: [Machine.Request]) -> [String] { requests.map { $0 as! String } }
+
+  @Test func testReserve_withARequest_remembersIt_andAFeedsEqualRequestIsRepeated() {
+    var machine = Machine()
+    _ = machine.reserve("id", policy: .latestWins, request: "a")
+    #expect(lastRequest(machine) == "a")
+    guard case .repeated = machine.reserve("id", policy: .latestWins, request: "a", feed: (1, false)) else {
+      Issue.record("a feed's repeat started a run")
+      return
+    }
+    #expect(slot(machine).map(\.token) == [1] && machine.nextToken == 2)  // nothing registered, no number
+    // An explicit run compares nothing; a feed's different request runs.
+    #expect(started(machine.reserve("id", policy: .latestWins, request: "a")) != nil)
+    let next = machine.reserve("id", policy: .latestWins, request: "b", feed: (1, false))
+    guard case .start(_, _, let superseded, _) = next else {
+      Issue.record("a feed's new request started nothing")
+      return
+    }
+    #expect(forgotten(superseded.forgotten) == ["a"] && lastRequest(machine) == "b")
+    #expect(machine.slots["id"]?.runs.last?.feed == 1)
+  }
+
+  @Test func testReserve_whenTheFeedIsCancelled_stopsAndRegistersNothing() {
+    var machine = Machine()
+    guard case .stopped = machine.reserve("id", policy: .latestWins, request: "a", feed: (1, true)) else {
+      Issue.record("a cancelled feed registered a run")
+      return
+    }
+    #expect(machine.slots["id"] == nil && machine.runningCount == 0)
+  }
+
+  @Test func testReserve_withoutARequest_forgetsTheLastOne() {
+    var machine = Machine()
+    _ = machine.reserve("id", policy: .concurrent, request: "a")
+    guard case .start(_, _, let superseded, _) = machine.reserve("id", policy: .concurrent) else {
+      Issue.record("nothing started")
+      return
+    }
+    #expect(forgotten(superseded.forgotten) == ["a"] && lastRequest(machine) == nil)
+  }
+
+  @Test func testReserve_whenFirstWinsIgnoresIt_keepsTheLastRequest() {
+    var machine = Machine()
+    _ = machine.reserve("id", policy: .latestWins, request: "a")
+    guard case .ignore = machine.reserve("id", policy: .firstWins, request: "b", feed: (1, false)) else {
+      Issue.record("not ignored")
+      return
+    }
+    #expect(lastRequest(machine) == "a")
+  }
+
+  @Test(arguments: [false, true])
+  func testFinished_keepsADeliveredRequest_andForgetsACancelledOne(cancelled: Bool) {
+    var machine = Machine()
+    _ = machine.reserve("id", policy: .latestWins, request: "a")
+    let end = machine.finished("id", token: 1, isCancelled: cancelled)
+    #expect(forgotten(end.forgotten) == (cancelled ? ["a"] : []))
+    #expect(lastRequest(machine) == (cancelled ? nil : "a"))
+    #expect((machine.slots["id"] == nil) == cancelled)  // a remembered request keeps the slot
+  }
+
+  @Test func testCancel_forgetsTheRequestOfARunItRemoves_notOfAnEndedOne() {
+    var machine = Machine()
+    _ = machine.reserve("id", policy: .latestWins, request: "a")
+    #expect(forgotten(machine.cancel("id").removed.forgotten) == ["a"] && lastRequest(machine) == nil)
+    _ = machine.reserve("id", policy: .latestWins, request: "b")
+    _ = machine.finished("id", token: 2, isCancelled: false)
+    #expect(machine.cancel("id").removed.forgotten.isEmpty && lastRequest(machine) == "b")
+  }
+
+  @Test func testCancelFeed_removesItsRunsOnly() {
+    var machine = Machine()
+    _ = machine.reserve("id", policy: .concurrent, request: "appear")
+    _ = machine.reserve("id", policy: .concurrent, request: "typed", feed: (7, false))
+    _ = machine.reserve("other", policy: .concurrent, request: "typed", feed: (7, false))
+    let action = machine.cancel("id", feed: 7)
+    #expect(action.removed.map(\.token) == [2] && forgotten(action.removed.forgotten) == ["typed"])
+    #expect(slot(machine).map(\.token) == [1] && slot(machine, "other").map(\.token) == [3])
+    #expect(machine.runningCount == 2)
+  }
+
+  @Test func testClose_handsOutTheRememberedRequests() {
+    var machine = Machine()
+    _ = machine.reserve("id", policy: .latestWins, request: "a")
+    _ = machine.finished("id", token: 1, isCancelled: false)
+    _ = machine.reserve("other", policy: .latestWins, request: "b")
+    let action = machine.cancelAll(closing: true)
+    #expect(Set(forgotten(action.removed.forgotten)) == ["a", "b"] && machine.slots.isEmpty)
+  }
 }
 
 extension TaskSlotsStateMachine.AttachAction {
