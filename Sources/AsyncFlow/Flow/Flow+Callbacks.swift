@@ -74,7 +74,7 @@ extension Flow {
   ) -> Flow {
     Flow {
       let logic = BufferLogic<Element, Failure>(policy: bufferingPolicy, isPulled: false)
-      let storage = CallbacksStorage(logic: logic, clock: TimelessClock())
+      let storage = CallbacksStorage(logic: logic, clock: TimelessClock(), onDrop: bufferingPolicy.dropHandler)
       // The task runs the setup, waits for the end (or the consumer leaving), then runs the cleanup.
       let consumer = OperatorConsumer(storage) { storage in
         let cleanup = await setup(FlowCallbacks(storage: storage))

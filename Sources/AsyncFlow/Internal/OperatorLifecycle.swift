@@ -162,6 +162,10 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
     /// told through ``OperatorStorage/takenOutputsDropped``.
     @usableFromInline
     var dropsTakenOutputs = false
+    /// The logic dropped an element of the input (displaced or refused it): reported to the drop
+    /// handler after the lock.
+    @usableFromInline
+    var dropped = false
 
     @inlinable
     init(consumer: Consumer? = nil, cancel: Work? = nil, released: Logic.Element? = nil) {
@@ -198,6 +202,10 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   /// `cancelled` only.
   @usableFromInline
   var inputs: Inputs
+  /// How many input elements the logic let go of while running without delivering them (displaced
+  /// or refused): a `bufferFlow`'s drops. Outside the logic, so that it outlives its retirement.
+  @usableFromInline
+  var dropped = 0
 
   @inlinable
   init(logic: Logic?, inputs count: Int = 1, state: State = .idle) {
@@ -382,9 +390,13 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
         return (wakeups, true, proceed)
       case .keptDisplacing(let displaced):
         wakeups.released = displaced
+        dropped &+= 1
+        wakeups.dropped = true
         return (wakeups, true, proceed)
       case .refused(let refused):
         wakeups.released = refused
+        dropped &+= 1
+        wakeups.dropped = true
         return (wakeups, false, proceed)
       }
     case .cancelled, .finished:

@@ -29,12 +29,16 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
   /// it before each output, so that a failure that came meanwhile wins at once, without a lock.
   @usableFromInline
   let takenOutputsDropped = Atomic(false)
+  /// Told of each input element the logic drops, after the lock (`FlowBufferingPolicy.onDrop`).
+  @usableFromInline
+  let onDrop: (@Sendable (Int) -> Void)?
 
   /// `inputs`: how many inputs the task runs.
   @inlinable
-  init(logic: Logic, clock: C, inputs: Int = 1) {
+  init(logic: Logic, clock: C, inputs: Int = 1, onDrop: (@Sendable (Int) -> Void)? = nil) {
     self.state = LockedState(Lifecycle(logic: logic, inputs: inputs))
     self.clock = clock
+    self.onDrop = onDrop
   }
 
   /// Whether an end that drops the consumer's taken outputs is known (``takenOutputsDropped``).
@@ -53,6 +57,7 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
       for input in wakeups.moreInputs { input.resume(returning: proceed) }
     }
     if let (timer, deadline) = wakeups.timer { timer.resume(returning: deadline) }
+    if wakeups.dropped, let onDrop { onDrop(1) }
   }
 
   // MARK: Consumer
@@ -287,6 +292,9 @@ final class OperatorConsumer<Output, Failure: Error> {
   let nextOutput: (isolated (any Actor)?) async throws(Failure) -> Output?
   @usableFromInline
   let cancelIteration: @Sendable () -> Void
+  /// The storage, as what counts the input elements its logic dropped.
+  @usableFromInline
+  let drops: any OperatorDropCount
 
   @inlinable
   convenience init<Logic: OperatorLogic, C: Clock>(
@@ -304,6 +312,7 @@ final class OperatorConsumer<Output, Failure: Error> {
       try await storage.next(isolation: actor, inputs: inputs)
     }
     cancelIteration = { storage.cancel() }
+    drops = storage
   }
 
   deinit {
@@ -331,4 +340,16 @@ extension OperatorConsumer: BatchSource {
   func nextBatch(isolation actor: isolated (any Actor)?) async throws(Failure) -> Output? {
     try await next(isolation: actor)
   }
+}
+
+/// What an iteration's storage counts of the input elements its logic dropped (displaced or
+/// refused while running), read by its consumer, after the end too.
+@usableFromInline
+protocol OperatorDropCount: AnyObject, Sendable {
+  var droppedCount: Int { get }
+}
+
+extension OperatorStorage: OperatorDropCount {
+  @usableFromInline
+  var droppedCount: Int { state.withLock { $0.dropped } }
 }

@@ -62,7 +62,7 @@ where Base.Element: Sendable {
   /// ```
   @inlinable
   public func makeAsyncIterator() -> Iterator {
-    Iterator(Logic(policy: policy, isPulled: true), pulling: base, clock: TimelessClock())
+    Iterator(Logic(policy: policy, isPulled: true), pulling: base, clock: TimelessClock(), onDrop: policy.dropHandler)
   }
 
   /// The iterator of an ``AsyncBufferFlowSequence``: releasing it ends its iteration's task.

@@ -170,6 +170,24 @@ public final class FlowSubscription: Sendable, Hashable {
 
   deinit {
     cancel()
+    if case .target(let target) = owner { target.forgetDrops() }
+  }
+
+  /// How many of this sink's elements its source's buffering policy dropped, because the sink was
+  /// slower than the source and its buffer full: the count so far, and the final one once the sink
+  /// ended or was cancelled. 0 under `.unbounded`, and for a sink on a sequence that is not a hot
+  /// source, which has no buffer of its own (a `bufferFlow` in its chain reports its drops through
+  /// its policy's ``FlowBufferingPolicy/onDrop(_:)``).
+  ///
+  /// ```swift
+  /// let ticks = PassthroughFlow<Int, Never>(bufferingPolicy: .bufferingNewest(1))
+  /// let chart = ticks.sink { @MainActor tick in print(tick) }
+  /// for tick in 1...100 { ticks.send(tick) }
+  /// print(chart.droppedCount)   // up to 99, as the main actor kept up
+  /// ```
+  public var droppedCount: Int {
+    if case .target(let target) = owner { return target.droppedCount }
+    return 0
   }
 
   /// Cancels the sink: its task, or its mailbox in a hot source (its pending values are dropped,
@@ -222,6 +240,10 @@ public final class FlowSubscription: Sendable, Hashable {
 protocol FlowSubscriptionTarget: AnyObject, Sendable {
   /// Removes the subscriber from its source; its pending values are dropped.
   func unsubscribe()
+  /// What the source's buffering policy dropped of the subscriber's elements.
+  var droppedCount: Int { get }
+  /// The subscription is released: the source forgets the subscriber's count.
+  func forgetDrops()
 }
 
 /// Decides, on the receiver's isolation, whether a sink may still deliver. An atomic flag, not a

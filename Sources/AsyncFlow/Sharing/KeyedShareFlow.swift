@@ -135,6 +135,16 @@ public struct AsyncKeyedShareFlowSequence<Key: Hashable & Sendable, Element: Sen
     public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
       try await base.next(isolation: actor)
     }
+
+    /// How many of this subscriber's elements its key's buffering policy dropped; see
+    /// ``HotFlowIterator/droppedCount``.
+    ///
+    /// ```swift
+    /// print(iterator.droppedCount)
+    /// ```
+    public var droppedCount: Int {
+      base.droppedCount
+    }
   }
 }
 

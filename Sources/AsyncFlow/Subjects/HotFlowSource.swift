@@ -76,6 +76,22 @@ public struct HotFlowIterator<Element: Sendable, Failure: Error>: _FlowIterator 
   public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
     try await subscriber.next(isolation: actor)
   }
+
+  /// How many of this subscriber's elements the source's buffering policy dropped, because it was
+  /// slower than the source and its buffer full: the count so far, and the final one after its end
+  /// or cancellation. 0 under `.unbounded`. Every element sent while it was subscribed was
+  /// either received or counted here (a late subscriber's replay is received too).
+  ///
+  /// ```swift
+  /// let ticks = PassthroughFlow<Int, Never>(bufferingPolicy: .bufferingOldest(2))
+  /// var reader = ticks.makeAsyncIterator()
+  /// for tick in 1...5 { ticks.send(tick) }
+  /// let first = await reader.next()   // 1
+  /// print(reader.droppedCount)        // 3: 3, 4 and 5 found the buffer full
+  /// ```
+  public var droppedCount: Int {
+    subscriber.droppedCount
+  }
 }
 
 @available(*, unavailable)

@@ -54,6 +54,12 @@ final class SubjectMailbox<Element: Sendable, Failure: Error>: FlowSubscriptionT
     storage.unsubscribe(self)
   }
 
+  @usableFromInline var droppedCount: Int { storage.dropped(self) }
+
+  @usableFromInline func forgetDrops() {
+    storage.forgetDrops(self)
+  }
+
   /// The body of one drain job: hops to the receiver's isolation once, delivers batch after batch
   /// there, and returns when the machine finds the mailbox empty (or the subscriber cancelled).
   @inlinable

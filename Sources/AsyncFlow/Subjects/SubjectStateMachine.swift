@@ -45,6 +45,8 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
     @usableFromInline let id: Int
     @usableFromInline var buffer: RingBuffer<Element>
     @usableFromInline var consumer: Waiter?
+    /// What the buffering policy dropped of this subscriber's elements.
+    @usableFromInline var dropped = 0
   }
 
   /// Whether a push subscriber's mailbox has a drain; idle, it costs its entry and its mailbox, no
@@ -66,6 +68,8 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
     @usableFromInline let mailbox: Mailbox
     @usableFromInline var buffer: RingBuffer<Element>
     @usableFromInline var phase: MailboxPhase
+    /// What the buffering policy dropped of this subscriber's elements.
+    @usableFromInline var dropped = 0
   }
 
   @usableFromInline
@@ -88,6 +92,12 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
     var nextID = 0
     /// Tells a drain from the mailbox's later ones, when its task is reported after it ended.
     @usableFromInline var nextDrainID = 0
+    /// The drop counts of subscribers out of the table (ended, cancelled, left) that dropped
+    /// something, kept until their iterator or subscription is released: a count stays readable
+    /// after the end, whichever path removed the entry (a cancellation handler's, on another
+    /// thread, included).
+    var departedIterators: [Int: Int] = [:]
+    var departedPush: [Mailbox: Int] = [:]
 
     @usableFromInline var count: Int { iterators.count + push.count }
 
@@ -117,11 +127,19 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
         replay.append(element)
       }
       for index in iterators.indices {
-        policy.append(element, to: &iterators[index].buffer, releasing: &action.released)
+        let dropped = policy.append(element, to: &iterators[index].buffer, releasing: &action.released)
+        if dropped != 0 {
+          iterators[index].dropped &+= dropped
+          action.dropped &+= dropped
+        }
         if let consumer = iterators[index].consumer.take() { action.resume.append(consumer) }
       }
       for index in push.indices {
-        policy.append(element, to: &push[index].buffer, releasing: &action.released)
+        let dropped = policy.append(element, to: &push[index].buffer, releasing: &action.released)
+        if dropped != 0 {
+          push[index].dropped &+= dropped
+          action.dropped &+= dropped
+        }
         // `bufferingNewest(0)` keeps nothing: then there is nothing to drain either.
         if case .idle = push[index].phase, !push[index].buffer.isEmpty {
           action.startDrains.append(beginDrain(at: index))
@@ -152,14 +170,20 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
       return entries.removeLast()
     }
 
+    /// Removes an iterator's entry; its drop count, if any, is kept (``departedIterators``).
     @usableFromInline
     mutating func removeIterator(_ id: Int) -> Subscriber? {
-      Self.remove(id, from: &iterators, &indexByID) { $0.id }
+      let removed = Self.remove(id, from: &iterators, &indexByID) { $0.id }
+      if let removed, removed.dropped != 0 { departedIterators[id] = removed.dropped }
+      return removed
     }
 
+    /// Removes a push subscriber's entry; its drop count, if any, is kept (``departedPush``).
     @usableFromInline
     mutating func removePush(_ mailbox: Mailbox) -> PushSubscriber? {
-      Self.remove(mailbox, from: &push, &pushIndex) { $0.mailbox }
+      let removed = Self.remove(mailbox, from: &push, &pushIndex) { $0.mailbox }
+      if let removed, removed.dropped != 0 { departedPush[mailbox] = removed.dropped }
+      return removed
     }
   }
 
@@ -171,6 +195,9 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
     @usableFromInline var startDrains: [StartDrain] = []
     /// What the buffering policies dropped and the replay evicted: released after the lock.
     @usableFromInline var released = ReleasedElements<Element>()
+    /// How many elements the buffering policy dropped, over every subscriber: reported to the
+    /// policy's drop handler after the lock.
+    @usableFromInline var dropped = 0
     /// The grace timer of a share whose upstream ended while nobody listened.
     @usableFromInline var cancelGraceTimer: Work?
 
@@ -226,6 +253,27 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
       if case .draining = $0.phase { return true }
       return false
     }
+  }
+
+  /// What the buffering policy has dropped of iterator `id`'s elements, in the table or out of it.
+  func dropped(_ id: Int) -> Int {
+    subscribers.indexByID[id].map { subscribers.iterators[$0].dropped } ?? subscribers.departedIterators[id] ?? 0
+  }
+
+  /// What the buffering policy has dropped of `mailbox`'s elements, in the table or out of it.
+  func dropped(_ mailbox: Mailbox) -> Int {
+    subscribers.pushIndex[mailbox].map { subscribers.push[$0].dropped } ?? subscribers.departedPush[mailbox] ?? 0
+  }
+
+  /// The iterator `id` is released: its count is no longer read.
+  mutating func forgetDrops(_ id: Int) {
+    subscribers.departedIterators[id] = nil
+  }
+
+  /// The subscription of `mailbox` is released: its count is no longer read. Returns the mailbox
+  /// the table let go of, to be released after the lock (it holds the sink's closures).
+  mutating func forgetDrops(_ mailbox: Mailbox) -> Mailbox? {
+    subscribers.departedPush.removeEntry(mailbox)?.key
   }
 
   // MARK: Subscriber events

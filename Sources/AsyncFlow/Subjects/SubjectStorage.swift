@@ -11,11 +11,14 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
   let upstream: (@Sendable () -> ErasedPull<SubjectStorage>)?
   /// For `shareFlow(gracePeriod:)`: the clock the grace timer sleeps on, and for how long.
   let grace: (clock: AnyFlowClock, period: Duration)?
+  /// The buffering policy's drop handler, called after the lock (`FlowBufferingPolicy.onDrop`).
+  @usableFromInline let onDrop: (@Sendable (Int) -> Void)?
 
   init(
     _ machine: Machine, grace: (clock: AnyFlowClock, period: Duration)? = nil,
     upstream: (@Sendable () -> ErasedPull<SubjectStorage>)? = nil
   ) {
+    self.onDrop = machine.policy.dropHandler
     self.state = LockedState(machine)
     self.upstream = upstream
     self.grace = grace
@@ -43,6 +46,23 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
     for consumer in action.resume { consumer.resume() }
     for drain in action.startDrains { startDrain(drain.mailbox, id: drain.id) }
     action.cancelGraceTimer?.cancel()
+    if action.dropped != 0, let onDrop { onDrop(action.dropped) }
+  }
+
+  /// What the buffering policy has dropped of iterator `id`'s elements so far.
+  func dropped(_ id: Int) -> Int {
+    state.withLock { $0.dropped(id) }
+  }
+
+  /// What the buffering policy has dropped of `mailbox`'s elements so far.
+  func dropped(_ mailbox: SubjectMailbox<Element, Failure>) -> Int {
+    state.withLock { $0.dropped(mailbox) }
+  }
+
+  /// The subscription of `mailbox` is released: its drop count is no longer read.
+  func forgetDrops(_ mailbox: SubjectMailbox<Element, Failure>) {
+    // The mailbox the table let go of is released here, after the lock.
+    _ = state.withLock { $0.forgetDrops(mailbox) }
   }
 
   func perform(_ action: Machine.SubscribeAction) {
@@ -114,6 +134,16 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
   func unsubscribe(_ id: Int) {
     perform(state.withLock { $0.unsubscribe(id) })
   }
+
+  /// The iterator `id` is released: it leaves if it has not, and its drop count goes.
+  func release(_ id: Int) {
+    perform(
+      state.withLock {
+        let action = $0.unsubscribe(id)
+        $0.forgetDrops(id)
+        return action
+      })
+  }
 }
 
 /// One subscriber's end of a hot source: it is registered when made, serves its batch without
@@ -137,8 +167,11 @@ final class SubjectSubscriber<Element: Sendable, Failure: Error> {
   }
 
   deinit {
-    if isSubscribed { storage.unsubscribe(id) }
+    storage.release(id)
   }
+
+  /// What the buffering policy has dropped of this subscriber's elements, after its end too.
+  var droppedCount: Int { storage.dropped(id) }
 
   /// Serves the current batch inline in the consumer (specialized there); refills out of line.
   @inlinable
