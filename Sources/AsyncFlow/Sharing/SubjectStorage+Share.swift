@@ -10,9 +10,13 @@ extension SubjectStorage {
   @usableFromInline
   func startUpstream(generation: Int) {
     guard let upstream else { preconditionFailure("Internal inconsistency: a subject was asked to start an upstream") }
+    // Refused once the owner is closed: then the share is ended, or is about to be (it ends
+    // every subscriber), and starts nothing more. Admitted, the shutdown awaits the task.
+    if let owner, !owner.admit(.upstream) { return }
     let timers = grace == nil ? nil : GraceTimerStarter()
     let iteration = upstream()
     let task = FlowScheduling.startTask {
+      defer { self.owner?.release(.upstream) }
       guard let timers else { return await iteration.run(self, generation) }
       await withTaskGroup(of: Void.self) { group in
         group.addTask {
@@ -73,7 +77,10 @@ extension SubjectStorage {
     guard let grace else {
       preconditionFailure("Internal inconsistency: a share without grace period was asked to start a grace timer")
     }
+    // In the upstream's task, which holds a ticket of the owner's: the timer holds its own.
+    owner?.retain(.upstream)
     let task = FlowScheduling.startTask {
+      defer { self.owner?.release(.upstream) }
       guard (try? await grace.clock.sleep(until: request.deadline)) != nil else { return }
       // Nobody came: the upstream stops, unless a subscriber came since (then this timer is old).
       self.perform(self.state.withLock { $0.graceExpired(timer: request.timer) })
