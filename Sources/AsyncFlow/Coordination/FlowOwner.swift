@@ -44,12 +44,23 @@ public final class FlowOwner: Sendable {
   typealias Machine = FlowOwnerStateMachine<OwnedMemberReference, UnsafeContinuation<Void, Never>>
   let state = LockedState(Machine())
 
+  /// The race tests' seam: called by a member after it decided to start a task and before it
+  /// starts it, with the caller's ticket held.
+  @usableFromInline let decided: (@Sendable () -> Void)?
+
   /// Creates an owner that admits work until it is closed.
   ///
   /// ```swift
   /// let owner = FlowOwner()
   /// ```
-  public init() {}
+  public init() {
+    decided = nil
+  }
+
+  /// An owner whose members call `decided` between a decision to start a task and its start.
+  package init(decided: @escaping @Sendable () -> Void) {
+    self.decided = decided
+  }
 
   /// Whether the owner refuses new work (``close()`` or ``shutdown(timeout:clock:)`` was called).
   ///
@@ -97,8 +108,7 @@ public final class FlowOwner: Sendable {
       precondition(
         timeout >= .zero, "FlowOwner.shutdown(timeout:clock:): timeout must be .zero or greater, got \(timeout)")
     }
-    close()
-    for member in state.withLock({ $0.allMembers }) { member.member?.ownerShutdown() }
+    cancelMembers()
     let waiterID = state.withLock { $0.makeWaiterID() }
     let deadline = timeout.map { clock.now.advanced(by: $0) }
     // The deadline is a task of its own, which takes the waiter out when it fires; it is awaited
@@ -121,6 +131,12 @@ public final class FlowOwner: Sendable {
     timer?.cancel()
     await timer?.value
     return FlowShutdownReport(left: state.withLock { $0.left })
+  }
+
+  /// The shutdown's first step: close, then cancel what every member runs.
+  func cancelMembers() {
+    close()
+    for member in state.withLock({ $0.allMembers }) { member.member?.ownerShutdown() }
   }
 
   private func stopWaiting(_ waiterID: Int) {

@@ -215,7 +215,10 @@ final class SingleFlightStorage<ID: Hashable & Sendable, Success: Sendable, Fail
   @inlinable func start(_ id: ID, run: Int, trigger: String?, operation: @escaping Operation) -> Task<Void, Never> {
     let box = OperationBox(operation)
     // Under the caller's ticket: the task holds one of its own before the caller's goes.
-    owner?.retain(.run)
+    if let owner {
+      owner.decided?()
+      owner.retain(.run)
+    }
     // Through FlowScheduling, so that the run follows a `TestClock`; inheriting the first caller's
     // priority and task-local values, as `Task { }` does (more urgent callers escalate it later).
     return FlowScheduling.startInheritingTask(priority: nil) {

@@ -93,7 +93,10 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
     // Through FlowScheduling, so that a task started under a `TestClock` follows its schedule; by
     // the inlined form, which hands this literal to `Task {}` as it is (a closure box less per run).
     // Under the call's ticket: the task holds one of its own before the call's goes.
-    owner?.retain(.run)
+    if let owner {
+      owner.decided?()
+      owner.retain(.run)
+    }
     let task = FlowScheduling.startInheritingTask(priority: priority) {
       // Cancelled already (superseded in a burst): no call and no hop. Not cancelled yet, `begin`
       // decides, where the operation runs.

@@ -39,7 +39,12 @@ struct FlowOwnerTests {
     let owner = FlowOwner()
     let flights = SingleFlight<String, Int, Never>(owner: owner)
     let request = Gate()
-    let first = Task { await flights.run("profile") { await request.wait(); return 1 } }
+    let first = Task {
+      await flights.run("profile") {
+        await request.wait()
+        return 1
+      }
+    }
     await request.entered()
     owner.close()
     let joined = await flights.run("profile") { 2 }
@@ -230,7 +235,12 @@ struct FlowOwnerTests {
           for call in 0..<50 {
             let id = thread * 1_000 + call
             slots.run(id % 3, policy: .concurrent) { await probe.operation() }
-            Task { _ = await flights.run(id % 3) { await probe.operation(); return 0 } }
+            Task {
+              _ = await flights.run(id % 3) {
+                await probe.operation()
+                return 0
+              }
+            }
           }
         }
       }
@@ -241,6 +251,37 @@ struct FlowOwnerTests {
       #expect(failures.isEmpty, "round \(round): \(failures.prefix(3))")
       if !failures.isEmpty { break }
     }
+  }
+
+  /// The shutdown starts while a call is between its member's decision to start a run and the
+  /// start of the run's task (the seam runs the shutdown's first step there: close, cancel every
+  /// member's work): the call's ticket is still held, so the shutdown waits for the run, and no
+  /// operation begins after it returned.
+  @Test(arguments: ["TaskSlots", "SingleFlight"])
+  func aShutdownBetweenACallsDecisionAndItsStartAwaitsTheRun(member: String) async {
+    let probe = ShutdownProbe()
+    let ownerBox = LockedState<FlowOwner?>(nil)
+    let owner = FlowOwner(decided: {
+      guard let owner = ownerBox.withLock({ $0.take() }) else { return }
+      owner.cancelMembers()
+      if owner.state.withLock({ $0.total }) == 0 { probe.fail("a shutdown would return before the run started") }
+    })
+    ownerBox.withLock { $0 = owner }
+    if member == "TaskSlots" {
+      let slots = TaskSlots<String>(owner: owner)
+      await bounded(run: slots.run("feed") { await probe.operation() })
+    } else {
+      let flights = SingleFlight<String, Int, Never>(owner: owner)
+      let call = Task {
+        await flights.run("feed") {
+          await probe.operation()
+          return 1
+        }
+      }
+      #expect(await bounded(call, "the call") == .some(nil))  // cancelled by the shutdown
+    }
+    probe.shutdownReturned(await owner.shutdown())
+    #expect(probe.failures.isEmpty, "\(probe.failures)")
   }
 
   /// The same race on the test clock's schedule, at each point a caller can be at: the call is made
@@ -294,4 +335,6 @@ final class ShutdownProbe: Sendable {
   }
 
   var failures: [String] { state.withLock { $0.failures } }
+
+  func fail(_ failure: String) { state.withLock { $0.failures.append(failure) } }
 }
