@@ -40,6 +40,22 @@
 ///
 /// A member holds no strong reference to its owner's other members, and the owner holds its
 /// members weakly: a `TaskSlots` released before the shutdown cancels its runs as it always does.
+///
+/// ## Context
+///
+/// The owner starts a task of its own where it is made, parked while nothing starts. A share made
+/// with it runs its upstream in that task's context: the task-local values and priority of the
+/// code that made the owner, every run of it, whoever subscribes (without an owner, the
+/// subscriber's that started it). So a service binds its own request ID once:
+///
+/// ```swift
+/// enum Log { @TaskLocal static var requestID = "-" }
+/// let serviceOwner = Log.$requestID.withValue("feed-service") { FlowOwner() }
+/// let quotes = Flow.sequence([1, 2]).shareFlow(owner: serviceOwner)   // connects log "feed-service"
+/// ```
+///
+/// `TaskSlots` and `SingleFlight` runs keep their caller's context, as without an owner: their
+/// operations are the caller's request.
 public final class FlowOwner: Sendable {
   typealias Machine = FlowOwnerStateMachine<OwnedMemberReference, UnsafeContinuation<Void, Never>>
   let state = LockedState(Machine())
@@ -48,18 +64,34 @@ public final class FlowOwner: Sendable {
   /// starts it, with the caller's ticket held.
   @usableFromInline let decided: (@Sendable () -> Void)?
 
-  /// Creates an owner that admits work until it is closed.
+  /// Where the owner's own task takes the starts that run in its context.
+  let context = OwnerContext()
+  /// The owner's own task, started where the owner was made; it ends with the shutdown, or when
+  /// the owner is released.
+  let contextTask: Task<Void, Never>
+
+  /// Creates an owner that admits work until it is closed, with a task of its own, started here:
+  /// the shares made with it run their upstreams in its context (the task-local values, priority
+  /// and, under a `TestClock`, the executor of the code that made it), whoever subscribes. The
+  /// task is parked while nothing starts (no thread), and ends with the shutdown, or when the
+  /// owner is released.
   ///
   /// ```swift
   /// let owner = FlowOwner()
   /// ```
   public init() {
     decided = nil
+    contextTask = FlowScheduling.startTask { [context] in await context.serve() }
   }
 
   /// An owner whose members call `decided` between a decision to start a task and its start.
   package init(decided: @escaping @Sendable () -> Void) {
     self.decided = decided
+    contextTask = FlowScheduling.startTask { [context] in await context.serve() }
+  }
+
+  deinit {
+    context.close()
   }
 
   /// Whether the owner refuses new work (``close()`` or ``shutdown(timeout:clock:)`` was called).
@@ -130,7 +162,12 @@ public final class FlowOwner: Sendable {
     }
     timer?.cancel()
     await timer?.value
-    return FlowShutdownReport(left: state.withLock { $0.left })
+    let report = FlowShutdownReport(left: state.withLock { $0.left })
+    // Every start asked of the owner's task was under a ticket: with none left, none is pending.
+    // At the deadline one may be: the task runs it, then ends.
+    context.close()
+    await contextTask.value
+    return report
   }
 
   /// The shutdown's first step: close, then cancel what every member runs.
@@ -157,6 +194,12 @@ public final class FlowOwner: Sendable {
   func forget(_ member: some FlowOwnedMember) {
     let reference = state.withLock { $0.unregister(ObjectIdentifier(member)) }
     withExtendedLifetime(reference) {}
+  }
+
+  /// Runs `start` in the owner's own task, so that the task it starts runs in the owner's
+  /// context; in the caller once that task has ended (after the shutdown: nothing is admitted).
+  func inOwnContext(_ start: @escaping @Sendable () -> Void) {
+    if !context.submit(start) { start() }
   }
 
   /// A ticket for work of `kind`, unless the owner is closed: see `FlowOwnerStateMachine`.

@@ -55,8 +55,8 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
   @inlinable func run(
     _ id: ID, policy: SlotPolicy, priority: TaskPriority?, trigger: String?, operation: Operation
   ) -> Task<Void, Never>? {
-    guard case .started(let task) = start(id, policy: policy, priority: priority, trigger: trigger, operation: operation)
-    else { return nil }
+    let started = start(id, policy: policy, priority: priority, trigger: trigger, operation: operation)
+    guard case .started(let task) = started else { return nil }
     return task
   }
 

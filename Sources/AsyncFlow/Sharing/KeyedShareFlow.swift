@@ -16,7 +16,8 @@
 /// for await quote in quotes["AAPL"] { print(quote) }  // one upstream for every "AAPL" subscriber
 /// ```
 ///
-/// A key's upstream runs in the context of the subscriber that started it, as a share's does.
+/// A key's upstream runs in the context of the subscriber that started it, as a share's does; with
+/// an `owner`, in the owner's (see ``FlowOwner``).
 public final class KeyedShareFlow<Key: Hashable & Sendable, Element: Sendable, Failure: Error>: Sendable {
   typealias Machine = KeyedShareStateMachine<Key, AsyncShareFlowSequence<Element, Failure>>
 

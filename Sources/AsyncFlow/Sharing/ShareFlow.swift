@@ -10,6 +10,10 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// upstream's finish or failure reaches every subscriber; a subscriber that comes after it ends
   /// at once.
   ///
+  /// The upstream runs in the context (task-local values, priority) of the subscriber whose
+  /// iteration or `sink` started it; with an `owner`, in the owner's, whoever subscribes (see
+  /// ``FlowOwner``).
+  ///
   /// The upstream's iterator is made when the upstream starts, so a hot upstream (a subject) has
   /// the share as subscriber from then on. Unlike the other operators, then, a share between a
   /// subject and a generic `sink` (`subject.shareFlow().map { ... }.sink { ... }`) subscribes to
@@ -55,7 +59,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   ) -> AsyncShareFlowSequence<Element, Failure> {
     precondition(
       replay >= 0,
-      "shareFlow(replay:replayScope:bufferingPolicy:gracePeriod:clock:owner:): replay must be 0 or greater, got \(replay)")
+      "shareFlow(replay:replayScope:bufferingPolicy:gracePeriod:clock:owner:): replay must be 0 or greater, "
+        + "got \(replay)")
     precondition(
       gracePeriod >= .zero,
       "shareFlow(replay:replayScope:bufferingPolicy:gracePeriod:clock:owner:): gracePeriod must be .zero or greater, "

@@ -3,10 +3,14 @@
 extension SubjectStorage {
   // MARK: shareFlow's upstream
 
-  /// Starts the task of iteration `generation` in the current task's context: the subscriber
-  /// whose iteration (or sink) asked first. With a grace period, the task runs the iteration in a
-  /// child and starts this run's grace timers itself (`GraceTimerStarter`), so that they get its
-  /// context too, not the last leaver's.
+  /// Starts the task of iteration `generation`: without an owner, in the current task's context
+  /// (the subscriber whose iteration, or sink, asked first); with one, in the owner's own task's
+  /// context, whoever asked. With a grace period, the task runs the iteration in a child and
+  /// starts this run's grace timers itself (`GraceTimerStarter`), so that they get its context
+  /// too, not the last leaver's.
+  ///
+  /// The upstream's iterator is made here either way, so that a hot upstream has the share as
+  /// subscriber when this returns.
   @usableFromInline
   func startUpstream(generation: Int) {
     guard let upstream else { preconditionFailure("Internal inconsistency: a subject was asked to start an upstream") }
@@ -15,6 +19,14 @@ extension SubjectStorage {
     if let owner, !owner.admit(.upstream) { return }
     let timers = grace == nil ? nil : GraceTimerStarter()
     let iteration = upstream()
+    guard let owner else { return startUpstreamTask(iteration, generation: generation, timers: timers) }
+    owner.inOwnContext { self.startUpstreamTask(iteration, generation: generation, timers: timers) }
+  }
+
+  /// Starts the upstream's task in the current task's context, and reports it.
+  private func startUpstreamTask(
+    _ iteration: ErasedPull<SubjectStorage>, generation: Int, timers: GraceTimerStarter?
+  ) {
     let task = FlowScheduling.startTask {
       defer { self.owner?.release(.upstream) }
       guard let timers else { return await iteration.run(self, generation) }
