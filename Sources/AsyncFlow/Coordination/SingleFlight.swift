@@ -57,19 +57,24 @@ public final class SingleFlight<ID: Hashable & Sendable, Success: Sendable, Fail
 
   /// Creates a single flight with nothing in flight. With a `log`, every call is numbered and
   /// recorded there: `started`, then `finished`, `failed` or `cancelled`, or `joined(run:)` (see
-  /// ``RequestLog``).
+  /// ``RequestLog``). With an `owner`, every call is refused once the owner closes (`run` returns
+  /// `nil` at once, a call that would join a run in flight included), and the owner's shutdown
+  /// resumes every caller with `nil`, cancels the runs and waits until their tasks have ended (see
+  /// ``FlowOwner``).
   ///
   /// ```swift
   /// let refreshes = SingleFlight<Shared, Token, APIError>()
   /// let logged = SingleFlight<Shared, Token, APIError>(log: RequestLog())
+  /// let owned = SingleFlight<Shared, Token, APIError>(owner: FlowOwner())   // a service's
   /// ```
-  public init(log: RequestLog<ID>? = nil) {
-    storage = SingleFlightStorage(log: log)
+  public init(owner: FlowOwner? = nil, log: RequestLog<ID>? = nil) {
+    storage = SingleFlightStorage(log: log, owner: owner)
   }
 
   /// Runs `operation` for `id`, or, if a run for `id` is in flight, waits for that one instead
   /// and returns its result or throws its failure (`operation` is then not called). Returns
-  /// `nil` when the caller's task is cancelled, at once, whatever the run does.
+  /// `nil` when the caller's task is cancelled, at once, whatever the run does; and at once when
+  /// the single flight's ``FlowOwner`` is closed, or shuts down while the caller waits.
   ///
   /// `trigger` names why the caller asked ("401 on /feed"), for the request log; without a log it
   /// is ignored.
@@ -105,12 +110,23 @@ final class SingleFlightStorage<ID: Hashable & Sendable, Success: Sendable, Fail
 
   @usableFromInline let state = LockedState(Machine())
   @usableFromInline let log: RequestLog<ID>?
+  /// The owner that closes this single flight and awaits its runs (see ``FlowOwner``).
+  @usableFromInline let owner: FlowOwner?
 
-  @inlinable init(log: RequestLog<ID>?) {
+  @usableFromInline init(log: RequestLog<ID>?, owner: FlowOwner?) {
     self.log = log
+    self.owner = owner
+    owner?.adopt(self)
+  }
+
+  deinit {
+    owner?.forget(self)
   }
 
   @inlinable func run(_ id: ID, trigger: String?, operation: @escaping Operation) async throws(Failure) -> Success? {
+    // With an owner, the call holds a ticket until `join` has started or joined a run (it gives
+    // it back there), so that a shutdown racing the call either refuses it or awaits its run.
+    if let owner, !owner.admit(.call) { return nil }
     let waiterID = state.withLock { $0.makeWaiterID() }
     let delivery: Result<Success, Failure>?
     if #available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *) {
@@ -141,6 +157,7 @@ final class SingleFlightStorage<ID: Hashable & Sendable, Success: Sendable, Fail
   }
 
   @inlinable func join(_ id: ID, trigger: String?, waiterID: Int, waiter: Waiter, operation: @escaping Operation) {
+    defer { owner?.release(.call) }
     let log = self.log
     let action = state.withLock { machine in
       // Read under the lock: a cancellation or escalation that comes after these reads finds the
@@ -197,6 +214,11 @@ final class SingleFlightStorage<ID: Hashable & Sendable, Success: Sendable, Fail
 
   @inlinable func start(_ id: ID, run: Int, trigger: String?, operation: @escaping Operation) -> Task<Void, Never> {
     let box = OperationBox(operation)
+    // Under the caller's ticket: the task holds one of its own before the caller's goes.
+    if let owner {
+      owner.decided?()
+      owner.retain(.run)
+    }
     // Through FlowScheduling, so that the run follows a `TestClock`; inheriting the first caller's
     // priority and task-local values, as `Task { }` does (more urgent callers escalate it later).
     return FlowScheduling.startInheritingTask(priority: nil) {
@@ -216,6 +238,8 @@ final class SingleFlightStorage<ID: Hashable & Sendable, Success: Sendable, Fail
       if case .resume(let waiters) = action {
         for waiter in waiters { waiter.resume(returning: result) }
       }
+      // The last step: a shutdown returns once every run's task has come here.
+      self.owner?.release(.run)
     }
   }
 
@@ -252,5 +276,20 @@ final class OperationBox<Success: Sendable, Failure: Error>: @unchecked Sendable
     } catch {
       return .failure(error)
     }
+  }
+}
+
+extension SingleFlightStorage: FlowOwnedMember {
+  /// Every call is refused from now on; the runs in flight go on for their callers.
+  func ownerClosed() {
+    state.withLock { $0.close() }
+  }
+
+  /// Every caller gets `nil` at once and every run is cancelled.
+  func ownerShutdown() {
+    let (waiters, tasks) = state.withLock { $0.cancelAll() }
+    for waiter in waiters { waiter.resume(returning: nil) }
+    // Their cancellation handlers run here, synchronously: after the lock.
+    for task in tasks { task.cancel() }
   }
 }

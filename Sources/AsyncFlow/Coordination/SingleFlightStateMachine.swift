@@ -50,6 +50,8 @@ struct SingleFlightStateMachine<ID: Hashable, Waiter, Handle> {
   }
 
   @usableFromInline var flights: [ID: State] = [:]
+  /// The owner closed: every call is refused (answered as a cancelled one).
+  @usableFromInline var isClosed = false
   /// The next run's number when the owner has no request log (with one, the log numbers calls).
   @usableFromInline var nextNumber = 1
   @usableFromInline var nextWaiterID = 0
@@ -69,7 +71,8 @@ struct SingleFlightStateMachine<ID: Hashable, Waiter, Handle> {
     /// The caller waits for run `run`, whose task has a lower priority than the caller's:
     /// escalate `task` to `priority`.
     case joinAndEscalate(run: Int, task: Handle, to: TaskPriority)
-    /// The caller's task was cancelled before it called: resume it with `nil` at once.
+    /// The caller's task was cancelled before it called, or the owner closed: resume it with
+    /// `nil` at once.
     case cancelled
   }
 
@@ -78,7 +81,7 @@ struct SingleFlightStateMachine<ID: Hashable, Waiter, Handle> {
   @inlinable mutating func join(
     _ id: ID, waiterID: Int, waiter: Waiter, number: Int? = nil, priority: TaskPriority, isCancelled: Bool
   ) -> JoinAction {
-    if isCancelled { return .cancelled }
+    if isCancelled || isClosed { return .cancelled }
     let waiting = Waiting(id: waiterID, waiter: waiter, priority: priority)
     // Taken out of the dictionary, so that the waiters array is uniquely referenced and grows in place.
     switch flights.removeValue(forKey: id) {
@@ -202,6 +205,23 @@ struct SingleFlightStateMachine<ID: Hashable, Waiter, Handle> {
     guard let state = flights[id], state.run == run else { return .abandoned }
     flights[id] = nil
     return .resume(state.waiters.map(\.waiter))
+  }
+
+  /// The owner closed: no call joins or starts a run from now on; the runs in flight go on.
+  @inlinable mutating func close() {
+    isClosed = true
+  }
+
+  /// The owner shuts down: every caller is resumed with `nil` and every run's task cancelled (a
+  /// run whose task is not attached yet is cancelled when it is), as if each caller had left.
+  @inlinable mutating func cancelAll() -> (waiters: [Waiter], tasks: [Handle]) {
+    var cancelled: (waiters: [Waiter], tasks: [Handle]) = ([], [])
+    for state in flights.values {
+      cancelled.waiters += state.waiters.map(\.waiter)
+      if case .running(_, let task, _, _) = state { cancelled.tasks.append(task) }
+    }
+    flights = [:]
+    return cancelled
   }
 
   @inlinable func isRunning(_ id: ID) -> Bool {

@@ -92,14 +92,18 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
 
   /// Creates an empty registry; keep it in the object whose lifetime the tasks share. With a
   /// `log`, every run is numbered and what happens to it is recorded there (see ``RequestLog``).
+  /// With an `owner`, the registry refuses new runs once the owner closes (`run` and `runAndWait`
+  /// return `nil`), and the owner's shutdown cancels its runs and waits until their tasks have
+  /// ended (see ``FlowOwner``).
   ///
   /// ```swift
   /// let slots = TaskSlots<Work>()
   /// let logged = TaskSlots<Work>(log: RequestLog())
+  /// let owned = TaskSlots<Work>(owner: FlowOwner())   // a service's, closed at its shutdown
   /// @Sendable func reloadFeed() async {}   // the app's reload, for the examples below
   /// ```
-  public init(log: RequestLog<ID>? = nil) {
-    storage = TaskSlotsStorage(log: log)
+  public init(owner: FlowOwner? = nil, log: RequestLog<ID>? = nil) {
+    storage = TaskSlotsStorage(log: log, owner: owner)
   }
 
   deinit {
@@ -127,6 +131,8 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   ///   }
   ///   ```
   /// - `firstWins`: while a task runs, nothing starts and `run` returns `nil`.
+  ///
+  /// Once the registry's ``FlowOwner`` is closed, nothing starts and `run` returns `nil`.
   /// - `queue`: the new task runs after the ones before it, in call order.
   /// - `concurrent`: no relation.
   ///
@@ -223,7 +229,8 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   /// - A caller already cancelled when it calls changes nothing (no run is registered, none in
   ///   flight is superseded) and gets `nil` at once, as a cancelled task's `Task.checkCancellation()`
   ///   would stop it before its first step.
-  /// - A `TaskSlots` released during the call starts nothing, and the call returns `nil`.
+  /// - A `TaskSlots` released during the call, or whose ``FlowOwner`` is closed, starts nothing,
+  ///   and the call returns `nil` at once.
   /// - `queue` waits for its own run, after the ones before it; its caller's cancellation drops
   ///   it from the queue, and it returns `nil` then.
   ///

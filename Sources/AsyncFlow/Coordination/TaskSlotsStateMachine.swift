@@ -174,6 +174,9 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
   @usableFromInline var slots: [ID: Slot] = [:]
   /// The `TaskSlots` is gone: nothing registers, and waiters are resumed instead of parking.
   @usableFromInline var isClosed = false
+  /// Its owner closed: nothing registers, and a new joiner is resumed at once; what is registered
+  /// runs on, watched as before.
+  @usableFromInline var refusesRuns = false
   @usableFromInline var runningCount = 0
   /// The next run's number when the owner has no request log (with one, the log numbers runs).
   @usableFromInline var nextToken = 1
@@ -216,7 +219,8 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
     case start(token: Int, queued: Bool, superseded: Removed, wakes: [Wake])
     /// `firstWins` while runs are registered: nothing starts.
     case ignore
-    /// The `TaskSlots` is gone (during its own `run`, after its last use there): nothing starts.
+    /// The `TaskSlots` is gone (during its own `run`, after its last use there), or its owner
+    /// closed: nothing starts.
     case refuse
     /// A feeding's request equal to the identity's last one: nothing starts, and the registry, its
     /// numbers and the request log are as they were.
@@ -234,7 +238,7 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
     _ id: ID, policy: SlotPolicy, token: Int? = nil, trigger: String? = nil, request: Request? = nil,
     feed: Feed? = nil
   ) -> ReserveAction {
-    guard !isClosed else { return .refuse }
+    guard !isClosed && !refusesRuns else { return .refuse }
     if let feed, feed.isCancelled { return .stopped }
     let token = token ?? nextToken
     let policy = policy.storage
@@ -430,6 +434,12 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
     return all
   }
 
+  /// The owner closed: nothing registers from now on (`reserve` refuses, `join` returns at once);
+  /// what is registered runs on, and ends as it would have.
+  @inlinable mutating func close() {
+    refusesRuns = true
+  }
+
   @inlinable func isRunning(_ id: ID) -> Bool {
     slots[id].map { !$0.runs.isEmpty } ?? false
   }
@@ -444,7 +454,7 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
   /// A `runAndWait` caller whose `firstWins` run was ignored waits for the runs registered now to
   /// leave; the waiter to resume at once if none is (or it was cancelled, or the registry closed).
   @inlinable mutating func join(_ id: ID, parked: Parked, isCancelled: Bool) -> Wake? {
-    guard !isCancelled, !isClosed else { return (parked.waiter, nil) }
+    guard !isCancelled, !isClosed, !refusesRuns else { return (parked.waiter, nil) }
     return withSlot(id) { slot -> Wake? in
       guard let last = slot.runs.last else { return (parked.waiter, nil) }
       slot.joiners.append((parked, last.token))

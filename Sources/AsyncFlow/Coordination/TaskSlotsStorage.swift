@@ -33,42 +33,63 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
 
   @usableFromInline let state = LockedState(Machine())
   @usableFromInline let log: RequestLog<ID>?
+  /// The owner that closes this registry and awaits its runs (see ``FlowOwner``).
+  @usableFromInline let owner: FlowOwner?
 
-  @inlinable init(log: RequestLog<ID>?) {
+  init(log: RequestLog<ID>?, owner: FlowOwner?) {
     self.log = log
+    self.owner = owner
+    owner?.adopt(self)
+  }
+
+  deinit {
+    owner?.forget(self)
+  }
+
+  /// What `start` did: started the run's task, ignored it (`firstWins` while a run is registered),
+  /// found its request equal to the identity's last one, or refused it (the owner closed, the
+  /// `TaskSlots` is gone, or the feeding asking is cancelled).
+  @usableFromInline enum Started {
+    case started(Task<Void, Never>)
+    case ignored
+    case repeated
+    case refused
   }
 
   /// Registers a run and starts its task; `nil` when nothing starts (`firstWins` while a run is
-  /// registered, or the `TaskSlots` gone). A run with a `request` makes it the identity's last.
+  /// registered, the owner closed, or the `TaskSlots` gone). A run with a `request` makes it the
+  /// identity's last.
   @inlinable func run(
     _ id: ID, policy: SlotPolicy, priority: TaskPriority?, trigger: String?, request: Machine.Request? = nil,
     operation: Operation
   ) -> Task<Void, Never>? {
-    let action = reserve(id, policy: policy, trigger: trigger, request: request, feed: nil)
-    return start(action, id: id, priority: priority, trigger: trigger, operation: operation)
+    let started = start(id, policy: policy, priority: priority, trigger: trigger, request: request, operation: operation)
+    guard case .started(let task) = started else { return nil }
+    return task
   }
 
   /// Feeding `feed` of `runEach(in:id:)` asks for a run of `request`: one starts unless the
   /// request equals the identity's last one (or `firstWins` ignores it). `false` when the feeding
-  /// stops: its task is cancelled, or the `TaskSlots` is gone.
+  /// stops: its task is cancelled, the owner closed, or the `TaskSlots` is gone.
   @inlinable func request(
     _ request: Machine.Request, id: ID, feed: Int, policy: SlotPolicy, trigger: String?, operation: Operation
   ) -> Bool {
-    let action = reserve(id, policy: policy, trigger: trigger, request: request, feed: feed)
-    switch action {
-    case .refuse, .stopped: return false
-    case .ignore, .repeated: return true
-    case .start: break
+    switch start(id, policy: policy, priority: nil, trigger: trigger, request: request, feed: feed, operation: operation) {
+    case .refused: false
+    case .started, .ignored, .repeated: true
     }
-    _ = start(action, id: id, priority: nil, trigger: trigger, operation: operation)
-    return true
   }
 
-  /// Decides, in one step under the lock, what a `run` (or a feeding's request) does.
-  @inlinable func reserve(
-    _ id: ID, policy: SlotPolicy, trigger: String?, request: Machine.Request?, feed: Int?
-  ) -> Machine.ReserveAction {
-    state.withLock { machine in
+  /// Registers a run and starts its task. With an owner, the call holds a ticket from before the
+  /// registry decides until the run's task holds its own, so that a shutdown racing the call
+  /// either refuses it or awaits its task.
+  @inlinable func start(
+    _ id: ID, policy: SlotPolicy, priority: TaskPriority?, trigger: String?, request: Machine.Request?,
+    feed: Int? = nil, operation: Operation
+  ) -> Started {
+    if let owner, !owner.admit(.call) { return .refused }
+    defer { owner?.release(.call) }
+    let action = state.withLock { machine in
       // Read under the lock: a feeding's cancellation handler takes its runs out under it, so
       // either it finds this run registered, or this step finds the feeding cancelled.
       let feed = feed.map { (id: $0, isCancelled: Task.isCancelled) }
@@ -82,20 +103,26 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
         return action
       }
     }
-  }
-
-  /// Starts the task of the run that `action` registered (cancelling the runs it superseded
-  /// first); `nil` if it registered none.
-  @inlinable func start(
-    _ action: consuming Machine.ReserveAction, id: ID, priority: TaskPriority?, trigger: String?, operation: Operation
-  ) -> Task<Void, Never>? {
-    guard case .start(let token, _, let superseded, let wakes) = consume action else { return nil }
+    let token: Int
+    let superseded: Machine.Removed
+    let wakes: [Machine.Wake]
+    switch consume action {
+    case .start(let started, _, let removed, let woken): (token, superseded, wakes) = (started, removed, woken)
+    case .ignore: return .ignored
+    case .repeated: return .repeated
+    case .refuse, .stopped: return .refused
+    }
     // Cancelled outside the lock (cancellation handlers run synchronously and may call back in),
     // and before the new task exists.
     cancelTasks(of: superseded)
     resume(wakes)
     // Through FlowScheduling, so that a task started under a `TestClock` follows its schedule; by
     // the inlined form, which hands this literal to `Task {}` as it is (a closure box less per run).
+    // Under the call's ticket: the task holds one of its own before the call's goes.
+    if let owner {
+      owner.decided?()
+      owner.retain(.run)
+    }
     let task = FlowScheduling.startInheritingTask(priority: priority) {
       // Cancelled already (superseded in a burst): no call and no hop. Not cancelled yet, `begin`
       // decides, where the operation runs.
@@ -106,6 +133,8 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
       // after the lock: an operation may capture an object whose `deinit` calls back in.
       let delivered = self.finished(id, token: token, trigger: trigger, failed: failed, cancelled: cancelled)
       if case .returning(_, let outcome, _) = operation { outcome.isDelivered = delivered }
+      // The last step: a shutdown returns once every run's task has come here.
+      self.owner?.release(.run)
     }
     switch state.withLock({ $0.attach(task, id: id, token: token) }) {
     case .attached: break
@@ -114,7 +143,7 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
       task.cancel()
       resume(state.withLock { $0.cancelled(id, token: token) })
     }
-    return task
+    return .started(task)
   }
 
   /// Runs the operation if the machine's check lets it begin (see `TaskSlotsStateMachine`), parked
@@ -178,10 +207,14 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
         return true
       }
     }
-    let started = run(
-      id, policy: policy, priority: priority, trigger: trigger,
+    let started = start(
+      id, policy: policy, priority: priority, trigger: trigger, request: nil,
       operation: .returning(isolation: operation.isolation, outcome: outcome, body: body))
-    guard let task = started else {
+    let task: Task<Void, Never>
+    switch started {
+    case .started(let started): task = started
+    case .refused, .repeated: return nil  // no request: never repeated
+    case .ignored:
       // Ignored: a `firstWins` caller joins the runs in flight, without their outcome.
       let waiterID = state.withLock { $0.makeWaiterID() }
       _ = await wait {
@@ -285,6 +318,21 @@ final class TaskSlotsStorage<ID: Hashable & Sendable>: Sendable {
   func close() {
     perform(state.withLock { $0.cancelAll(closing: true) })
   }
+}
+
+extension TaskSlotsStorage: FlowOwnedMember {
+  /// Nothing registers from now on; what is registered runs on.
+  func ownerClosed() {
+    state.withLock { $0.close() }
+  }
+
+  /// Every run is cancelled, as when the `TaskSlots` is released.
+  func ownerShutdown() {
+    close()
+  }
+}
+
+extension TaskSlotsStorage {
 
   /// After the lock: the waiters' code runs as soon as they are resumed, and cancellation
   /// handlers run synchronously in `cancel()`. Inlinable, as `cancel(_:)` and `cancelAll()` are:

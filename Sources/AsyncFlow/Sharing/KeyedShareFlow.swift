@@ -1,5 +1,5 @@
 /// A share per key: one upstream for each key that has subscribers, made from the key, with
-/// ``_Concurrency/AsyncSequence/shareFlow(replay:replayScope:bufferingPolicy:gracePeriod:clock:)``'s replay, buffering and
+/// ``_Concurrency/AsyncSequence/shareFlow(replay:replayScope:bufferingPolicy:gracePeriod:clock:owner:)``'s replay, buffering and
 /// grace-period rules. A live quote per symbol over one socket connection per symbol, a presence
 /// feed per room, a profile's updates per user: the first subscriber of a key starts its upstream,
 /// later ones join it, and when the key's last subscriber has left (and its grace period ran out)
@@ -16,7 +16,8 @@
 /// for await quote in quotes["AAPL"] { print(quote) }  // one upstream for every "AAPL" subscriber
 /// ```
 ///
-/// A key's upstream runs in the context of the subscriber that started it, as a share's does.
+/// A key's upstream runs in the context of the subscriber that started it, as a share's does; with
+/// an `owner`, in the owner's (see ``FlowOwner``).
 public final class KeyedShareFlow<Key: Hashable & Sendable, Element: Sendable, Failure: Error>: Sendable {
   typealias Machine = KeyedShareStateMachine<Key, AsyncShareFlowSequence<Element, Failure>>
 
@@ -38,20 +39,25 @@ public final class KeyedShareFlow<Key: Hashable & Sendable, Element: Sendable, F
   ///   - gracePeriod: How long a key's upstream runs on after its last subscriber left; `.zero` or
   ///     greater.
   ///   - clock: The clock of the grace period (a `TestClock` in tests).
+  ///   - owner: The ``FlowOwner`` that ends every key's share when it closes (a later subscriber
+  ///     finishes at once), and whose shutdown waits until every key's upstream, grace timer and
+  ///     `sink` delivery has ended. `nil` (the default): the keys live as long as they are used.
   ///   - upstream: Makes the upstream of a key.
   public init<Upstream: AsyncSequence & Sendable>(
     replay: Int = 0, replayScope: FlowReplayScope = .whileRunning, bufferingPolicy: FlowBufferingPolicy = .unbounded,
-    gracePeriod: Duration = .zero, clock: some Clock<Duration> = ContinuousClock(),
+    gracePeriod: Duration = .zero, clock: some Clock<Duration> = ContinuousClock(), owner: FlowOwner? = nil,
     upstream: @escaping @Sendable (Key) -> Upstream
   ) where Upstream.Element == Element, Upstream.Failure == Failure {
     precondition(replay >= 0, "KeyedShareFlow(replay:): replay must be 0 or greater, got \(replay)")
     precondition(
       gracePeriod >= .zero, "KeyedShareFlow(gracePeriod:): gracePeriod must be .zero or greater, got \(gracePeriod)")
     let clock = gracePeriod > .zero ? AnyFlowClock(clock) : nil
-    makeShare = { owner, key, generation in
+    let flowOwner = owner
+    makeShare = { keyed, key, generation in
       AsyncShareFlowSequence(
-        base: KeyedUpstream(owner: owner, key: key, generation: generation, make: upstream), replay: replay,
-        replayScope: replayScope, bufferingPolicy: bufferingPolicy, gracePeriod: gracePeriod, clock: clock)
+        base: KeyedUpstream(owner: keyed, key: key, generation: generation, make: upstream), replay: replay,
+        replayScope: replayScope, bufferingPolicy: bufferingPolicy, gracePeriod: gracePeriod, clock: clock,
+        owner: flowOwner)
     }
   }
 

@@ -10,6 +10,10 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// upstream's finish or failure reaches every subscriber; a subscriber that comes after it ends
   /// at once.
   ///
+  /// The upstream runs in the context (task-local values, priority) of the subscriber whose
+  /// iteration or `sink` started it; with an `owner`, in the owner's, whoever subscribes (see
+  /// ``FlowOwner``).
+  ///
   /// The upstream's iterator is made when the upstream starts, so a hot upstream (a subject) has
   /// the share as subscriber from then on. Unlike the other operators, then, a share between a
   /// subject and a generic `sink` (`subject.shareFlow().map { ... }.sink { ... }`) subscribes to
@@ -45,24 +49,29 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   ///   - gracePeriod: How long the upstream runs on after the last subscriber left; `.zero` or
   ///     greater. The default, `.zero`, stops it at once.
   ///   - clock: The clock of the grace period (a `TestClock` in tests); unused when it is `.zero`.
+  ///   - owner: The ``FlowOwner`` that ends the share when it closes (its upstream cancelled, its
+  ///     subscribers finished after what was buffered for them, a later one finished at once),
+  ///     and whose shutdown waits until the upstream's task, the grace timer and the `sink`s'
+  ///     deliveries have ended. `nil` (the default): the share lives as long as it is used.
   public func shareFlow(
     replay: Int = 0, replayScope: FlowReplayScope = .whileRunning, bufferingPolicy: FlowBufferingPolicy = .unbounded,
-    gracePeriod: Duration = .zero, clock: some Clock<Duration> = ContinuousClock()
+    gracePeriod: Duration = .zero, clock: some Clock<Duration> = ContinuousClock(), owner: FlowOwner? = nil
   ) -> AsyncShareFlowSequence<Element, Failure> {
     precondition(
       replay >= 0,
-      "shareFlow(replay:replayScope:bufferingPolicy:gracePeriod:clock:): replay must be 0 or greater, got \(replay)")
+      "shareFlow(replay:replayScope:bufferingPolicy:gracePeriod:clock:owner:): replay must be 0 or greater, "
+        + "got \(replay)")
     precondition(
       gracePeriod >= .zero,
-      "shareFlow(replay:replayScope:bufferingPolicy:gracePeriod:clock:): gracePeriod must be .zero or greater, "
+      "shareFlow(replay:replayScope:bufferingPolicy:gracePeriod:clock:owner:): gracePeriod must be .zero or greater, "
         + "got \(gracePeriod)")
     return AsyncShareFlowSequence(
       base: self, replay: replay, replayScope: replayScope, bufferingPolicy: bufferingPolicy,
-      gracePeriod: gracePeriod, clock: gracePeriod > .zero ? AnyFlowClock(clock) : nil)
+      gracePeriod: gracePeriod, clock: gracePeriod > .zero ? AnyFlowClock(clock) : nil, owner: owner)
   }
 }
 
-/// The sequence `shareFlow(replay:replayScope:bufferingPolicy:gracePeriod:clock:)` returns: one
+/// The sequence `shareFlow(replay:replayScope:bufferingPolicy:gracePeriod:clock:owner:)` returns: one
 /// iteration of its upstream, shared by every iterator made from it (each iterator is one
 /// subscriber). Copies share the same upstream.
 ///
@@ -85,12 +94,12 @@ public struct AsyncShareFlowSequence<Element: Sendable, Failure: Error>: HotFlow
 
   init<Base: AsyncSequence & Sendable>(
     base: Base, replay: Int, replayScope: FlowReplayScope = .whileRunning, bufferingPolicy: FlowBufferingPolicy,
-    gracePeriod: Duration = .zero, clock: AnyFlowClock? = nil
+    gracePeriod: Duration = .zero, clock: AnyFlowClock? = nil, owner: FlowOwner? = nil
   ) where Base.Element == Element, Base.Failure == Failure {
     let machine = SubjectStorage<Element, Failure>.Machine(
       sharingWith: bufferingPolicy, replayLimit: replay, keepsReplayWhenStopped: replayScope == .acrossRestarts,
       hasGracePeriod: clock != nil)
-    storage = SubjectStorage(machine, grace: clock.map { ($0, gracePeriod) }) {
+    storage = SubjectStorage(machine, grace: clock.map { ($0, gracePeriod) }, owner: owner) {
       SubjectStorage.iteration(of: base)
     }
   }

@@ -3,16 +3,32 @@
 extension SubjectStorage {
   // MARK: shareFlow's upstream
 
-  /// Starts the task of iteration `generation` in the current task's context: the subscriber
-  /// whose iteration (or sink) asked first. With a grace period, the task runs the iteration in a
-  /// child and starts this run's grace timers itself (`GraceTimerStarter`), so that they get its
-  /// context too, not the last leaver's.
+  /// Starts the task of iteration `generation`: without an owner, in the current task's context
+  /// (the subscriber whose iteration, or sink, asked first); with one, in the owner's own task's
+  /// context, whoever asked. With a grace period, the task runs the iteration in a child and
+  /// starts this run's grace timers itself (`GraceTimerStarter`), so that they get its context
+  /// too, not the last leaver's.
+  ///
+  /// The upstream's iterator is made here either way, so that a hot upstream has the share as
+  /// subscriber when this returns.
   @usableFromInline
   func startUpstream(generation: Int) {
     guard let upstream else { preconditionFailure("Internal inconsistency: a subject was asked to start an upstream") }
+    // Refused once the owner is closed: then the share is ended, or is about to be (it ends
+    // every subscriber), and starts nothing more. Admitted, the shutdown awaits the task.
+    if let owner, !owner.admit(.upstream) { return }
     let timers = grace == nil ? nil : GraceTimerStarter()
     let iteration = upstream()
+    guard let owner else { return startUpstreamTask(iteration, generation: generation, timers: timers) }
+    owner.inOwnContext { self.startUpstreamTask(iteration, generation: generation, timers: timers) }
+  }
+
+  /// Starts the upstream's task in the current task's context, and reports it.
+  private func startUpstreamTask(
+    _ iteration: ErasedPull<SubjectStorage>, generation: Int, timers: GraceTimerStarter?
+  ) {
     let task = FlowScheduling.startTask {
+      defer { self.owner?.release(.upstream) }
       guard let timers else { return await iteration.run(self, generation) }
       await withTaskGroup(of: Void.self) { group in
         group.addTask {
@@ -73,7 +89,10 @@ extension SubjectStorage {
     guard let grace else {
       preconditionFailure("Internal inconsistency: a share without grace period was asked to start a grace timer")
     }
+    // In the upstream's task, which holds a ticket of the owner's: the timer holds its own.
+    owner?.retain(.upstream)
     let task = FlowScheduling.startTask {
+      defer { self.owner?.release(.upstream) }
       guard (try? await grace.clock.sleep(until: request.deadline)) != nil else { return }
       // Nobody came: the upstream stops, unless a subscriber came since (then this timer is old).
       self.perform(self.state.withLock { $0.graceExpired(timer: request.timer) })

@@ -24,13 +24,17 @@ public final class CurrentValueFlow<Element: Sendable>: HotFlowSource {
 
   @usableFromInline let storage: SubjectStorage<Element, Never>
 
-  /// Creates the source with its first value.
+  /// Creates the source with its first value. With an `owner`, the source finishes when the
+  /// owner closes, as by `finish()`, and the owner's shutdown waits for its `sink`s' deliveries
+  /// (see ``FlowOwner``).
   ///
   /// ```swift
   /// let isOnline = CurrentValueFlow(true)
+  /// let status = CurrentValueFlow("starting", owner: FlowOwner())   // a service's
   /// ```
-  public init(_ value: Element) {
-    storage = SubjectStorage(SubjectStateMachine(policy: .bufferingNewest(1), replay: [value], replayLimit: 1))
+  public init(_ value: Element, owner: FlowOwner? = nil) {
+    storage = SubjectStorage(
+      SubjectStateMachine(policy: .bufferingNewest(1), replay: [value], replayLimit: 1), owner: owner)
   }
 
   /// The current value; setting it sends the new value to every subscriber.

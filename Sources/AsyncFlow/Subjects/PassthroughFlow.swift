@@ -23,14 +23,17 @@
 public final class PassthroughFlow<Element: Sendable, Failure: Error>: HotFlowSource {
   @usableFromInline let storage: SubjectStorage<Element, Failure>
 
-  /// Creates a subject whose subscribers each buffer by `bufferingPolicy`.
+  /// Creates a subject whose subscribers each buffer by `bufferingPolicy`. With an `owner`, the
+  /// subject finishes when the owner closes, as by `finish()`, and the owner's shutdown waits for
+  /// its `sink`s' deliveries (see ``FlowOwner``).
   ///
   /// ```swift
   /// let taps = PassthroughFlow<Void, Never>(bufferingPolicy: .bufferingNewest(1))
   /// let subject = PassthroughFlow<Int, AppError>()   // unread counts from a socket, until it fails
+  /// let events = PassthroughFlow<String, Never>(owner: FlowOwner())   // a service's
   /// ```
-  public init(bufferingPolicy: FlowBufferingPolicy = .unbounded) {
-    storage = SubjectStorage(SubjectStateMachine(policy: bufferingPolicy, replayLimit: 0))
+  public init(bufferingPolicy: FlowBufferingPolicy = .unbounded, owner: FlowOwner? = nil) {
+    storage = SubjectStorage(SubjectStateMachine(policy: bufferingPolicy, replayLimit: 0), owner: owner)
   }
 
   /// Delivers `element` to every current subscriber; ignored after the end.

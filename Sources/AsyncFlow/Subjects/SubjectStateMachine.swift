@@ -493,6 +493,19 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
     isOpenSubject(event: "end") ? end(with: failure) : SendAction()
   }
 
+  /// The owner closed: the source ends with no failure, a share's upstream (running, or running
+  /// on in its grace period) to be cancelled with it. An ended source does nothing.
+  mutating func close() -> (SendAction, cancelUpstream: Work?) {
+    guard case .open(let upstream) = state else { return (SendAction(), nil) }
+    var task: Work?
+    switch upstream {
+    case .running(_, let running, _): task = running
+    case .lingering(let lingering): task = lingering.upstream
+    case .subject, .idle, .starting: break
+    }
+    return (end(with: nil), task)
+  }
+
   /// Whether a subject takes `event`: an ended one ignores it; a share never gets it.
   @inlinable
   func isOpenSubject(event: StaticString) -> Bool {

@@ -13,15 +13,23 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
   let grace: (clock: AnyFlowClock, period: Duration)?
   /// The buffering policy's drop handler, called after the lock (`FlowBufferingPolicy.onDrop`).
   @usableFromInline let onDrop: (@Sendable (Int) -> Void)?
+  /// The owner that ends this source when it closes and awaits its tasks (see ``FlowOwner``).
+  @usableFromInline let owner: FlowOwner?
 
   init(
-    _ machine: Machine, grace: (clock: AnyFlowClock, period: Duration)? = nil,
+    _ machine: Machine, grace: (clock: AnyFlowClock, period: Duration)? = nil, owner: FlowOwner? = nil,
     upstream: (@Sendable () -> ErasedPull<SubjectStorage>)? = nil
   ) {
     self.onDrop = machine.policy.dropHandler
     self.state = LockedState(machine)
     self.upstream = upstream
     self.grace = grace
+    self.owner = owner
+    owner?.adopt(self)
+  }
+
+  deinit {
+    owner?.forget(self)
   }
 
   var subscriberCount: Int { state.withLock { $0.subscriberCount } }
@@ -33,11 +41,31 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
 
   @inlinable
   func send(_ element: Element) {
+    if let owner { return send(element, owner: owner) }
     perform(state.withLock { $0.send(element) })
   }
 
+  /// `send` under a ticket of the owner's, so that the delivery it starts is awaited by a shutdown
+  /// racing it; refused, the owner is closed and the subject ends: the element is dropped, as
+  /// after `finish()`.
+  @usableFromInline
+  func send(_ element: Element, owner: FlowOwner) {
+    guard owner.admit(.call) else { return }
+    perform(state.withLock { $0.send(element) })
+    owner.release(.call)
+  }
+
   func end(failure: Failure?) {
-    perform(state.withLock { $0.end(failure: failure) })
+    withTicket { perform(state.withLock { $0.end(failure: failure) }) }
+  }
+
+  /// Runs `body`, which may start deliveries, under a ticket of the owner's if it has one (see
+  /// `FlowOwnerStateMachine`). Refused (the owner closed), `body` runs anyway: the source is
+  /// ended by then, or is about to be, and what it starts is a newcomer's end.
+  func withTicket(_ body: () -> Void) {
+    let ticket = owner?.admit(.call) ?? false
+    body()
+    if ticket { owner?.release(.call) }
   }
 
   /// Carries out `action` after the lock; its released elements go with it, here.
@@ -85,7 +113,7 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
   /// receiver's isolation.
   @usableFromInline
   func subscribe(_ mailbox: SubjectMailbox<Element, Failure>) {
-    perform(state.withLock { $0.subscribe(mailbox) })
+    withTicket { perform(state.withLock { $0.subscribe(mailbox) }) }
   }
 
   @usableFromInline
@@ -98,7 +126,18 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
   /// (`drainStarted`), so that the subscriber leaving cancels it.
   @usableFromInline
   func startDrain(_ mailbox: SubjectMailbox<Element, Failure>, id: Int) {
-    let task = FlowScheduling.startTask { await mailbox.drain() }
+    guard let owner else {
+      let task = FlowScheduling.startTask { await mailbox.drain() }
+      state.withLock { $0.drainStarted(mailbox, id: id, task: task) }?.cancel()
+      return
+    }
+    // Under the ticket of the call or task that decided it, never refused: a drain delivers an
+    // end too. A shutdown returns once the drain has come to its last step.
+    owner.retain(.delivery)
+    let task = FlowScheduling.startTask {
+      await mailbox.drain()
+      owner.release(.delivery)
+    }
     state.withLock { $0.drainStarted(mailbox, id: id, task: task) }?.cancel()
   }
 
@@ -144,6 +183,19 @@ final class SubjectStorage<Element: Sendable, Failure: Error>: Sendable {
         return action
       })
   }
+}
+
+extension SubjectStorage: FlowOwnedMember {
+  /// The source ends: a subject as by `finish()`; a share's upstream is cancelled and its
+  /// subscribers get what was buffered, then the end. A later subscriber finishes at once.
+  func ownerClosed() {
+    let (action, upstream) = state.withLock { $0.close() }
+    upstream?.cancel()
+    perform(action)
+  }
+
+  /// Closed already: the deliveries of the end run on, and the owner awaits them.
+  func ownerShutdown() {}
 }
 
 /// One subscriber's end of a hot source: it is registered when made, serves its batch without

@@ -378,3 +378,38 @@ struct SingleFlightStateMachineTests {
     #expect((0..<3).map { _ in machine.makeWaiterID() } == [0, 1, 2])
   }
 }
+
+/// The owner's events: `close` refuses every call; `cancelAll` hands out every caller and task.
+@Suite("SingleFlightStateMachine: owner")
+struct SingleFlightStateMachineOwnerTests {
+  typealias Machine = SingleFlightStateMachine<String, Int, String>
+
+  @Test func joinWhenClosedIsRefusedLikeACancelledCall() {
+    var machine = Machine()
+    machine.close()
+    guard case .cancelled = machine.join("a", waiterID: 0, waiter: 1, priority: .medium, isCancelled: false) else {
+      Issue.record("a call after close must be refused")
+      return
+    }
+    #expect(!machine.isRunning("a"))
+  }
+
+  @Test func cancelAllHandsOutEveryCallerAndEveryAttachedTask() {
+    var machine = Machine()
+    _ = machine.join("a", waiterID: 0, waiter: 1, priority: .medium, isCancelled: false)
+    _ = machine.join("a", waiterID: 1, waiter: 2, priority: .medium, isCancelled: false)
+    _ = machine.join("b", waiterID: 2, waiter: 3, priority: .medium, isCancelled: false)
+    _ = machine.attach("a", run: 1, task: "task a")
+    let (waiters, tasks) = machine.cancelAll()
+    #expect(Set(waiters) == [1, 2, 3])
+    #expect(tasks == ["task a"])
+    guard case .cancel = machine.attach("b", run: 3, task: "task b") else {
+      Issue.record("a run attached after cancelAll must be cancelled")
+      return
+    }
+    guard case .abandoned = machine.finished("a", run: 1) else {
+      Issue.record("a cancelled run's result reaches no one")
+      return
+    }
+  }
+}

@@ -514,3 +514,37 @@ extension TaskSlotsStateMachine.BeginAction {
     if case .never = self { true } else { false }
   }
 }
+
+/// The owner's close: nothing registers and no caller joins from then on; what is registered runs
+/// on, and a watcher is not finished by it.
+@Suite("TaskSlotsStateMachine: owner closed")
+struct TaskSlotsStateMachineOwnerTests {
+  typealias Machine = TaskSlotsStateMachine<String, Int, Int>
+
+  @Test(arguments: [SlotPolicy.latestWins, .firstWins, .queue, .concurrent])
+  func reserveWhenClosedIsRefusedAndTheRegisteredRunGoesOn(policy: SlotPolicy) {
+    var machine = Machine()
+    guard case .start(let token, _, _, _) = machine.reserve("id", policy: .latestWins) else {
+      Issue.record("the first run must start")
+      return
+    }
+    machine.close()
+    guard case .refuse = machine.reserve("id", policy: policy) else {
+      Issue.record("a run after close must be refused")
+      return
+    }
+    #expect(machine.runningCount == 1)
+    let watched = machine.watch("id", last: true, parked: (id: 1, waiter: 10), isCancelled: false)
+    #expect(watched == nil)  // parked: the run is still registered, the state unchanged
+    let joined = machine.join("id", parked: (id: 2, waiter: 20), isCancelled: false)
+    #expect(joined?.waiter == 20)  // refused at once
+    guard case .begin = machine.begin("id", token: token, isCancelled: false) else {
+      Issue.record("a run registered before close begins")
+      return
+    }
+    let (delivered, wakes) = machine.finished("id", token: token, isCancelled: false)
+    #expect(delivered)
+    #expect(wakes.map(\.waiter) == [10])
+    #expect(wakes.map(\.running) == [false])
+  }
+}
