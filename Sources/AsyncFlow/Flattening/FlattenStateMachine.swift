@@ -49,7 +49,7 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
     case modifying
   }
 
-  /// The running state's data (``FlattenStateMachine/live``).
+  /// The running state's data (``FlattenStateMachine/running``).
   @usableFromInline
   struct Running {
     @usableFromInline var logic: Logic
@@ -158,28 +158,19 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
   @usableFromInline var state = State.idle
   /// The logic before the start (``Running/logic`` once running).
   @usableFromInline let startLogic: Logic
-  /// The running state's data: there exactly while `state` is `running`, read and changed only
-  /// through ``live``, which checks it in debug builds (and traps on a read in another state).
+  /// The running state's data: there exactly while `state` is `running`. Set only by ``next()``
+  /// at the start and taken out only by ``end(_:drain:)``; a read in another state traps (`running!`),
+  /// and every event in another state checks, in debug builds, that it is not there
+  /// (``hasEnded``, ``updateStopping(_:_:)``).
   ///
   /// Outside `state`, so that events mutate it in place, as ``OperatorLifecycle``'s `logic` and
   /// `inputs`: as the payload of the generic `State`, it was copied and destroyed through value
   /// witnesses at every event (IRGen outlines them for these nested generic types), which made
   /// `W3.switchToLatest` 40–90 % slower. Here it needs neither a class nor unchecked exclusivity
   /// (measured against the class it replaced: the events alone 3–38 % faster, `W3` and `W4` within
-  /// noise or better).
+  /// noise or better). Read through an accessor that checked the state (`_read`, or `get` with
+  /// `_modify`), it was copied at every event again: `W3.switchToLatest` 3.8 × slower.
   @usableFromInline var running: Running?
-
-  /// The running data, in place; only while running.
-  @inlinable var live: Running {
-    _read {
-      assert(isRunning, "Internal inconsistency: running data read in state \(state)")
-      yield running!
-    }
-    _modify {
-      assert(isRunning, "Internal inconsistency: running data changed in state \(state)")
-      yield &running!
-    }
-  }
 
   @inlinable var isRunning: Bool {
     if case .running = state { return true }
@@ -189,7 +180,8 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
   /// Whether the operator is ending or finished: the only states, besides running, in which the
   /// events of its tasks may come.
   @inlinable var hasEnded: Bool {
-    switch state {
+    assert(running == nil, "Internal inconsistency: running data in state \(state)")
+    return switch state {
     case .ending, .finished: true
     case .idle, .running, .modifying: false
     }
@@ -219,7 +211,7 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
   @inlinable mutating func next() -> NextAction {
     switch state {
     case .running:
-      guard let entry = live.ready.popFirst() else { return .suspend }
+      guard let entry = running!.ready.popFirst() else { return .suspend }
       return .take(id: entry.id, channel: entry.channel)
     case .idle:
       state = .running
@@ -263,8 +255,8 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
         return .takeMore
       }
     }
-    guard let index = live.inners.index(forKey: id) else { return .discard }
-    let inner = live.inners.values[index]
+    guard let index = running!.inners.index(forKey: id) else { return .discard }
+    let inner = running!.inners.values[index]
     switch inner.stage {
     case .running, .draining: break
     case .superseded, .drained: return .discard
@@ -273,9 +265,9 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
     // One that still has elements goes to the back, behind the others: a busy inner cannot
     // starve the other keys of a keyed `switchToLatestFlow`.
     if !isDrained {
-      live.ready.append((id, inner.channel))
+      running!.ready.append((id, inner.channel))
     } else {
-      live.logic.caughtUp(id)
+      running!.logic.caughtUp(id)
     }
     guard retires else {
       // The consumer took one off the ready queue: the outer may go on (mergeFlow).
@@ -283,12 +275,12 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
     }
     guard case .draining(let holdsTurn) = inner.stage else {
       // Its task has not reported its end yet: it leaves then (``innerEnded(_:_:failure:)``).
-      live.inners.values[index].stage = .drained
+      running!.inners.values[index].stage = .drained
       return .takeMore
     }
-    live.inners.remove(at: index)
+    running!.inners.remove(at: index)
     guard holdsTurn else {
-      live.drainingAfterTurn -= 1
+      running!.drainingAfterTurn -= 1
       return finishIfDone().map { .end($0) } ?? .takeMore
     }
     switch retire(id, inner, failure: nil) {
@@ -301,7 +293,7 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
   /// The consumer asks again: the batch it took last has been delivered. Called before the
   /// ``next()`` of each request; returns the outer pump to resume with `true` if that freed it.
   @inlinable mutating func batchDelivered() -> Waiter? {
-    guard case .running = state, live.logic.batchDelivered() else { return nil }
+    guard case .running = state, running!.logic.batchDelivered() else { return nil }
     return resumeOuterIfWanted()
   }
 
@@ -309,9 +301,9 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
   @inlinable mutating func suspendConsumer(_ consumer: Waiter) -> Waiter? {
     if case .running = state {
       // Something may have been listed between `next()` and this registration.
-      guard live.ready.isEmpty else { return consumer }
-      precondition(live.consumer == nil, "Internal inconsistency: state running, event suspendConsumer twice")
-      live.consumer = consumer
+      guard running!.ready.isEmpty else { return consumer }
+      precondition(running!.consumer == nil, "Internal inconsistency: state running, event suspendConsumer twice")
+      running!.consumer = consumer
       return nil
     }
     precondition(hasEnded, "Internal inconsistency: state \(state), event suspendConsumer")
@@ -352,7 +344,7 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
   /// The outer task exists; returns it if the operator is ending already, so that it is cancelled.
   @inlinable mutating func outerStarted(_ task: Handle) -> Handle? {
     if case .running = state {
-      live.outerTask = task
+      running!.outerTask = task
       return nil
     }
     // The consumer starts the outer task right after `next()` returned `.start`: it cannot have
@@ -380,9 +372,9 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
   /// most one element ahead of the slots of `mergeFlow`, and its failure or end is seen then.
   @inlinable mutating func pumpStep(channel: (Int) -> Channel) -> PumpAction {
     if case .running = state {
-      guard let held = live.held else { return live.outerHasEnded ? .stop : .pull }
-      guard live.logic.wantsOuter else { return .wait }
-      live.held = nil
+      guard let held = running!.held else { return running!.outerHasEnded ? .stop : .pull }
+      guard running!.logic.wantsOuter else { return .wait }
+      running!.held = nil
       return .startInner(makeInner(held.element, key: held.key, channel: channel))
     }
     precondition(hasEnded, "Internal inconsistency: state \(state), event pumpStep")
@@ -392,9 +384,9 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
   /// The pump is about to wait; registers it, or returns false if it must ask again at once.
   @inlinable mutating func pumpWait(_ waiter: Waiter) -> Bool {
     if case .running = state {
-      guard live.held != nil, !live.logic.wantsOuter else { return false }
-      precondition(live.outerWaiting == nil, "Internal inconsistency: state running, event pumpWait twice")
-      live.outerWaiting = waiter
+      guard running!.held != nil, !running!.logic.wantsOuter else { return false }
+      precondition(running!.outerWaiting == nil, "Internal inconsistency: state running, event pumpWait twice")
+      running!.outerWaiting = waiter
       return true
     }
     precondition(hasEnded, "Internal inconsistency: state \(state), event pumpWait")
@@ -419,12 +411,12 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
     _ element: OuterElement, key: Key, channel: (Int) -> Channel
   ) -> OuterElementAction {
     if case .running = state {
-      switch live.logic.outerElement(key: key) {
+      switch running!.logic.outerElement(key: key) {
       case .start:
         return .startInner(makeInner(element, key: key, channel: channel), superseding: nil, cancelling: nil)
       case .supersede(let current):
-        if let index = live.inners.index(forKey: current),
-          let replaced = live.inners.values[index].replaceUnclaimed(element)
+        if let index = running!.inners.index(forKey: current),
+          let replaced = running!.inners.values[index].replaceUnclaimed(element)
         {
           return .release(replaced)
         }
@@ -432,8 +424,8 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
         let id = makeInner(element, key: key, channel: channel)
         return .startInner(id, superseding: superseded?.channel, cancelling: superseded?.task)
       case .hold:
-        precondition(live.held == nil, "Internal inconsistency: state running, event outerElement with one held")
-        live.held = (element, key)
+        precondition(running!.held == nil, "Internal inconsistency: state running, event outerElement with one held")
+        running!.held = (element, key)
         return .none
       case .drop:
         return .none
@@ -446,9 +438,9 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
   /// The outer finished (`failure == nil`) or threw: what ends, if the operator does.
   @inlinable mutating func outerEnded(_ failure: Failure?) -> Ending? {
     if case .running = state {
-      precondition(!live.outerHasEnded, "Internal inconsistency: state running, event outerEnded twice")
+      precondition(!running!.outerHasEnded, "Internal inconsistency: state running, event outerEnded twice")
       if let failure { return end(failure) }
-      live.outerHasEnded = true
+      running!.outerHasEnded = true
       return finishIfDone()
     }
     precondition(hasEnded, "Internal inconsistency: state \(state), event outerEnded")
@@ -462,9 +454,9 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
   @inlinable mutating func innerStarted(_ id: Int, task: Handle) -> Handle? {
     if case .running = state {
       // The task may have ended already (then its inner is gone).
-      guard let index = live.inners.index(forKey: id) else { return nil }
-      live.inners.values[index].task = task
-      if case .superseded = live.inners.values[index].stage { return task }
+      guard let index = running!.inners.index(forKey: id) else { return nil }
+      running!.inners.values[index].task = task
+      if case .superseded = running!.inners.values[index].stage { return task }
       return nil
     }
     return updateStopping("innerStarted") { stopping, _ in
@@ -479,14 +471,14 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
   @inlinable mutating func claim(_ id: Int) -> (channel: Channel, element: OuterElement)? {
     if case .running = state {
       // An inner is superseded or retired only once its task claimed its element.
-      guard let index = live.inners.index(forKey: id),
-        case .unclaimed(let element) = live.inners.values[index].stage
+      guard let index = running!.inners.index(forKey: id),
+        case .unclaimed(let element) = running!.inners.values[index].stage
       else {
         preconditionFailure("Internal inconsistency: state running, event claim of inner \(id) that is not unclaimed")
       }
       // Through the index: one hash lookup per event on the path every outer element may take.
-      live.inners.values[index].stage = .running
-      return (live.inners.values[index].channel, element)
+      running!.inners.values[index].stage = .running
+      return (running!.inners.values[index].channel, element)
     }
     updateStopping("claim") { stopping, _ in _ = stopping.innerTasks.removeValue(forKey: id) }
     return nil
@@ -497,10 +489,10 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
   /// before its channel was dropped): what the consumer takes from it is discarded.
   @inlinable mutating func listReady(_ id: Int, channel: Channel) -> Waiter? {
     if case .running = state {
-      live.ready.append((id, channel))
+      running!.ready.append((id, channel))
       // A caught-up inner offers again: the consumer is behind it again.
-      live.logic.offered(id)
-      return live.consumer.take()
+      running!.logic.offered(id)
+      return running!.consumer.take()
     }
     precondition(hasEnded, "Internal inconsistency: state \(state), event listReady")
     return nil
@@ -524,33 +516,33 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
     _ id: Int, _ channelEnd: FlattenInnerStateMachine<some Any, Waiter>.EndAction, failure: Failure?
   ) -> InnerEndedAction {
     if case .running = state {
-      guard let index = live.inners.index(forKey: id) else {
+      guard let index = running!.inners.index(forKey: id) else {
         preconditionFailure("Internal inconsistency: state running, event innerEnded of unknown inner \(id)")
       }
-      let inner = live.inners.values[index]
+      let inner = running!.inners.values[index]
       switch (inner.stage, channelEnd) {
       case (.superseded, _):
-        live.inners.remove(at: index)
+        running!.inners.remove(at: index)
         return .none
       case (.running, .retire), (.drained, .retireWhenDrained):
-        live.inners.remove(at: index)
+        running!.inners.remove(at: index)
         return retire(id, inner, failure: failure)
       case (.running, .retireWhenDrained(let needsListing)):
         if let failure {
           // Its failure ends the operator now; the elements it offered before failing are still
           // delivered, before the failure. Its task is ending: it is not awaited.
-          live.inners.remove(at: index)
+          running!.inners.remove(at: index)
           return .end(end(failure, drain: (id, inner.channel)))
         }
-        live.inners.values[index].task = nil
+        running!.inners.values[index].task = nil
         // Its elements wait: the consumer is behind it until it takes the last one.
-        live.logic.offered(id)
-        let holdsTurn = live.logic.workEnded(id, key: inner.key)
-        live.inners.values[index].stage = .draining(holdsTurn: holdsTurn)
-        if !holdsTurn { live.drainingAfterTurn += 1 }
+        running!.logic.offered(id)
+        let holdsTurn = running!.logic.workEnded(id, key: inner.key)
+        running!.inners.values[index].stage = .draining(holdsTurn: holdsTurn)
+        if !holdsTurn { running!.drainingAfterTurn += 1 }
         guard needsListing else { return .none }
-        live.ready.append((id, inner.channel))
-        return live.consumer.take().map { .resume($0) } ?? .none
+        running!.ready.append((id, inner.channel))
+        return running!.consumer.take().map { .resume($0) } ?? .none
       case (.running, .stale), (.drained, _), (.unclaimed, _), (.draining, _):
         preconditionFailure(
           "Internal inconsistency: state running with inner \(id) \(inner.stage), event innerEnded \(channelEnd)")
@@ -566,6 +558,7 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
   /// moved out of the state (`modifying` is left in its place); `event` names the event in any
   /// other state.
   @inlinable mutating func updateStopping<R>(_ event: String, _ body: (inout Stopping, inout Failure?) -> R) -> R {
+    assert(running == nil, "Internal inconsistency: running data in state \(state), event \(event)")
     var taken = State.modifying
     swap(&taken, &state)
     switch taken {
@@ -583,36 +576,36 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
 
   /// The outer pump, to resume with `true`, if it waits and the logic now wants the outer.
   @inlinable mutating func resumeOuterIfWanted() -> Waiter? {
-    guard live.outerWaiting != nil, live.logic.wantsOuter else { return nil }
-    return live.outerWaiting.take()
+    guard running!.outerWaiting != nil, running!.logic.wantsOuter else { return nil }
+    return running!.outerWaiting.take()
   }
 
   /// An ended inner whose elements have all been taken leaves: it ends the operator if it failed,
   /// lets a waiting outer pump go on, or may finish the operator.
   @inlinable mutating func retire(_ id: Int, _ inner: Inner, failure: Failure?) -> InnerEndedAction {
-    live.logic.turnEnded(id, key: inner.key)
+    running!.logic.turnEnded(id, key: inner.key)
     if let failure { return .end(end(failure)) }
     // A waiting pump holds an element: the operator cannot finish before it ran.
-    if let outer = live.outerWaiting.take() { return .resume(outer) }
+    if let outer = running!.outerWaiting.take() { return .resume(outer) }
     return finishIfDone().map { .end($0) } ?? .none
   }
 
   /// Supersedes inner `id`: returns its channel, to drop after the lock, and its task, to cancel.
   @inlinable mutating func supersede(_ id: Int) -> (channel: Channel, task: Handle?)? {
-    guard let index = live.inners.index(forKey: id) else { return nil }
-    let inner = live.inners.values[index]
-    live.logic.turnEnded(id, key: inner.key)
+    guard let index = running!.inners.index(forKey: id) else { return nil }
+    let inner = running!.inners.values[index]
+    running!.logic.turnEnded(id, key: inner.key)
     if case .draining = inner.stage {
       // It has no task left to report back: it leaves now.
-      live.inners.remove(at: index)
+      running!.inners.remove(at: index)
       return (inner.channel, nil)
     }
-    live.inners.values[index].stage = .superseded
+    running!.inners.values[index].stage = .superseded
     return (inner.channel, inner.task)
   }
 
   @inlinable mutating func finishIfDone() -> Ending? {
-    guard live.outerHasEnded, live.logic.isIdle, live.held == nil, live.drainingAfterTurn == 0 else { return nil }
+    guard running!.outerHasEnded, running!.logic.isIdle, running!.held == nil, running!.drainingAfterTurn == 0 else { return nil }
     return end(nil)
   }
 
@@ -652,10 +645,10 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
   }
 
   @inlinable mutating func makeInner(_ element: OuterElement, key: Key, channel: (Int) -> Channel) -> Int {
-    let id = live.nextID
-    live.nextID += 1
-    live.inners[id] = Inner(key: key, channel: channel(id), element: element)
-    live.logic.innerStarted(id, key: key)
+    let id = running!.nextID
+    running!.nextID += 1
+    running!.inners[id] = Inner(key: key, channel: channel(id), element: element)
+    running!.logic.innerStarted(id, key: key)
     return id
   }
 
