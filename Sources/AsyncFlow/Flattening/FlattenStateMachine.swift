@@ -231,28 +231,31 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
     }
   }
 
+  /// What an inner's event asks of the storage: ``taken(_:isDrained:retires:)`` and
+  /// ``innerEnded(_:_:failure:)``.
   @usableFromInline
-  enum TakenAction {
-    /// Deliver what was taken, and go on taking (``next()``).
-    case takeMore
-    /// Resume the outer pump with `true` (it may go on), deliver, and go on taking.
-    case resumeOuter(Waiter)
-    /// What was taken is stale (its inner was superseded, or the operator is ending): discard it,
-    /// after the lock, and go on taking.
+  enum InnerAction {
+    /// Nothing more (the consumer delivers what it took, and goes on taking).
+    case none
+    /// Resume this waiter with `true`: the outer pump (it may go on) or the consumer (an inner's
+    /// last elements are listed).
+    case resume(Waiter)
+    /// What the consumer took is stale (its inner was superseded, or the operator is ending):
+    /// discarded, after the lock.
     case discard
-    /// The operator ends: deliver what was taken, then ask again.
+    /// The operator ends (what the consumer took is delivered first).
     case end(Ending)
   }
 
   /// The consumer took from inner `id`'s channel, as ``next()`` asked, out of the lock:
   /// `isDrained`, nothing is left in it; `retires`, it had ended and its last element is taken.
-  @inlinable mutating func taken(_ id: Int, isDrained: Bool, retires: Bool) -> TakenAction {
+  @inlinable mutating func taken(_ id: Int, isDrained: Bool, retires: Bool) -> InnerAction {
     guard case .running = state else {
       // The end came while the consumer took: only the failing inner's elements still count.
       return updateStopping("taken") { stopping, _ in
         guard let drain = stopping.drain, drain.id == id else { return .discard }
         if isDrained { stopping.drain = nil }
-        return .takeMore
+        return .none
       }
     }
     guard let index = running!.inners.index(forKey: id) else { return .discard }
@@ -271,23 +274,19 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
     }
     guard retires else {
       // The consumer took one off the ready queue: the outer may go on (mergeFlow).
-      return resumeOuterIfWanted().map { .resumeOuter($0) } ?? .takeMore
+      return resumeOuterIfWanted().map { .resume($0) } ?? .none
     }
     guard case .draining(let holdsTurn) = inner.stage else {
       // Its task has not reported its end yet: it leaves then (``innerEnded(_:_:failure:)``).
       running!.inners.values[index].stage = .drained
-      return .takeMore
+      return .none
     }
     running!.inners.remove(at: index)
     guard holdsTurn else {
       running!.drainingAfterTurn -= 1
-      return finishIfDone().map { .end($0) } ?? .takeMore
+      return finishIfDone().map { .end($0) } ?? .none
     }
-    switch retire(id, inner, failure: nil) {
-    case .none: return .takeMore
-    case .resume(let outer): return .resumeOuter(outer)
-    case .end(let ending): return .end(ending)
-    }
+    return retire(id, inner, failure: nil)
   }
 
   /// The consumer asks again: the batch it took last has been delivered. Called before the
@@ -498,15 +497,6 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
     return nil
   }
 
-  @usableFromInline
-  enum InnerEndedAction {
-    case none
-    /// Resume this waiter with `true`: the outer pump (a slot is free) or the consumer (the
-    /// inner's last elements are listed).
-    case resume(Waiter)
-    case end(Ending)
-  }
-
   /// Inner `id`'s task is ending, with `failure` if its sequence threw; `channelEnd` is what its
   /// channel answered just before. A superseded inner's end, failure included, is stale. One
   /// with nothing left to take retires at once (so its failure ends the operator, and the logic
@@ -514,7 +504,7 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
   /// after taking its last element.
   @inlinable mutating func innerEnded(
     _ id: Int, _ channelEnd: FlattenInnerStateMachine<some Any, Waiter>.EndAction, failure: Failure?
-  ) -> InnerEndedAction {
+  ) -> InnerAction {
     if case .running = state {
       guard let index = running!.inners.index(forKey: id) else {
         preconditionFailure("Internal inconsistency: state running, event innerEnded of unknown inner \(id)")
@@ -582,7 +572,7 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
 
   /// An ended inner whose elements have all been taken leaves: it ends the operator if it failed,
   /// lets a waiting outer pump go on, or may finish the operator.
-  @inlinable mutating func retire(_ id: Int, _ inner: Inner, failure: Failure?) -> InnerEndedAction {
+  @inlinable mutating func retire(_ id: Int, _ inner: Inner, failure: Failure?) -> InnerAction {
     running!.logic.turnEnded(id, key: inner.key)
     if let failure { return .end(end(failure)) }
     // A waiting pump holds an element: the operator cannot finish before it ran.
@@ -662,9 +652,7 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
 // as plain values.
 extension FlattenStateMachine.Ending: Equatable
 where OuterElement: Equatable, Channel: Equatable, Waiter: Equatable, Handle: Equatable {}
-extension FlattenStateMachine.TakenAction: Equatable
-where OuterElement: Equatable, Channel: Equatable, Waiter: Equatable, Handle: Equatable {}
-extension FlattenStateMachine.InnerEndedAction: Equatable
+extension FlattenStateMachine.InnerAction: Equatable
 where OuterElement: Equatable, Channel: Equatable, Waiter: Equatable, Handle: Equatable {}
 extension FlattenStateMachine.OuterElementAction: Equatable
 where OuterElement: Equatable, Channel: Equatable, Handle: Equatable {}

@@ -37,53 +37,22 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
   @usableFromInline
   typealias Producer = UnsafeContinuation<Bool, Never>
 
-  /// What dropping channels under the shared lock leaves for after it: what leaves the operator
-  /// (their discarded elements) is released, and their waiting tasks resumed, only after the lock:
-  /// an element's `deinit` may call back into this operator (cancel its consumer, release its
-  /// iterator), which would deadlock on the lock.
-  @usableFromInline
-  struct Discarded {
-    /// The dropped channels' tasks waiting for room: resumed with `false` (stop).
-    @usableFromInline var producers: [Producer] = []
-    /// Optional, so that an event that drops nothing costs nothing here.
-    @usableFromInline var elements: RingBuffer<Inner.Element>?
-
-    @inlinable init() {}
-  }
-
-  /// Drops `channels`, after the shared lock (the consumer discards what it took from one meanwhile:
-  /// ``FlattenStateMachine/taken(_:isDrained:retires:)``).
-  @inlinable func drop(_ channels: [Channel], into discarded: inout Discarded) {
-    for channel in channels {
-      let dropped = channel.state.withLock { $0.drop() }
-      if let producer = dropped.producer { discarded.producers.append(producer) }
-      guard !dropped.discarded.isEmpty else { continue }
-      if discarded.elements == nil {
-        // Moved, not copied: dropping one channel (the common case, a superseded inner) costs no
-        // allocation.
-        discarded.elements = dropped.discarded
-      } else {
-        for element in dropped.discarded { discarded.elements!.append(element) }
-      }
-    }
+  /// Drops `channel`, after the shared lock (the consumer discards what it took from it meanwhile:
+  /// ``FlattenStateMachine/taken(_:isDrained:retires:)``): its waiting task stops, and what it held
+  /// is released after its lock too, since an element's `deinit` may call back into this operator.
+  @inlinable func drop(_ channel: Channel) {
+    let dropped = channel.state.withLock { $0.drop() }
+    dropped.producer?.resume(returning: false)
   }
 
   /// Carries out what the operator's end asks, after the shared lock is released.
   @inlinable func carryOut(_ ending: Machine.Ending?) {
     guard let ending else { return }
-    var discarded = Discarded()
-    drop(ending.drop, into: &discarded)
-    release(discarded)
+    for channel in ending.drop { drop(channel) }
     for task in ending.cancel { task.cancel() }
     ending.outer?.resume(returning: false)
     ending.consumer?.resume(returning: true)
     withExtendedLifetime(ending) {}  // and the outer elements it took out of the machine
-  }
-
-  /// Stops the dropped channels' waiting tasks and releases what they held.
-  @inlinable func release(_ discarded: Discarded) {
-    for producer in discarded.producers { producer.resume(returning: false) }
-    withExtendedLifetime(discarded) {}  // its elements are released here, after the lock
   }
 
   /// Runs an event that may end the operator (``FlattenStateMachine/Ending``) and carries out its end.
@@ -113,9 +82,9 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
         if isNewRequest { outer = machine.batchDelivered() }
         if let report {
           switch machine.taken(report.id, isDrained: report.taken.isDrained, retires: report.taken.retires) {
-          case .takeMore:
+          case .none:
             break
-          case .resumeOuter(let waiter):
+          case .resume(let waiter):
             outer = waiter
           case .discard:
             stale.append(contentsOf: elements[report.from...])
@@ -224,11 +193,7 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
     let key = operation.key(element)
     let action = state.withLock { $0.outerElement(element, key: key, channel: { Channel(id: $0) }) }
     guard case .startInner(let id, let superseded, let task) = action else { return }
-    if let superseded {
-      var discarded = Discarded()
-      drop([superseded], into: &discarded)
-      release(discarded)
-    }
+    if let superseded { drop(superseded) }
     task?.cancel()
     startInner(id)
   }
@@ -309,7 +274,7 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
   @inlinable func innerEnded(_ channel: Channel, failure: Failure?) {
     let channelEnd = channel.state.withLock { $0.end() }
     switch state.withLock({ $0.innerEnded(channel.id, channelEnd, failure: failure) }) {
-    case .none: break
+    case .none, .discard: break
     case .resume(let waiter): waiter.resume(returning: true)
     case .end(let ending): carryOut(ending)
     }

@@ -76,7 +76,7 @@ extension FlattenStateMachine.OuterElementAction {
   }
 }
 
-extension FlattenStateMachine.TakenAction {
+extension FlattenStateMachine.InnerAction {
   var ending: FlattenStateMachine.Ending? {
     guard case .end(let ending) = self else { return nil }
     return ending
@@ -178,7 +178,7 @@ struct FlattenStateMachineTests {
     guard case .take(first, _) = machine.next() else { return #expect(Bool(false)) }
     let result = machine.taken(first, isDrained: false, retires: false)
     // The channel's waiting producer is the storage's to resume: the machine goes on taking.
-    #expect(result == .takeMore)
+    #expect(result == .none)
     // One key's backlog does not hold back the other's.
     guard case .take(second, _) = machine.next() else { return #expect(Bool(false)) }
     _ = machine.taken(second, isDrained: true, retires: false)
@@ -218,7 +218,7 @@ struct FlattenStateMachineTests {
     // Its channel closed (the task's last answer) and the consumer took the rest before the
     // task's report came: it keeps its slot until then.
     guard case .take = machine.next() else { return #expect(Bool(false)) }
-    #expect(machine.taken(id, isDrained: true, retires: true) == .takeMore)
+    #expect(machine.taken(id, isDrained: true, retires: true) == .none)
     guard case .suspend = machine.next() else { return #expect(Bool(false)) }
     let action = machine.innerEnded(id, GridInner.EndAction.retireWhenDrained(needsListing: false), failure: nil)
     guard case .end(let ending) = action else { return #expect(Bool(false)) }
@@ -238,7 +238,7 @@ struct FlattenStateMachineTests {
     // Taken from the other after the end: discarded. From the failing one: delivered, before the
     // failure, and once it is drained there is nothing left to drain.
     #expect(machine.taken(other, isDrained: true, retires: false) == .discard)
-    #expect(machine.taken(failing, isDrained: true, retires: true) == .takeMore)
+    #expect(machine.taken(failing, isDrained: true, retires: true) == .none)
     guard case .end(TestError(id: 3), _) = machine.next() else { return #expect(Bool(false)) }
     // Once finished, a take is stale too.
     #expect(machine.taken(failing, isDrained: true, retires: false) == .discard)
@@ -406,7 +406,7 @@ struct FlattenStateMachineTests {
     #expect(waits)
     // The consumer takes from one inner: what it took is in its batch, which still counts.
     guard case .take(let id, _) = machine.next() else { return #expect(Bool(false)) }
-    #expect(machine.taken(id, isDrained: true, retires: false) == .takeMore)
+    #expect(machine.taken(id, isDrained: true, retires: false) == .none)
     // It asks again, so the batch was delivered: the pump may go on.
     #expect(machine.batchDelivered() == 7)
     let next = machine.pumpStep(channel: { $0 })
