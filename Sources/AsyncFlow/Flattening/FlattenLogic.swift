@@ -27,7 +27,7 @@ protocol FlattenLogic<Key>: Sendable {
 
   /// Whether the consumer takes everything an inner holds at once. A superseding policy may not:
   /// an element handed over early could be superseded before the consumer returns it, and a stale
-  /// element must never reach the consumer.
+  /// element must never reach the consumer. One that does not counts no backlog (``caughtUp(_:)``).
   static var takesBatches: Bool { get }
 
   /// What the outer element of `key` does. Changes nothing: the machine reports what it did.
@@ -36,7 +36,7 @@ protocol FlattenLogic<Key>: Sendable {
   mutating func innerStarted(_ id: Int, key: Key)
   /// Inner `id` has elements waiting for the consumer (it listed itself, or ended with some).
   mutating func offered(_ id: Int)
-  /// The consumer took everything inner `id` had offered.
+  /// The consumer takes everything inner `id` has offered (a batching policy's take).
   mutating func caughtUp(_ id: Int)
   /// The consumer asks again: its last batch reached its code. Returns whether that freed room.
   mutating func batchDelivered() -> Bool

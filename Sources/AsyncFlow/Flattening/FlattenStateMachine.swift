@@ -212,6 +212,8 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
     switch state {
     case .running:
       guard let entry = running!.ready.popFirst() else { return .suspend }
+      // A batching policy takes everything the inner offered: the consumer is no longer behind it.
+      if Logic.takesBatches { running!.logic.caughtUp(entry.id) }
       return .take(id: entry.id, channel: entry.channel)
     case .idle:
       state = .running
@@ -267,11 +269,7 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
     }
     // One that still has elements goes to the back, behind the others: a busy inner cannot
     // starve the other keys of a keyed `switchToLatestFlow`.
-    if !isDrained {
-      running!.ready.append((id, inner.channel))
-    } else {
-      running!.logic.caughtUp(id)
-    }
+    if !isDrained { running!.ready.append((id, inner.channel)) }
     guard retires else {
       // The consumer took one off the ready queue: the outer may go on (mergeFlow).
       return resumeOuterIfWanted().map { .resume($0) } ?? .none
