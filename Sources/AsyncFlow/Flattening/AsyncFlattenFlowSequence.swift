@@ -35,7 +35,11 @@ where Base.Element: Sendable, Inner.Element: Sendable {
   /// let first = await iterator.next()
   /// ```
   @inlinable public func makeAsyncIterator() -> Iterator {
-    Iterator(BatchConsumer(FlattenStorage(operation)))
+    switch operation.policy {
+    case .latest: Iterator(.latest(BatchConsumer(FlattenStorage(operation, logic: FlattenSwitchLogic()))))
+    case .merge(let limit): Iterator(.merge(BatchConsumer(FlattenStorage(operation, logic: FlattenMergeLogic(maxConcurrent: limit)))))
+    case .exhaust: Iterator(.exhaust(BatchConsumer(FlattenStorage(operation, logic: FlattenExhaustLogic()))))
+    }
   }
 
   /// The iterator of a flattening operator; releasing it cancels the iteration's tasks.
@@ -45,9 +49,18 @@ where Base.Element: Sendable, Inner.Element: Sendable {
   /// while let element = await iterator.next() { print(element?.title ?? "deleted") }
   /// ```
   public struct Iterator: AsyncIteratorProtocol {
-    @usableFromInline let consumer: BatchConsumer<FlattenStorage<Base, Inner, Key, Failure>, Element>
+    /// The consumer of the storage that runs the operator's logic, one case per logic: each case is
+    /// specialized for its logic, and the policy is picked once per iteration.
+    @usableFromInline
+    enum Consumer {
+      case latest(BatchConsumer<FlattenStorage<Base, Inner, FlattenSwitchLogic<Key>, Failure>, Element>)
+      case merge(BatchConsumer<FlattenStorage<Base, Inner, FlattenMergeLogic<Key>, Failure>, Element>)
+      case exhaust(BatchConsumer<FlattenStorage<Base, Inner, FlattenExhaustLogic<Key>, Failure>, Element>)
+    }
 
-    @inlinable init(_ consumer: BatchConsumer<FlattenStorage<Base, Inner, Key, Failure>, Element>) {
+    @usableFromInline let consumer: Consumer
+
+    @inlinable init(_ consumer: Consumer) {
       self.consumer = consumer
     }
 
@@ -58,7 +71,11 @@ where Base.Element: Sendable, Inner.Element: Sendable {
     /// let next = try await iterator.next(isolation: #isolation)
     /// ```
     @inlinable public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-      try await consumer.next(isolation: actor)
+      switch consumer {
+      case .latest(let consumer): try await consumer.next(isolation: actor)
+      case .merge(let consumer): try await consumer.next(isolation: actor)
+      case .exhaust(let consumer): try await consumer.next(isolation: actor)
+      }
     }
 
     /// The next element of an inner the operator delivers from, or `nil` once everything finished
@@ -68,7 +85,7 @@ where Base.Element: Sendable, Inner.Element: Sendable {
     /// let next = try await iterator.next()
     /// ```
     @inlinable public mutating func next() async throws(Failure) -> Element? {
-      try await consumer.next(isolation: nil)
+      try await next(isolation: nil)
     }
   }
 }

@@ -4,8 +4,8 @@
 /// operator's shared state only when it goes from nothing to offer to something (to be listed as
 /// ready) and when it ends.
 ///
-/// Only ``FlattenStorage`` takes this lock. Lock order: the operator's shared lock may be held while
-/// this one is taken, never the reverse.
+/// Only ``FlattenStorage`` takes this lock, never while it holds the operator's shared lock, nor
+/// the reverse.
 @usableFromInline
 final class FlattenInnerChannel<Element: Sendable, Failure: Error>: Sendable {
   @usableFromInline

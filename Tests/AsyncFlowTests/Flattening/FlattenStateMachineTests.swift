@@ -5,16 +5,31 @@ import Testing
 /// The flattening machines tested directly as a grid of state × event, with plain tokens for
 /// channels (the inner's id), continuations (`Int`) and tasks (`String`): no task, no continuation.
 ///
-/// Shared machine: 4 states (idle, running, ending, finished) × 14 events = 56 cells, 17 of them
+/// Shared machine: 4 states (idle, running, ending, finished) × 14 events = 56 cells, 15 of them
 /// impossible (checked with exit tests in `impossibleTransitionsStop`, with 3 more impossible
-/// events within the running state); the 39 possible ones have direct tests below.
+/// events within the running state); the 41 possible ones have direct tests below. Each policy's
+/// own decisions are tables of its logic (`FlattenLogicTests`).
 /// Inner machine: 3 states (open, closed, dropped) × 5 events = 15 cells, 3 impossible.
-typealias GridMachine = FlattenStateMachine<String, Int, Int, Int, String, TestError>
+typealias GridMachine<Logic: FlattenLogic> = FlattenStateMachine<Logic, String, Int, Int, String, TestError>
+typealias GridMerge = GridMachine<FlattenMergeLogic<Int>>
 typealias GridInner = FlattenInnerStateMachine<String, Int>
 
-extension GridMachine {
-  static func running(_ policy: FlattenPolicy) -> GridMachine {
-    var machine = GridMachine(policy: policy)
+extension FlattenLogic where Self == FlattenSwitchLogic<Int> {
+  static var latest: Self { Self() }
+}
+
+extension FlattenLogic where Self == FlattenMergeLogic<Int> {
+  static func merge(maxConcurrent: Int) -> Self { Self(maxConcurrent: maxConcurrent) }
+}
+
+extension FlattenLogic where Self == FlattenExhaustLogic<Int> {
+  static var exhaust: Self { Self() }
+}
+
+extension FlattenStateMachine
+where OuterElement == String, Channel == Int, Waiter == Int, Handle == String, Failure == TestError, Key == Int {
+  static func running(_ logic: Logic) -> Self {
+    var machine = Self(logic: logic)
     guard case .start = machine.next() else { preconditionFailure("a new machine starts") }
     #expect(machine.outerStarted("outer") == nil)
     return machine
@@ -29,15 +44,15 @@ extension GridMachine {
     return id
   }
 
-  static func ending(_ policy: FlattenPolicy = .merge(maxConcurrent: 2)) -> GridMachine {
-    var machine = running(policy)
+  static func ending() -> GridMerge {
+    var machine = GridMerge.running(.merge(maxConcurrent: 2))
     machine.startInner("a")
     _ = machine.cancel()
     return machine
   }
 
-  static func finished() -> GridMachine {
-    var machine = ending()
+  static func finished() -> GridMerge {
+    var machine = GridMerge.ending()
     _ = machine.next()
     return machine
   }
@@ -53,7 +68,7 @@ extension GridMachine {
   }
 }
 
-extension GridMachine.OuterElementAction {
+extension FlattenStateMachine.OuterElementAction {
   /// The inner it starts, if any.
   var startedInner: Int? {
     guard case .startInner(let id, _, _) = self else { return nil }
@@ -61,8 +76,8 @@ extension GridMachine.OuterElementAction {
   }
 }
 
-extension GridMachine.TakenAction {
-  var ending: GridMachine.Ending? {
+extension FlattenStateMachine.InnerAction {
+  var ending: FlattenStateMachine.Ending? {
     guard case .end(let ending) = self else { return nil }
     return ending
   }
@@ -74,7 +89,7 @@ struct FlattenStateMachineTests {
 
   /// The running data cannot be read in another state: it is not there.
   @Test func theRunningDataIsThereOnlyWhileRunning() {
-    var machine = GridMachine(policy: .latest)
+    var machine = GridMachine(logic: .latest)
     #expect(machine.running == nil)
     _ = machine.next()
     #expect(machine.running != nil)
@@ -86,7 +101,7 @@ struct FlattenStateMachineTests {
   }
 
   @Test func testNext_whenIdle_starts() {
-    var machine = GridMachine(policy: .latest)
+    var machine = GridMachine(logic: .latest)
     guard case .start = machine.next() else {
       Issue.record("expected start")
       return
@@ -104,27 +119,32 @@ struct FlattenStateMachineTests {
   }
 
   @Test func testNext_whenRunningAndAnInnerIsReady_takesFromItsChannel() {
-    for (policy, all) in [(FlattenPolicy.latest, false), (.merge(maxConcurrent: 2), true), (.exhaust, true)] {
-      var machine = GridMachine.running(policy)
+    func check(_ machine: inout GridMachine<some FlattenLogic<Int>>) {
       let id = machine.startInner("a")!
       #expect(machine.listReady(id, channel: id) == nil)
-      guard case .take(id, id, all) = machine.next() else {
-        Issue.record("expected a take from \(id), all: \(all)")
-        return
-      }
+      guard case .take(id, id) = machine.next() else { return #expect(Bool(false)) }
     }
+    var latest = GridMachine.running(.latest)
+    check(&latest)
+    var merge = GridMachine.running(.merge(maxConcurrent: 2))
+    check(&merge)
+    var exhaust = GridMachine.running(.exhaust)
+    check(&exhaust)
+    // A superseding policy takes one element at a time; the others take all an inner holds.
+    #expect(!FlattenSwitchLogic<Int>.takesBatches && FlattenMergeLogic<Int>.takesBatches)
+    #expect(FlattenExhaustLogic<Int>.takesBatches)
   }
 
-  @Test func testNext_whenRunningAndTheReadyInnerWasSuperseded_takesFromItsDroppedChannel() {
+  @Test func testNext_whenRunningAndTheReadyInnerWasSuperseded_discardsWhatWasTakenFromIt() {
     var machine = GridMachine.running(.latest)
     let first = machine.startInner("a")!
     #expect(machine.listReady(first, channel: first) == nil)
     let action = machine.outerElement("b", key: 0, channel: { $0 })
-    // "a"'s element was listed before "b" arrived: its channel is dropped before the lock is
-    // released (the storage does it), so the take that follows takes nothing.
+    // "a"'s element was listed before "b" arrived: its channel is dropped after the lock, so the
+    // take that follows may still take from it, and what it took is stale.
     #expect(action == .startInner(1, superseding: first, cancelling: "task0"))
-    guard case .take(first, first, false) = machine.next() else { return #expect(Bool(false)) }
-    #expect(machine.taken(first, channel: first, isDrained: true, retires: false) == .takeMore)
+    guard case .take(first, first) = machine.next() else { return #expect(Bool(false)) }
+    #expect(machine.taken(first, isDrained: true, retires: false) == .discard)
     guard case .suspend = machine.next() else { return #expect(Bool(false)) }
   }
 
@@ -140,7 +160,7 @@ struct FlattenStateMachineTests {
   }
 
   @Test func testNext_whenFinished_endsWithNothingToAwait() {
-    var machine = GridMachine.finished()
+    var machine = GridMerge.finished()
     guard case .end(nil, nil) = machine.next() else {
       Issue.record("expected a plain end")
       return
@@ -155,14 +175,14 @@ struct FlattenStateMachineTests {
     let second = machine.startInner("b", key: 2)!
     _ = machine.listReady(first, channel: first)
     _ = machine.listReady(second, channel: second)
-    guard case .take(first, _, _) = machine.next() else { return #expect(Bool(false)) }
-    let result = machine.taken(first, channel: first, isDrained: false, retires: false)
+    guard case .take(first, _) = machine.next() else { return #expect(Bool(false)) }
+    let result = machine.taken(first, isDrained: false, retires: false)
     // The channel's waiting producer is the storage's to resume: the machine goes on taking.
-    #expect(result == .takeMore)
+    #expect(result == .none)
     // One key's backlog does not hold back the other's.
-    guard case .take(second, _, _) = machine.next() else { return #expect(Bool(false)) }
-    _ = machine.taken(second, channel: second, isDrained: true, retires: false)
-    guard case .take(first, _, _) = machine.next() else { return #expect(Bool(false)) }
+    guard case .take(second, _) = machine.next() else { return #expect(Bool(false)) }
+    _ = machine.taken(second, isDrained: true, retires: false)
+    guard case .take(first, _) = machine.next() else { return #expect(Bool(false)) }
   }
 
   @Test func testTaken_whenRunningAndADrainingInnerRetires_finishesIfTheOuterEnded() {
@@ -172,7 +192,7 @@ struct FlattenStateMachineTests {
     _ = machine.outerEnded(nil)
     #expect(machine.innerEnded(id, GridInner.EndAction.retireWhenDrained(needsListing: false), failure: nil) == .none)
     guard case .take = machine.next() else { return #expect(Bool(false)) }
-    let result = machine.taken(id, channel: id, isDrained: true, retires: true)
+    let result = machine.taken(id, isDrained: true, retires: true)
     #expect(result.ending?.cancel == ["outer"])
     guard case .end(nil, "outer") = machine.next() else { return #expect(Bool(false)) }
   }
@@ -184,10 +204,44 @@ struct FlattenStateMachineTests {
     var longest = 0
     for _ in 0..<1_000 {
       guard case .take = machine.next() else { return #expect(Bool(false)) }
-      _ = machine.taken(id, channel: id, isDrained: false, retires: false)
+      _ = machine.taken(id, isDrained: false, retires: false)
       longest = max(longest, machine.readyQueueLength)
     }
     #expect(longest <= 64)
+  }
+
+  @Test func testTaken_whenRunningAndTheLastIsTakenBeforeTheEndIsReported_retiresAtTheReport() {
+    var machine = GridMachine.running(.merge(maxConcurrent: 1))
+    let id = machine.startInner("a")!
+    _ = machine.listReady(id, channel: id)
+    _ = machine.outerEnded(nil)
+    // Its channel closed (the task's last answer) and the consumer took the rest before the
+    // task's report came: it keeps its slot until then.
+    guard case .take = machine.next() else { return #expect(Bool(false)) }
+    #expect(machine.taken(id, isDrained: true, retires: true) == .none)
+    guard case .suspend = machine.next() else { return #expect(Bool(false)) }
+    let action = machine.innerEnded(id, GridInner.EndAction.retireWhenDrained(needsListing: false), failure: nil)
+    guard case .end(let ending) = action else { return #expect(Bool(false)) }
+    #expect(ending.cancel == ["outer"])
+  }
+
+  @Test func testTaken_whenEnding_discardsAllButTheFailingInnersElements() {
+    var machine = GridMachine.running(.merge(maxConcurrent: 3))
+    let failing = machine.startInner("a")!
+    let other = machine.startInner("b")!
+    _ = machine.listReady(other, channel: other)
+    _ = machine.listReady(failing, channel: failing)
+    guard case .take(other, _) = machine.next() else { return #expect(Bool(false)) }
+    guard case .end = machine.innerEnded(
+      failing, GridInner.EndAction.retireWhenDrained(needsListing: false), failure: TestError(id: 3))
+    else { return #expect(Bool(false)) }
+    // Taken from the other after the end: discarded. From the failing one: delivered, before the
+    // failure, and once it is drained there is nothing left to drain.
+    #expect(machine.taken(other, isDrained: true, retires: false) == .discard)
+    #expect(machine.taken(failing, isDrained: true, retires: true) == .none)
+    guard case .end(TestError(id: 3), _) = machine.next() else { return #expect(Bool(false)) }
+    // Once finished, a take is stale too.
+    #expect(machine.taken(failing, isDrained: true, retires: false) == .discard)
   }
 
   // MARK: suspendConsumer
@@ -208,16 +262,16 @@ struct FlattenStateMachineTests {
   }
 
   @Test func testSuspendConsumer_whenEndingOrFinished_returnsItAtOnce() {
-    var ending = GridMachine.ending()
+    var ending = GridMerge.ending()
     #expect(ending.suspendConsumer(5) == 5)
-    var finished = GridMachine.finished()
+    var finished = GridMerge.finished()
     #expect(finished.suspendConsumer(6) == 6)
   }
 
   // MARK: cancel
 
   @Test func testCancel_whenIdle_finishesWithNothingToDo() {
-    var machine = GridMachine(policy: .latest)
+    var machine = GridMachine(logic: .latest)
     #expect(machine.cancel() == nil)
     #expect(machine.stateName == "finished")
   }
@@ -241,9 +295,9 @@ struct FlattenStateMachineTests {
   }
 
   @Test func testCancel_whenEndingOrFinished_doesNothing() {
-    var ending = GridMachine.ending()
+    var ending = GridMerge.ending()
     #expect(ending.cancel() == nil)
-    var finished = GridMachine.finished()
+    var finished = GridMerge.finished()
     #expect(finished.cancel() == nil)
   }
 
@@ -259,14 +313,14 @@ struct FlattenStateMachineTests {
   // MARK: outerStarted
 
   @Test func testOuterStarted_whenRunning_keepsIt() {
-    var machine = GridMachine(policy: .latest)
+    var machine = GridMachine(logic: .latest)
     _ = machine.next()
     #expect(machine.outerStarted("outer") == nil)
     #expect(machine.cancel()?.cancel == ["outer"])
   }
 
   @Test func testOuterStarted_whenEnding_returnsItToCancelAndAwaitsIt() {
-    var machine = GridMachine(policy: .latest)
+    var machine = GridMachine(logic: .latest)
     _ = machine.next()
     _ = machine.cancel()
     #expect(machine.outerStarted("outer") == "outer")
@@ -320,11 +374,11 @@ struct FlattenStateMachineTests {
   }
 
   @Test func testPumpStepAndPumpWait_whenEndingOrFinished_stop() {
-    var ending = GridMachine.ending()
+    var ending = GridMerge.ending()
     let endingStep = ending.pumpStep(channel: { $0 })
     let endingWaits = ending.pumpWait(1)
     #expect(endingStep == .stop && !endingWaits)
-    var finished = GridMachine.finished()
+    var finished = GridMerge.finished()
     let finishedStep = finished.pumpStep(channel: { $0 })
     let finishedWaits = finished.pumpWait(1)
     #expect(finishedStep == .stop && !finishedWaits)
@@ -340,7 +394,7 @@ struct FlattenStateMachineTests {
 
   @Test func testOuterElement_whenRunningMergeAndTheLimitOfInnersHoldElements_holdsIt() {
     var machine = GridMachine.running(.merge(maxConcurrent: .max))
-    for index in 0..<GridMachine.behindInnersLimit {
+    for index in 0..<FlattenBacklog.defaultLimit {
       let id = machine.startInner("e\(index)")!
       _ = machine.listReady(id, channel: id)
     }
@@ -351,24 +405,24 @@ struct FlattenStateMachineTests {
     let waits = machine.pumpWait(7)
     #expect(waits)
     // The consumer takes from one inner: what it took is in its batch, which still counts.
-    guard case .take(let id, _, _) = machine.next() else { return #expect(Bool(false)) }
-    #expect(machine.taken(id, channel: id, isDrained: true, retires: false) == .takeMore)
+    guard case .take(let id, _) = machine.next() else { return #expect(Bool(false)) }
+    #expect(machine.taken(id, isDrained: true, retires: false) == .none)
     // It asks again, so the batch was delivered: the pump may go on.
     #expect(machine.batchDelivered() == 7)
     let next = machine.pumpStep(channel: { $0 })
-    #expect(next == .startInner(GridMachine.behindInnersLimit))
+    #expect(next == .startInner(FlattenBacklog.defaultLimit))
   }
 
   @Test func testOuterElement_whenRunningMergeAndTheLimitOfInnersHaveNotDelivered_holdsIt() {
     var machine = GridMachine.running(.merge(maxConcurrent: .max))
     // Started, nothing offered yet: each may be about to (a short inner offers and ends at once).
-    for index in 0..<GridMachine.behindInnersLimit { _ = machine.startInner("e\(index)")! }
+    for index in 0..<FlattenBacklog.defaultLimit { _ = machine.startInner("e\(index)")! }
     #expect(machine.outerElement("late", key: 0, channel: { $0 }) == .none)
     #expect(machine.pumpStep(channel: { $0 }) == .wait)
     // One ends without an element: the consumer is no longer behind it.
     let action = machine.innerEnded(0, GridInner.EndAction.retire, failure: nil)
     #expect(action == .none)  // the pump has not registered its wait
-    #expect(machine.pumpStep(channel: { $0 }) == .startInner(GridMachine.behindInnersLimit))
+    #expect(machine.pumpStep(channel: { $0 }) == .startInner(FlattenBacklog.defaultLimit))
   }
 
   @Test func testOuterElement_whenRunningMergeWithAnExplicitLimitAboveTheDefault_startsThatMany() {
@@ -380,7 +434,7 @@ struct FlattenStateMachineTests {
   @Test func testOuterElement_whenRunningKeyedLatestWithManyKeys_startsAnInnerForEach() {
     var machine = GridMachine.running(.latest)
     // One inner per key, however many keys: a list loads every row it shows at once.
-    for key in 0..<(GridMachine.behindInnersLimit * 2) {
+    for key in 0..<(FlattenBacklog.defaultLimit * 2) {
       #expect(machine.outerElement("e\(key)", key: key, channel: { $0 }).startedInner == key)
     }
   }
@@ -427,9 +481,9 @@ struct FlattenStateMachineTests {
   }
 
   @Test func testOuterElement_whenEndingOrFinished_isDiscarded() {
-    var ending = GridMachine.ending()
+    var ending = GridMerge.ending()
     #expect(ending.outerElement("x", key: 0, channel: { $0 }) == .none)
-    var finished = GridMachine.finished()
+    var finished = GridMerge.finished()
     #expect(finished.outerElement("x", key: 0, channel: { $0 }) == .none)
   }
 
@@ -461,10 +515,10 @@ struct FlattenStateMachineTests {
   }
 
   @Test func testOuterEnded_whenEndingOrFinished_isIgnored() {
-    var ending = GridMachine.ending()
+    var ending = GridMerge.ending()
     #expect(ending.outerEnded(TestError(id: 1)) == nil)
     guard case .end(nil, _) = ending.next() else { return #expect(Bool(false)) }
-    var finished = GridMachine.finished()
+    var finished = GridMerge.finished()
     #expect(finished.outerEnded(nil) == nil)
   }
 
@@ -500,7 +554,7 @@ struct FlattenStateMachineTests {
     #expect(machine.innerStarted(id, task: "t") == "t")
     _ = machine.next()
     #expect(machine.remainingInnerTasks() == ["t"])
-    var finished = GridMachine.finished()
+    var finished = GridMerge.finished()
     #expect(finished.innerStarted(99, task: "x") == nil)
   }
 
@@ -520,7 +574,7 @@ struct FlattenStateMachineTests {
     #expect(machine.claim(id) == nil)
     _ = machine.next()
     #expect(machine.remainingInnerTasks().isEmpty)
-    var finished = GridMachine.finished()
+    var finished = GridMerge.finished()
     #expect(finished.claim(0) == nil)
   }
 
@@ -533,15 +587,15 @@ struct FlattenStateMachineTests {
     #expect(machine.suspendConsumer(3) == nil)
     #expect(machine.listReady(second, channel: second) == 3)
     #expect(machine.listReady(first, channel: first) == nil)
-    guard case .take(second, _, _) = machine.next() else { return #expect(Bool(false)) }
-    _ = machine.taken(second, channel: second, isDrained: true, retires: false)
-    guard case .take(first, _, _) = machine.next() else { return #expect(Bool(false)) }
+    guard case .take(second, _) = machine.next() else { return #expect(Bool(false)) }
+    _ = machine.taken(second, isDrained: true, retires: false)
+    guard case .take(first, _) = machine.next() else { return #expect(Bool(false)) }
   }
 
   @Test func testListReady_whenEndingOrFinished_isIgnored() {
-    var ending = GridMachine.ending()
+    var ending = GridMerge.ending()
     #expect(ending.listReady(0, channel: 0) == nil)
-    var finished = GridMachine.finished()
+    var finished = GridMerge.finished()
     #expect(finished.listReady(0, channel: 0) == nil)
   }
 
@@ -570,7 +624,7 @@ struct FlattenStateMachineTests {
     #expect(machine.suspendConsumer(3) == nil)
     let action = machine.innerEnded(id, GridInner.EndAction.retireWhenDrained(needsListing: true), failure: nil)
     #expect(action == .resume(3))
-    guard case .take(id, _, _) = machine.next() else { return #expect(Bool(false)) }
+    guard case .take(id, _) = machine.next() else { return #expect(Bool(false)) }
   }
 
   @Test func testInnerEnded_whenRunningFailsWithElementsLeft_endsAtOnceDeliveringThoseFirst() {
@@ -599,23 +653,23 @@ struct FlattenStateMachineTests {
     _ = machine.innerEnded(1, GridInner.EndAction.retire, failure: nil)
     _ = machine.outerEnded(nil)
     // The first inner's elements are still to be taken: the operator has not finished.
-    guard case .take(first, _, _) = machine.next() else { return #expect(Bool(false)) }
-    let result = machine.taken(first, channel: first, isDrained: true, retires: true)
+    guard case .take(first, _) = machine.next() else { return #expect(Bool(false)) }
+    let result = machine.taken(first, isDrained: true, retires: true)
     #expect(result.ending != nil)  // what was taken is delivered before the end
     guard case .end(nil, _) = machine.next() else { return #expect(Bool(false)) }
   }
 
   @Test func testOuterElement_whenRunningExhaustAndTheLimitOfEndedInnersWait_dropsIt() {
     var machine = GridMachine.running(.exhaust)
-    for index in 0..<GridMachine.behindInnersLimit {
+    for index in 0..<FlattenBacklog.defaultLimit {
       let id = machine.startInner("e\(index)")!
       _ = machine.listReady(id, channel: id)
       _ = machine.innerEnded(id, GridInner.EndAction.retireWhenDrained(needsListing: false), failure: nil)
     }
     // The consumer is that many ended inners behind: a new element is dropped, as while one runs.
     #expect(machine.outerElement("late", key: 0, channel: { $0 }) == .none)
-    guard case .take(let id, _, _) = machine.next() else { return #expect(Bool(false)) }
-    _ = machine.taken(id, channel: id, isDrained: true, retires: true)
+    guard case .take(let id, _) = machine.next() else { return #expect(Bool(false)) }
+    _ = machine.taken(id, isDrained: true, retires: true)
     // Its elements are in the consumer's batch: they count until it asks again.
     #expect(machine.outerElement("later", key: 0, channel: { $0 }) == .none)
     _ = machine.batchDelivered()
@@ -623,11 +677,11 @@ struct FlattenStateMachineTests {
   }
 
   @Test func testInnerEnded_whenEndingOrFinished_forgetsTheTask() {
-    var machine = GridMachine.ending()
+    var machine = GridMerge.ending()
     #expect(machine.innerEnded(0, GridInner.EndAction.stale, failure: TestError()) == .none)
     _ = machine.next()
     #expect(machine.remainingInnerTasks().isEmpty)
-    var finished = GridMachine.finished()
+    var finished = GridMerge.finished()
     #expect(finished.innerEnded(0, GridInner.EndAction.stale, failure: nil) == .none)
     #expect(finished.remainingInnerTasks().isEmpty)
   }
@@ -653,32 +707,31 @@ struct FlattenStateMachineTests {
       "innerStarted", "claim", "listReady", "innerEnded", "remainingInnerTasks",
     ]
     var cells = events.filter { !["next", "cancel"].contains($0) }.map { "idle.\($0)" }
-    cells += ["running.remainingInnerTasks", "ending.taken", "ending.remainingInnerTasks"]
-    cells += ["finished.taken", "finished.outerStarted"]
+    cells += ["running.remainingInnerTasks", "ending.remainingInnerTasks", "finished.outerStarted"]
     // Within running: events that contradict what the machine knows of an inner.
-    cells += ["running.claimTwice", "running.innerEndedStaleWhileCurrent", "running.takenRetiringARunningInner"]
+    cells += ["running.claimTwice", "running.innerEndedStaleWhileCurrent", "running.innerEndedEmptyOnceDrained"]
     return cells
   }()
 
   @Test func theGridCountsEveryImpossibleCell() {
-    #expect(Self.impossibleCells.count == 17 + 3)
+    #expect(Self.impossibleCells.count == 15 + 3)
   }
 
   @Test(arguments: impossibleCells)
   func impossibleTransitionsStop(cell: String) async {
     await #expect(processExitsWith: .failure) { [cell] in
       let parts = cell.split(separator: ".").map(String.init)
-      var machine: GridMachine
+      var machine: GridMerge
       switch parts[0] {
-      case "idle": machine = GridMachine(policy: .latest)
-      case "running": machine = .running(.latest)
+      case "idle": machine = GridMerge(logic: .merge(maxConcurrent: 2))
+      case "running": machine = .running(.merge(maxConcurrent: 2))
       case "ending": machine = .ending()
       case "finished": machine = .finished()
       default: return  // exits with success: the expectation fails on a misspelt cell
       }
       switch parts[1] {
       case "next": _ = machine.next()
-      case "taken": _ = machine.taken(0, channel: 0, isDrained: true, retires: false)
+      case "taken": _ = machine.taken(0, isDrained: true, retires: false)
       case "suspendConsumer": _ = machine.suspendConsumer(1)
       case "cancel": _ = machine.cancel()
       case "outerStarted": _ = machine.outerStarted("o")
@@ -697,11 +750,12 @@ struct FlattenStateMachineTests {
       case "innerEndedStaleWhileCurrent":
         let id = machine.startInner("a")!
         _ = machine.innerEnded(id, GridInner.EndAction.stale, failure: nil)
-      case "takenRetiringARunningInner":
+      case "innerEndedEmptyOnceDrained":
         let id = machine.startInner("a")!
         _ = machine.listReady(id, channel: id)
         _ = machine.next()
-        _ = machine.taken(id, channel: id, isDrained: true, retires: true)
+        _ = machine.taken(id, isDrained: true, retires: true)
+        _ = machine.innerEnded(id, GridInner.EndAction.retire, failure: nil)
       default: return  // exits with success: the expectation fails on a misspelt cell
       }
     }

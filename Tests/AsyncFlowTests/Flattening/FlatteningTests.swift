@@ -274,7 +274,7 @@ struct FlatteningTests {
     await clock.runCurrent()
     // 16 inners holding elements (the documented limit), plus the outer element held for a slot;
     // each inner pulled its buffer of 64 and one in hand. (Before the bound: 2,000 and 130,064.)
-    #expect(FlattenStateMachine<Int, Int, Int, Int, Int, Never>.behindInnersLimit == 16)
+    #expect(FlattenBacklog.defaultLimit == 16)
     #expect(outerPulled.withLock { $0 } <= 16 + 2)
     #expect(produced.withLock { $0 } <= (16 + 2) * (FlattenInnerChannel<Int, Never>.bufferLimit + 1))
     consumerGate.release()
