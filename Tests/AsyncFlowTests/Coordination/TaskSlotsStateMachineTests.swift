@@ -542,9 +542,9 @@ struct TaskSlotsStateMachineOwnerTests {
       Issue.record("a run registered before close begins")
       return
     }
-    let (delivered, wakes) = machine.finished("id", token: token, isCancelled: false)
-    #expect(delivered)
-    #expect(wakes.map(\.waiter) == [10])
-    #expect(wakes.map(\.running) == [false])
+    let end = machine.finished("id", token: token, isCancelled: false)
+    #expect(end.delivered)
+    #expect(end.wakes.map(\.waiter) == [10])
+    #expect(end.wakes.map(\.running) == [false])
   }
 }
