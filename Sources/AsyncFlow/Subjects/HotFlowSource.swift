@@ -123,6 +123,11 @@ extension HotFlowSource {
   ///   if it is not running. The sink counts in ``subscriberCount``; cancelling or releasing its
   ///   subscription stops the upstream when it was the last subscriber.
   ///
+  /// The closure runs in the context (task-local values, priority) of the `send` that found the
+  /// sink idle, since no task of the caller's is kept for it. To run it in the caller's context,
+  /// erase the source first, `subject.eraseToFlow().sink { ... }`: the sequence's `sink` then
+  /// keeps a task of its own, started here.
+  ///
   /// This overload takes a closure that awaits; a closure that does not `await` picks the
   /// synchronous overload, which delivers the same values for less per value.
   ///

@@ -81,4 +81,24 @@ struct OwnerContextTests {
     await clock.runCurrent()
     #expect(await bounded(shutdown, "the shutdown")?.isComplete == true)
   }
+
+  /// A hot source's own `sink` has no task while idle: its values are delivered in the sender's
+  /// context. The same source erased to a `Flow` takes the sequence's `sink`, which costs a task,
+  /// started where `sink` was called: its closure runs with that caller's task-local values.
+  @Test func aSinkAsksForItsCallersContextByErasingTheSourceToAFlow() async {
+    let subject = PassthroughFlow<Int, Never>()
+    let calls = ControlledCalls<String, Void>()
+    let inCallersContext = Trace.$id.withValue("caller") {
+      subject.eraseToFlow().sink { _ in await calls.call("caller's task: \(Trace.id)") }
+    }
+    let inSendersContext = Trace.$id.withValue("caller") {
+      subject.sink { _ in await calls.call("mailbox: \(Trace.id)") }
+    }
+    await Task { Trace.$id.withValue("sender") { subject.send(1) } }.value
+    await calls.calls(count: 2)
+    #expect(calls.arguments.sorted() == ["caller's task: caller", "mailbox: sender"])
+    for call in calls.waitingCalls { calls.respond(toCall: call.index, with: ()) }
+    inCallersContext.cancel()
+    inSendersContext.cancel()
+  }
 }
