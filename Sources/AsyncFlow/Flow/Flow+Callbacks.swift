@@ -119,9 +119,9 @@ public struct FlowCallbacks<Element: Sendable, Failure: Error>: Sendable {
   ///
   /// `false` means it never will: the source has ended or the consumer has left (so the callback
   /// API may be stopped), or the buffer is full under `.bufferingOldest`. Under `.bufferingNewest`
-  /// the oldest buffered element gives way instead, and `element` is kept. A callback cannot wait
-  /// for room, so this is the one moment the drop can be seen: count it, log it, or ignore it (the
-  /// result is discardable).
+  /// the oldest buffered element gives way instead, and `element` is kept: a policy made with
+  /// ``FlowBufferingPolicy/onDrop(_:)`` is told of either drop as it happens. A callback cannot
+  /// wait for room: count the drop, log it, or ignore it (the result is discardable).
   ///
   /// ```swift
   /// let latest = Flow<Quote, SocketError>.callbacks(bufferingPolicy: .bufferingOldest(8)) { callbacks in

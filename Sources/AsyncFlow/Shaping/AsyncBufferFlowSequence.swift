@@ -2,7 +2,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// Decouples a fast producer from a slow consumer: the upstream is pulled in a task of its own,
   /// as fast as it produces, into a buffer that keeps what `policy` says until the consumer takes
   /// it. `.unbounded` loses nothing (and holds the whole backlog); `.bufferingNewest(n)` drops the
-  /// oldest element when `n` wait, `.bufferingOldest(n)` drops the new one. The upstream's finish
+  /// oldest element when `n` wait, `.bufferingOldest(n)` drops the new one, and counts it: the
+  /// iterator's `droppedCount` (``AsyncOperatorIterator/droppedCount``), and a policy made with
+  /// ``FlowBufferingPolicy/onDrop(_:)`` is told of each drop as it happens. The upstream's finish
   /// or failure comes after the buffered elements: nothing the buffer holds is lost to it.
   ///
   /// ```swift
