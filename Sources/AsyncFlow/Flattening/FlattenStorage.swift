@@ -68,7 +68,7 @@ where Outer.Element: Sendable, Inner.Element: Sendable {
   /// the channel, the consumer takes from it, and `taken` (in the lock of the following `next()`)
   /// says whether what it took is delivered. A batching policy (``FlattenLogic/takesBatches``)
   /// takes everything an inner holds, which `next()` counts as caught up, and never supersedes:
-  /// what it takes may go stale only at the end, which comes after it anyway. So it takes from every
+  /// what it takes may go stale only with the end, which the consumer sees after it. So it takes from every
   /// ready inner at once, reports only the takes that retire their inner, and delivers the others
   /// at once: a request costs it one shared lock, as when the takes were made under that lock. (A
   /// report after every take cost `W4.merge` about 25 %, a request per inner `W4.mergeFlow.inputs`
