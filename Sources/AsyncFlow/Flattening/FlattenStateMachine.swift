@@ -24,9 +24,10 @@ enum FlattenPolicy: Sendable, Equatable {
 /// per element); this machine knows the inners by id and lists the ones with something for the
 /// consumer. It is pure: it never locks, resumes, cancels or starts anything. ``FlattenStorage``
 /// holds it under the operator's lock and never takes a channel's lock while holding it: the
-/// consumer takes from a channel between two events (``next()`` names the channel, ``taken(_:isDrained:retires:)``
-/// says whether what it took is delivered), a channel the machine drops is dropped after the lock,
-/// and an inner's end is its channel's answer, asked before the event.
+/// consumer takes from a channel between two events (``next()`` names the channel,
+/// ``taken(_:isDrained:retires:)`` says whether what it took is delivered; a batching policy reports
+/// only a take that retires its inner), a channel the machine drops is dropped after the lock, and
+/// an inner's end is its channel's answer, asked before the event.
 ///
 /// Generic over the channel, continuation (`Waiter`) and task (`Handle`) types so that its grid is
 /// tested with plain values.
