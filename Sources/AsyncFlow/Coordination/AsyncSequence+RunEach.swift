@@ -21,7 +21,7 @@ extension AsyncSequence where Self: Sendable, Element: Equatable & Sendable, Fai
   /// next element. When the sequence finishes, the iteration ends and its runs go on.
   ///
   /// ```swift
-  /// @MainActor @Observable final class SearchModel {
+  /// @MainActor @Observable private final class SearchModel {
   ///   var keyword = ""
   ///   private(set) var results: [Item] = []
   ///   @ObservationIgnored private let slots = TaskSlots<String>()
