@@ -11,7 +11,7 @@ struct FeedServiceTests {
   typealias Fetches = ControlledCalls<String, Result<Profile, BackendError>>
   typealias Searches = ControlledCalls<String, Result<[String], BackendError>>
 
-  private func lookup(_ fetches: Fetches, log: ServiceLog = ServiceLog()) -> ProfileLookup<TestClock> {
+  private func lookup(_ fetches: Fetches, log: ServerLog = ServerLog()) -> ProfileLookup<TestClock> {
     ProfileLookup(clock: TestClock.current, log: log) { id throws(BackendError) in try await fetches.call(id).get() }
   }
 
@@ -87,7 +87,7 @@ struct FeedServiceTests {
     let clock = TestClock.current
     let searches = Searches(whenCancelled: .failure(.unavailable))
     let ended = LockedState(0)
-    let log = ServiceLog()
+    let log = ServerLog()
     let all = backends(searches, count: 5, ended: ended)
     let search = clock.task {
       let results = await fanOutSearch("swift", over: all, limit: 10, clock: clock, log: log)
@@ -105,10 +105,10 @@ struct FeedServiceTests {
     let clock = TestClock.current
     let searches = Searches(whenCancelled: .failure(.unavailable))
     let ended = LockedState(0)
-    let log = ServiceLog()
+    let log = ServerLog()
     let all = backends(searches, count: 3, ended: ended)
     let search = clock.task {
-      await ServiceRequest.$id.withValue("r7") {
+      await RequestContext.$requestID.withValue("r7") {
         await fanOutSearch("swift", over: all, limit: 10, clock: clock, log: log)
       }
     }
@@ -126,7 +126,7 @@ struct FeedServiceTests {
 @Suite("Feed service examples on real threads", .timeLimit(.minutes(1)))
 struct FeedServiceThreadTests {
   @Test func everyLineCarriesItsRequestsID() async {
-    let log = ServiceLog()
+    let log = ServerLog()
     let profiles = ProfileLookup(clock: ContinuousClock(), log: log) { id throws(BackendError) in
       Profile(id: id, name: id.uppercased())
     }

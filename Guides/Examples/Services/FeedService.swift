@@ -2,29 +2,8 @@ import AsyncFlow
 
 // The service-shaped examples of Guides/Services.md: a profile lookup that joins repeated
 // requests, a fan-out search over several backends that stops early, and a request ID in every log
-// line. `FeedServiceTests` runs them on real threads and on a test clock.
-
-// region: service-request-id
-/// The ID of the request a handler serves, bound once around everything the request does: every
-/// task the library starts for the request (a lookup's flight, a fan-out's searches) inherits it.
-public enum ServiceRequest {
-  @TaskLocal public static var id = "-"
-}
-
-/// A log that knows nothing of requests: each line takes the ID of the task that writes it.
-public final class ServiceLog: Sendable {
-  private let lines = LockedState<[String]>([])
-
-  public init() {}
-
-  public func info(_ message: String) {
-    let line = "[\(ServiceRequest.id)] \(message)"
-    lines.withLock { $0.append(line) }
-  }
-
-  public var written: [String] { lines.withLock { $0 } }
-}
-// endregion: service-request-id
+// line (`RequestContext` and `ServerLog`, from Context/RequestLogging.swift). `FeedServiceTests`
+// runs them on real threads and on a test clock.
 
 /// How a backend call fails: `notFound` is for good, `unavailable` may pass.
 public enum BackendError: Error, Equatable, Sendable {
@@ -54,9 +33,9 @@ public final class ProfileLookup<C: Clock>: Sendable where C.Duration == Duratio
   private let flights = SingleFlight<String, Profile, Failure>()
   private let fetch: @Sendable (String) async throws(BackendError) -> Profile
   private let clock: C
-  private let log: ServiceLog
+  private let log: ServerLog
 
-  public init(clock: C, log: ServiceLog, fetch: @escaping @Sendable (String) async throws(BackendError) -> Profile) {
+  public init(clock: C, log: ServerLog, fetch: @escaping @Sendable (String) async throws(BackendError) -> Profile) {
     self.clock = clock
     self.log = log
     self.fetch = fetch
@@ -99,7 +78,7 @@ public struct SearchBackend: Sendable {
 /// cancelled, and `collectWhile` returns only once they have ended, so no backend call outlives
 /// the request.
 public func fanOutSearch<C: Clock>(
-  _ query: String, over backends: [SearchBackend], limit: Int, clock: C, log: ServiceLog
+  _ query: String, over backends: [SearchBackend], limit: Int, clock: C, log: ServerLog
 ) async -> [String] where C.Duration == Duration {
   var found: [String] = []
   await Flow.sequence(backends)
@@ -124,9 +103,9 @@ public func fanOutSearch<C: Clock>(
 /// write for it carries it.
 public func handleFeedRequest<C: Clock>(
   id: String, user: String, query: String, profiles: ProfileLookup<C>, backends: [SearchBackend], clock: C,
-  log: ServiceLog
+  log: ServerLog
 ) async -> (profile: Profile?, results: [String]) where C.Duration == Duration {
-  await ServiceRequest.$id.withValue(id) {
+  await RequestContext.$requestID.withValue(id) {
     log.info("request for \(user)")
     let profile = try? await profiles.profile(user)
     let results = await fanOutSearch(query, over: backends, limit: 10, clock: clock, log: log)
