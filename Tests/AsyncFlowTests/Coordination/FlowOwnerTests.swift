@@ -177,29 +177,6 @@ struct FlowOwnerTests {
     #expect(await owner.shutdown(timeout: .zero, clock: clock).isComplete)
   }
 
-  /// The same on real threads and the continuous clock: a single flight's run that ignores its
-  /// cancellation, and a shutdown with a 20 ms deadline, which returns that run in its report.
-  @Test func aShutdownReturnsAtItsDeadlineWithWhatIsLeftOnRealThreads() async {
-    let owner = FlowOwner()
-    let flights = SingleFlight<String, Int, Never>(owner: owner)
-    let release = Signal()
-    let entered = Signal()
-    let caller = Task {
-      await flights.run("stuck") {
-        entered.fire()
-        await release.wait()  // not cancellable
-        return 1
-      }
-    }
-    await entered.wait()
-    let report = await owner.shutdown(timeout: .milliseconds(20), clock: ContinuousClock())
-    #expect(report.runs == 1)
-    #expect(!report.isComplete)
-    #expect(await bounded(caller, "the caller") == .some(nil))  // the shutdown cancelled its caller
-    release.fire()
-    #expect(await owner.shutdown().isComplete)
-  }
-
   /// A sink's delivery of the end is awaited; the grace timer of a share made with the owner too.
   @Test func aShutdownWaitsForTheSinksDeliveryOfTheEnd() async {
     let owner = FlowOwner()
