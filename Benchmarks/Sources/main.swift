@@ -159,6 +159,7 @@ func target(for key: String) -> Double? {
   case "W2.sink1", "W2.sink4": 1.2
   case "W6.taskSlotsLatest": 1.5
   case "W6.taskSlotsLatestLogged": 1.65
+  case "W9.feedSubscriber": 1.15
   case "W7.combineLatest", "W7.zip": 0.3
   default: nil
   }
