@@ -34,6 +34,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   ///   }
   /// }
   /// ```
+  @inlinable
   public func sink(receiveValue: @escaping @Sendable @isolated(any) (Element) -> Void) -> FlowSubscription {
     let receiveValue: @Sendable @isolated(any) (Element) async -> Void = receiveValue
     return sink(receiveValue: receiveValue)
@@ -45,6 +46,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// ```swift
   /// let done = api.rows().sink { completion in print(completion) } receiveValue: { rows in print(rows.count) }
   /// ```
+  @inlinable
   public func sink(
     receiveCompletion: @escaping @Sendable @isolated(any) (FlowCompletion<Failure>) -> Void,
     receiveValue: @escaping @Sendable @isolated(any) (Element) -> Void
@@ -80,6 +82,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   ///   }
   /// }
   /// ```
+  @inlinable
   public func sink(
     receiveValue: @escaping @Sendable @isolated(any) (Element) async -> Void
   ) -> FlowSubscription {
@@ -97,10 +100,14 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   ///   print(fraction)
   /// }
   /// ```
+  @inlinable
   public func sink(
     receiveCompletion: @escaping @Sendable @isolated(any) (FlowCompletion<Failure>) async -> Void,
     receiveValue: @escaping @Sendable @isolated(any) (Element) async -> Void
   ) -> FlowSubscription {
+    // Inlinable, so that the task's loop is specialized for the chain in the caller's module:
+    // generic, each element went through the iterator's witness table, and the iterator and every
+    // frame under it of unknown size took a task allocation of its own (`W5.sinkInTask`).
     // The task holds the delivery gate, not the subscription: releasing the subscription must be
     // able to end the task.
     let gate = SinkDeliveryGate()
