@@ -78,9 +78,10 @@ final class SubjectMailbox<Element: Sendable, Failure: Error>: FlowSubscriptionT
   func deliverValues(on isolation: isolated (any Actor)?) async -> Failure?? {
     // The batch's elements are moved out into an array before they are delivered, and released
     // with it, here, before the next `take`: never under its lock (an element's `deinit` may cancel
-    // this sink, or send). One move per batch, not a `popFirst` per element: this loop is not
-    // specialized for the element type (the drain starts in the library), and each `RingBuffer`
-    // call here looked up generic metadata (measured with perf on `W2.sink1`: 18 % of the time).
+    // this sink, or send). One move per batch, not a `popFirst` per element: a drain that a
+    // subscription or the end starts runs unspecialized (it starts in the library; one that `send`
+    // starts is specialized, see `SubjectStorage.startDrain`), and there each `RingBuffer` call
+    // looked up generic metadata (measured with perf on `W2.sink1`: 18 % of the time).
     var batch = RingBuffer<Element>()
     while true {
       switch storage.take(self, swapping: &batch) {

@@ -376,6 +376,7 @@ struct SubjectStateMachine<Element: Sendable, Failure: Error, Waiter, Work, Mail
 
   /// The task of drain `id` exists; returns it if it must be cancelled at once (its subscriber left
   /// while it was being created).
+  @usableFromInline
   mutating func drainStarted(_ mailbox: Mailbox, id: Int, task: Work) -> Work? {
     if subscribers.drainsLeftBeforeStart.remove(id) != nil { return task }
     guard let index = subscribers.pushIndex[mailbox] else {
