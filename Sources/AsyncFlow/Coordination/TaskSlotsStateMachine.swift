@@ -11,7 +11,9 @@
 /// or cancels it, under the lock, and its task begins the operation only if ``begin(_:token:isCancelled:)``,
 /// asked on the operation's own isolation right before the call, finds it still registered. Every
 /// other promise about beginning (a queued run waits its turn; no operation begins while an older
-/// one of its identity may run uncancelled) is the same check answering `wait`.
+/// one of its identity may run uncancelled) is the same check answering `wait`. A run that began
+/// and left is uncancelled until whoever took it out has cancelled its task, after the lock, and
+/// said so with ``cancelled(_:of:)``: until then another caller's run could begin beside it.
 ///
 /// **Why a repeated request starts nothing.** A slot remembers the request of its identity's last
 /// run (`run(_:request:)`, `runEach(in:id:)`), whichever entry point made it, until a newer run
@@ -57,9 +59,10 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
   @usableFromInline struct Slot {
     /// Registered, in call order (tokens ascending).
     @usableFromInline var runs: [Run] = []
-    /// Runs that left the registry after they began and before their tasks were attached: their
-    /// operations run uncancelled until the caller that started them attaches and cancels the
-    /// task (on another thread, a moment later), so no later run of the identity begins until then.
+    /// Runs that left the registry after they began, whose tasks are not cancelled yet: the step
+    /// that took them out cancels them after the lock (or, for a run whose task was not attached
+    /// yet, the caller that started it does when it attaches), so no later run of the identity
+    /// begins until then, whichever thread registers it.
     @usableFromInline var uncancelled: [Int] = []
     /// `runAndWait` callers of an ignored `firstWins` run, waiting for every run registered up to
     /// `upTo` to leave.
@@ -121,7 +124,7 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
     @inlinable mutating func removeRuns(into wakes: inout [Wake]) -> Removed {
       var removed = Removed()
       swap(&removed.rest, &runs)
-      for run in removed.rest { leaving(run, into: &wakes) }
+      for run in removed.rest { leaving(run, into: &wakes, toCancel: &removed.uncancelled) }
       return removed
     }
 
@@ -135,15 +138,20 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
         return removed
       }
       swap(&runs[0], &new)
-      leaving(new, into: &wakes)
       var removed = Removed()
+      leaving(new, into: &wakes, toCancel: &removed.uncancelled)
       removed.first = consume new
       return removed
     }
 
-    @inlinable mutating func leaving(_ run: Run, into wakes: inout [Wake]) {
+    /// `run` leaves: its parked task is told to check again, and if it began, it is uncancelled
+    /// until its task is cancelled; the step's caller cancels the attached ones (`toCancel`), the
+    /// caller that started the others does when it attaches.
+    @inlinable mutating func leaving(_ run: Run, into wakes: inout [Wake], toCancel: inout [Int]) {
       if let waiter = run.waiter { wakes.append((waiter, nil)) }
-      if run.hasBegun && run.task == nil { uncancelled.append(run.token) }
+      guard run.hasBegun else { return }
+      uncancelled.append(run.token)
+      if run.task != nil { toCancel.append(run.token) }
     }
   }
 
@@ -154,6 +162,8 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
     @usableFromInline var first: Run?
     @usableFromInline var rest: [Run] = []
     @usableFromInline var forgotten: [Request] = []
+    /// The runs among them that began and have a task: cancel it, then report ``cancelled(_:of:)``.
+    @usableFromInline var uncancelled: [Int] = []
 
     @inlinable init() {}
 
@@ -319,7 +329,7 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
     case attached
     /// The run left before its task existed: cancel the task (harmless if it has ended).
     case cancel
-    /// The run left after it began: cancel the task, then report ``cancelled(_:token:)``.
+    /// The run left after it began: cancel the task, then report ``cancelled(_:of:)``.
     case cancelAndReport
   }
 
@@ -334,15 +344,20 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
     } ?? .cancel
   }
 
-  /// The task of run `token`, which began and left before its task was attached, is cancelled:
-  /// the runs waiting for that may check again.
-  @inlinable mutating func cancelled(_ id: ID, token: Int) -> [Wake] {
-    withSlot(id) { slot in
-      var wakes: [Wake] = []
-      slot.uncancelled.removeAll { $0 == token }
+  /// The tasks of runs `tokens` of `id` (`nil`: of any identity, after `cancelAll`), which began
+  /// and left, are cancelled: the runs waiting for that may check again.
+  @inlinable mutating func cancelled(_ tokens: [Int], of id: ID?) -> [Wake] {
+    var wakes: [Wake] = []
+    func report(_ slot: inout Slot) {
+      slot.uncancelled.removeAll { tokens.contains($0) }
       slot.settle(wasRunning: !slot.runs.isEmpty, into: &wakes)
-      return wakes
-    } ?? []
+    }
+    if let id {
+      withSlot(id, report)
+    } else {
+      for id in Array(slots.keys) { withSlot(id, report) }
+    }
+    return wakes
   }
 
   /// Run `token`'s task ended; only its own registration is removed, never a successor's. Whether
@@ -402,7 +417,7 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
             continue
           }
           let run = slot.runs.remove(at: index)
-          slot.leaving(run, into: &wakes)
+          slot.leaving(run, into: &wakes, toCancel: &removed.uncancelled)
           slot.forgetRequest(of: run.token, into: &removed.forgotten)
           removed.rest.append(run)
         }
@@ -421,6 +436,7 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
       let (removed, wakes) = cancel(id)
       all.removed.rest += removed
       all.removed.forgotten += removed.forgotten
+      all.removed.uncancelled += removed.uncancelled
       all.wakes += wakes
     }
     guard closing else { return all }

@@ -151,8 +151,38 @@ struct TaskSlotsStateMachineTests {
       return
     }
     #expect(begin(&machine, 2) == "wait")  // between the attachment and the cancellation
-    #expect(machine.cancelled("id", token: 1).map(\.waiter) == [20])
+    #expect(machine.cancelled([1], of: "id").map(\.waiter) == [20])
     #expect(begin(&machine, 2) == "begin")
+  }
+
+  /// A run that began with its task attached leaves in a step whose caller cancels the task after
+  /// the lock: until it reports that, a run registered by another caller waits, whichever step
+  /// took the begun run out (a new run, a cancel, a feeding's cancel, a cancel of everything).
+  @Test(arguments: ["supersede", "cancel", "cancelFeed", "cancelAll"])
+  func testBegin_whenABegunRunIsBeingCancelled_waitsForTheCancellation(by event: String) {
+    var machine = Machine()
+    guard let first = started(machine.reserve("id", policy: .latestWins, feed: (id: 7, isCancelled: false))) else {
+      Issue.record("run 1 not started")
+      return
+    }
+    _ = machine.attach(100, id: "id", token: first.token)
+    #expect(begin(&machine, 1) == "begin")
+    let removed: Machine.Removed
+    switch event {
+    case "supersede":
+      guard case .start(_, _, let superseded, _) = machine.reserve("id", policy: .latestWins) else { return }
+      removed = superseded
+    case "cancel": removed = machine.cancel("id").removed
+    case "cancelFeed": removed = machine.cancel("id", feed: 7).removed
+    default: removed = machine.cancelAll().removed
+    }
+    #expect(removed.uncancelled == [1])
+    let waiting = register(&machine, policy: .latestWins)!
+    #expect(begin(&machine, waiting) == "wait")
+    #expect(machine.park("id", token: waiting, waiter: 20, isCancelled: false) == nil)
+    let id: String? = event == "cancelAll" ? nil : "id"
+    #expect(machine.cancelled(removed.uncancelled, of: id).map(\.waiter) == [20])
+    #expect(begin(&machine, waiting) == "begin")
   }
 
   /// A run that left before it began needs no cancellation to wait for: its check will fail.
