@@ -70,35 +70,43 @@ struct TaskSlotsThreadRaceTests {
   /// The window CI found (an older run began beside a newer one in 1 run of the test above): a
   /// run that began is taken out under the lock and its task cancelled after it, so a run that
   /// another thread registers in between must wait for that cancellation. Made deterministic by
-  /// registering the third run from inside the first run's cancellation handler, which runs while
-  /// the second's caller cancels it, and waiting there until the third run has begun or parked.
-  @Test func aRunRegisteredWhileABegunRunIsBeingCancelledWaitsForIt() async {
+  /// registering the next run from inside the first run's cancellation handler, which runs while
+  /// the caller that took it out (a new run, `cancel`, `cancelAll`) cancels it, and waiting there
+  /// until that run has begun or parked.
+  @Test(arguments: ["run", "cancel", "cancelAll"])
+  func aRunRegisteredWhileABegunRunIsBeingCancelledWaitsForIt(takenOutBy call: String) async {
     let slots = TaskSlots<String>()
     let firstBegan = Reentry.Flag()
-    let thirdBegan = Reentry.Flag()
-    let thirdBeganBeforeTheCancelEnded = LockedState<Bool?>(nil)
+    let nextBegan = Reentry.Flag()
+    let nextBeganBeforeTheCancelEnded = LockedState<Bool?>(nil)
     let (forever, keptOpen) = AsyncStream<Never>.makeStream()
     slots.run("search") {
       await withTaskCancellationHandler {
         firstBegan.set()
         for await _ in forever {}
       } onCancel: {
-        slots.run("search") { thirdBegan.set() }
-        // Bounded: the third run either begins (the bug) or parks in its begin check.
+        slots.run("search") { nextBegan.set() }
+        // Bounded: the next run either begins (the bug) or parks in its begin check.
         let deadline = ContinuousClock.now.advanced(by: .seconds(10))
         var parked = false
-        while !thirdBegan.isSet && !parked && ContinuousClock.now < deadline {
+        while !nextBegan.isSet && !parked && ContinuousClock.now < deadline {
           parked = slots.storage.state.withLock { $0.slots["search"]?.runs.last?.waiter != nil }
         }
-        thirdBeganBeforeTheCancelEnded.withLock { $0 = thirdBegan.isSet || !parked }
+        nextBeganBeforeTheCancelEnded.withLock { $0 = nextBegan.isSet || !parked }
       }
     }
     #expect(await Reentry.isSetSoon(firstBegan))
     let secondCalled = Reentry.Flag()
-    Reentry.onThread(setting: secondCalled) { slots.run("search") {} }
+    Reentry.onThread(setting: secondCalled) {
+      switch call {
+      case "run": slots.run("search") {}
+      case "cancel": slots.cancel("search")
+      default: slots.cancelAll()
+      }
+    }
     #expect(await Reentry.isSetSoon(secondCalled))
-    #expect(thirdBeganBeforeTheCancelEnded.withLock { $0 } == false)
-    #expect(await Reentry.isSetSoon(thirdBegan))
+    #expect(nextBeganBeforeTheCancelEnded.withLock { $0 } == false)
+    #expect(await Reentry.isSetSoon(nextBegan))
     keptOpen.finish()
   }
 }
