@@ -79,18 +79,19 @@ struct TaskSlotsThreadRaceTests {
     let firstBegan = Reentry.Flag()
     let nextBegan = Reentry.Flag()
     let nextBeganBeforeTheCancelEnded = LockedState<Bool?>(nil)
-    let (forever, keptOpen) = AsyncStream<Never>.makeStream()
+    // Not woken by its cancellation: woken, the first run's task would leave its handler scope on
+    // a pool thread and wait there for the handler, which holds the task's status while it waits
+    // for the next run; with the three cases at once, that took both pool threads.
+    let latch = Latch()
     slots.run("search") {
       await withTaskCancellationHandler {
         firstBegan.set()
-        for await _ in forever {}
+        await latch.wait()
       } onCancel: {
         slots.run("search") { nextBegan.set() }
         // Bounded: the next run either begins (the bug) or parks in its begin check.
-        let deadline = ContinuousClock.now.advanced(by: .seconds(10))
-        var parked = false
-        while !nextBegan.isSet && !parked && ContinuousClock.now < deadline {
-          parked = slots.storage.state.withLock { $0.slots["search"]?.runs.last?.waiter != nil }
+        let parked = Reentry.holdsSoon {
+          nextBegan.isSet || slots.storage.state.withLock { $0.slots["search"]?.runs.last?.waiter != nil }
         }
         nextBeganBeforeTheCancelEnded.withLock { $0 = nextBegan.isSet || !parked }
       }
@@ -107,6 +108,29 @@ struct TaskSlotsThreadRaceTests {
     #expect(await Reentry.isSetSoon(secondCalled))
     #expect(nextBeganBeforeTheCancelEnded.withLock { $0 } == false)
     #expect(await Reentry.isSetSoon(nextBegan))
-    keptOpen.finish()
+    latch.open()
+  }
+
+  /// Parks its callers until ``open()``, whatever happens to their tasks meanwhile.
+  final class Latch: Sendable {
+    private let state = LockedState<(isOpen: Bool, waiters: [UnsafeContinuation<Void, Never>])>((false, []))
+
+    func wait() async {
+      await withUnsafeContinuation { (waiter: UnsafeContinuation<Void, Never>) in
+        let isOpen = state.withLock { state in
+          if !state.isOpen { state.waiters.append(waiter) }
+          return state.isOpen
+        }
+        if isOpen { waiter.resume() }
+      }
+    }
+
+    func open() {
+      for waiter in state.withLock({ state in
+        state.isOpen = true
+        defer { state.waiters = [] }
+        return state.waiters
+      }) { waiter.resume() }
+    }
   }
 }
