@@ -1,23 +1,24 @@
 /// The consumer's end of one combining iteration: it holds the batch it took and makes the
-/// outputs out of any lock, so that the element an output replaces is released here. Releasing it
-/// (a consumer that leaves its loop) ends the iteration as a cancellation does.
+/// outputs out of any lock, so that the element an output replaces is released here. It takes its
+/// batches through the life cycle's one consumer (``OperatorConsumer``), which holds the rules of
+/// cancellation and release: releasing it (a consumer that leaves its loop) ends the iteration as
+/// a cancellation does.
 @usableFromInline
 final class CombiningConsumer<Logic: CombiningLogic> {
   @usableFromInline typealias Storage = OperatorStorage<Logic, TimelessClock>
 
+  @usableFromInline let consumer: OperatorConsumer<Logic.Output, Logic.Failure>
+  /// Read between the outputs of a batch (``OperatorStorage/hasDroppedTakenOutputs``).
   @usableFromInline let storage: Storage
-  @usableFromInline let inputs: [Storage.IndexedInput]
   /// The batch being made into outputs (combineLatest's: with every slot's latest element).
   @usableFromInline var batch: Logic.Output
+  @usableFromInline let slots: Int
 
   @inlinable init(_ logic: Logic, _ inputs: [Storage.IndexedInput]) {
     storage = Storage(logic: logic, clock: TimelessClock(), inputs: inputs.count)
-    self.inputs = inputs
+    consumer = OperatorConsumer(storage, inputs: inputs)
     batch = Logic.Output(count: inputs.count)
-  }
-
-  deinit {
-    storage.cancel()
+    slots = inputs.count
   }
 
   @inlinable func next(isolation actor: isolated (any Actor)?) async throws(Logic.Failure) -> Logic.Values.Output? {
@@ -25,10 +26,9 @@ final class CombiningConsumer<Logic: CombiningLogic> {
       // A cancelled consumer, or an input's failure since the batch was taken, ends the result
       // before the rest of the batch (whose elements are released here, out of the lock).
       if !Task.isCancelled, !storage.hasDroppedTakenOutputs { return batch.makeOutput() }
-      batch = Logic.Output(count: inputs.count)
+      batch = Logic.Output(count: slots)
     }
-    if Task.isCancelled { storage.cancel() }
-    guard let taken = try await storage.next(isolation: actor, inputs: inputs) else { return nil }
+    guard let taken = try await consumer.next(isolation: actor) else { return nil }
     batch.take(taken)
     return batch.makeOutput()
   }
