@@ -82,7 +82,7 @@ public struct Flow<Element: Sendable, Failure: Error>: AsyncSequence, Sendable {
     self.init {
       // Sound: both closures belong to the one iterator that owns this pull. Swift 6.3's region
       // analysis reports a race for a non-Sendable object captured by two closures of one value.
-      nonisolated(unsafe) let consumer = EmitterConsumer(bufferSize: bufferSize, body: body)
+      nonisolated(unsafe) let consumer = BatchConsumer(EmitterBatches(bufferSize: bufferSize, body: body))
       return .buffered(
         take: { () throws(Failure) -> Element? in consumer.takeBuffered() },
         next: { (actor: isolated (any Actor)?) async throws(Failure) -> Element? in

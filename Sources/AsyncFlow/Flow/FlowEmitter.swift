@@ -65,13 +65,12 @@ final class RoomWaiter: Sendable {
   }
 }
 
-/// The consumer's end of one ``Flow`` body iteration. It serves the current batch without locking
-/// and, as the life cycle's consumer, ends the iteration when it is released.
+/// The batches of one ``Flow`` body iteration, which its consumer (a ``BatchConsumer``) serves:
+/// what the life cycle's consumer hands over, the waiting emitters a batch let go released (and so
+/// resumed) once its elements are out. A batch with no element only let emitters go.
 @usableFromInline
-final class EmitterConsumer<Element: Sendable, Failure: Error> {
+final class EmitterBatches<Element: Sendable, Failure: Error>: BatchSource {
   @usableFromInline let consumer: OperatorConsumer<EmitterBatch<Element, RoomWaiter>, Failure>
-  @usableFromInline var batch: [Element] = []
-  @usableFromInline var position = 0
 
   @inlinable
   init(bufferSize: Int, body: @escaping @Sendable (FlowEmitter<Element>) async throws(Failure) -> Void) {
@@ -87,29 +86,16 @@ final class EmitterConsumer<Element: Sendable, Failure: Error> {
     }
   }
 
-  /// The next element of the current batch, if the consumer holds one. The consumer's cancellation
-  /// is `Flow.Iterator`'s to check, once per element, after the fused stages ran.
   @inlinable
-  func takeBuffered() -> Element? {
-    guard position < batch.count else { return nil }
-    defer { position += 1 }
-    return batch[position]
+  func nextBatch(isolation actor: isolated (any Actor)?) async throws(Failure) -> [Element]? {
+    while let next = try await consumer.next(isolation: actor) {
+      if !next.elements.isEmpty { return next.elements }
+    }
+    return nil
   }
 
   @inlinable
-  func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Element? {
-    // Cancelled: the rest of the batch goes with it, and the pull below ends the body.
-    if !Task.isCancelled, let element = takeBuffered() { return element }
-    // The used-up batch is released here, before the lock: an element's `deinit` may call back in.
-    batch = []
-    position = 0
-    // An empty batch only let waiting emitters go (as it is released): ask again.
-    while let next = try await consumer.next(isolation: actor) {
-      guard !next.elements.isEmpty else { continue }
-      batch = next.elements
-      position = 1
-      return batch[0]
-    }
-    return nil
+  func cancel() {
+    consumer.cancel()
   }
 }

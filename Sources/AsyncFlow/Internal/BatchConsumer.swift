@@ -9,9 +9,9 @@ protocol BatchSource: AnyObject {
   func cancel()
 }
 
-/// The consumer's end of an operator that hands over batches (`Flow.merge`, `mergeFlow` and the
-/// rest of the flattening family): it serves the current batch without locking. Releasing it ends
-/// the iteration as a cancellation does.
+/// The consumer's end of an operator that hands over batches (`Flow.merge`, a `Flow` body,
+/// `mergeFlow` and the rest of the flattening family): it serves the current batch without
+/// locking. Releasing it ends the iteration as a cancellation does.
 ///
 /// A used-up batch goes before the consumer waits for the next one, not when that one arrives:
 /// kept while the inputs were quiet, it held the elements the consumer was done with, so a
@@ -32,12 +32,17 @@ final class BatchConsumer<Source: BatchSource, Element> where Source.Batch == [E
     source.cancel()
   }
 
+  /// The next element of the current batch, without asking the source: for a consumer that checks
+  /// its cancellation itself (`Flow.Iterator`, once per element, after its fused stages ran).
+  @inlinable func takeBuffered() -> Element? {
+    guard position < batch.count else { return nil }
+    defer { position += 1 }
+    return batch[position]
+  }
+
   @inlinable func next(isolation actor: isolated (any Actor)?) async throws(Source.Failure) -> Element? {
     // A cancelled consumer gets nothing more from its batch: it goes to the source, and ends.
-    if position < batch.count, !Task.isCancelled {
-      defer { position += 1 }
-      return batch[position]
-    }
+    if !Task.isCancelled, let element = takeBuffered() { return element }
     releaseBatch()
     // After the release: an element's `deinit` may have cancelled this task just now.
     if Task.isCancelled { source.cancel() }
