@@ -9,17 +9,11 @@ extension OperatorStorage {
   where Logic == EmitterLogic<Element, Failure, RoomWaiter> {
     let now = clock.now
     let (wakeups, token) = state.withLock { lifecycle -> (Lifecycle.Wakeups?, Int?) in
-      // The path of most elements: the life cycle's `input` where it would wake nobody (the
-      // consumer is not parked, the body is the busy input, no timer), without its wakeups.
-      if case .running(let running) = lifecycle.state, running.consumer == nil, lifecycle.inputs.children[0].isBusy,
-        !lifecycle.logic!.isEnding
-      {
-        _ = lifecycle.logic!.input(element, at: now)
-        return (nil, lifecycle.logic!.wantsInput ? nil : lifecycle.logic!.makeToken())
-      }
+      let room = { (logic: inout Logic) -> Int? in logic.wantsInput ? nil : logic.makeToken() }
+      if let token = lifecycle.inputWakingNobody(element, at: now, then: room) { return (nil, token) }
       let (wakeups, accepted, _) = lifecycle.input(element, at: now)
-      guard accepted, !lifecycle.logic!.wantsInput else { return (wakeups, nil) }
-      return (wakeups, lifecycle.logic!.makeToken())
+      guard accepted else { return (wakeups, nil) }
+      return (wakeups, lifecycle.withLogic(room) ?? nil)
     }
     if let wakeups { perform(wakeups) }
     return token
@@ -34,12 +28,12 @@ extension OperatorStorage {
         let waiter = RoomWaiter(continuation)
         // Unless the logic keeps it, the waiter is released after the lock, which resumes it.
         _ = state.withLock { lifecycle -> RoomWaiter? in
-          guard lifecycle.logic != nil else { return waiter }  // the iteration is over
-          return lifecycle.logic!.wait(waiter, token: token, isCancelled: Task.isCancelled)
+          // The iteration is over (the logic retired): the waiter goes at once.
+          lifecycle.withLogic { $0.wait(waiter, token: token, isCancelled: Task.isCancelled) } ?? waiter
         }
       }
     } onCancel: {
-      _ = state.withLock { $0.logic?.waiterCancelled(token: token) }
+      _ = state.withLock { $0.withLogic { $0.waiterCancelled(token: token) } }
     }
   }
 
@@ -50,7 +44,7 @@ extension OperatorStorage {
   where Logic == EmitterLogic<Element, Failure, RoomWaiter> {
     let now = clock.now
     let (wakeups, released) = state.withLock { lifecycle in
-      (lifecycle.inputEnded(failure, at: now), lifecycle.logic?.takeWaiters() ?? [])
+      (lifecycle.inputEnded(failure, at: now), lifecycle.withLogic { $0.takeWaiters() } ?? [])
     }
     perform(wakeups)
     _ = consume released

@@ -406,6 +406,34 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
     }
   }
 
+  /// An element from input `index` where nobody can need waking: the input is busy (it pushes, as
+  /// a `Flow` body's `emit` does) and the only one parked or busy besides the consumer, the
+  /// consumer is not parked, the logic measures no time and is not ending. Then the logic takes
+  /// the element and `then` reads it (the emitter's room), and no wakeups are made: the path of
+  /// most elements of a `Flow` body. `nil` where that does not hold: ask ``input(_:from:at:)``.
+  /// For a logic that keeps every element (a displaced one would need its wakeups).
+  @inlinable
+  mutating func inputWakingNobody<R>(
+    _ element: Logic.Element, from index: Int = 0, at now: Logic.Instant, then body: (inout Logic) -> R
+  ) -> R? {
+    guard !Logic.usesTimer, case .running(let running) = state, running.consumer == nil, inputs.parked.isEmpty,
+      inputs.children[index].isBusy, !logic!.isEnding
+    else { return nil }
+    guard case .kept = logic!.input(element, at: now) else {
+      preconditionFailure("Internal inconsistency: state running, event inputWakingNobody let an element go")
+    }
+    return body(&logic!)
+  }
+
+  /// A logic's own event that wakes nobody and that the life cycle does not read (a `Flow` body's
+  /// emitters waiting for room, their cancellation, their release at the body's end); `nil` once
+  /// the logic is retired.
+  @inlinable
+  mutating func withLogic<R>(_ body: (inout Logic) -> R) -> R? {
+    guard logic != nil else { return nil }
+    return body(&logic!)
+  }
+
   /// Input `index` ended (`nil`: it finished); only its first end counts.
   ///
   /// `fromItsOwnCode`: the input reports its own end (its upstream ended, the body returned) and
