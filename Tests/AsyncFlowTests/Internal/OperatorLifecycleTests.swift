@@ -691,3 +691,45 @@ struct OperatorLifecycleTests {
     await #expect(processExitsWith: .failure) { [cell] in cell.run() }
   }
 }
+
+/// The two events of an input that pushes (a `Flow` body's `emit`): an element where nobody can
+/// need waking is taken with no wakeups, and every other case is left to `input`.
+@Suite("OperatorLifecycle: an input that pushes")
+struct OperatorLifecyclePushingInputTests {
+  typealias Logic = EmitterLogic<Int, TestError, Int>
+  typealias Machine = OperatorLifecycle<Logic, Int, Int, Int, Int>
+
+  func machine(consumer: Int? = nil, input: Machine.Child<Int> = .busy, ending: Bool = false) -> Machine {
+    var logic = Logic(bufferSize: 4)
+    if ending { _ = logic.inputEnded(nil, from: 0, at: .init()) }
+    var machine = Machine(logic: logic, state: .running(Machine.Running(consumer: consumer, timer: .left, task: 4)))
+    var inputs = Machine.Inputs(count: 1)
+    inputs.set(0, input)
+    machine.inputs = inputs
+    return machine
+  }
+
+  @Test func anElementWhereNobodyCanNeedWakingIsTakenWithNoWakeups() {
+    var running = machine()
+    #expect(running.inputWakingNobody(7, at: .init(), then: { $0.buffer }) == [7])
+  }
+
+  @Test(arguments: ["consumer parked", "input parked", "ending", "cancelled", "finished"])
+  func everyOtherCaseIsLeftToInput(_ situation: String) {
+    var other: Machine =
+      switch situation {
+      case "consumer parked": machine(consumer: 1)
+      case "input parked": machine(input: .parked(2))
+      case "ending": machine(ending: true)
+      case "cancelled": Machine(logic: nil, state: .cancelled(Machine.Cancelled(task: 4, timerBusy: false)))
+      default: Machine(logic: nil, state: .finished)
+      }
+    #expect(other.inputWakingNobody(7, at: .init(), then: { $0.buffer }) == nil)
+    #expect(other.withLogic { $0.buffer } ?? [] == [])
+  }
+
+  @Test func aRetiredLogicHasNoEventOfItsOwn() {
+    var over = Machine(logic: nil, state: .finished)
+    #expect(over.withLogic { $0.makeToken() } == nil)
+  }
+}
