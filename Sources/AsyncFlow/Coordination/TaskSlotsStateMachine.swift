@@ -348,15 +348,19 @@ struct TaskSlotsStateMachine<ID: Hashable, Waiter, Handle> {
   /// and left, are cancelled: the runs waiting for that may check again.
   @inlinable mutating func cancelled(_ tokens: [Int], of id: ID?) -> [Wake] {
     var wakes: [Wake] = []
-    func report(_ slot: inout Slot) {
-      slot.uncancelled.removeAll { tokens.contains($0) }
+    func report(_ slot: inout Slot, _ isReported: (Int) -> Bool) {
+      guard !slot.uncancelled.isEmpty else { return }  // they ended meanwhile
+      slot.uncancelled.removeAll(where: isReported)
       slot.settle(wasRunning: !slot.runs.isEmpty, into: &wakes)
     }
     if let id {
-      withSlot(id, report)
-    } else {
-      for id in Array(slots.keys) { withSlot(id, report) }
+      withSlot(id) { report(&$0, tokens.contains) }
+      return wakes
     }
+    // After `cancelAll`, the begun runs of every identity: looked up in a set, so that N of them
+    // cost N, not N².
+    let reported = Set(tokens)
+    for id in Array(slots.keys) { withSlot(id) { report(&$0, reported.contains) } }
     return wakes
   }
 
