@@ -12,6 +12,7 @@ final class CombiningConsumer<Logic: CombiningLogic> {
   @usableFromInline let storage: Storage
   /// The batch being made into outputs (combineLatest's: with every slot's latest element).
   @usableFromInline var batch: Logic.Output
+  /// How many inputs, and so slots, a batch has.
   @usableFromInline let slots: Int
 
   @inlinable init(_ logic: Logic, _ inputs: [Storage.IndexedInput]) {

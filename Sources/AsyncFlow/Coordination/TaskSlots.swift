@@ -117,10 +117,10 @@ public final class TaskSlots<ID: Hashable & Sendable>: Sendable {
   ///   starts. Its task is cancelled by the call that took it out, after the registry's lock, and
   ///   no later operation of the identity begins until that cancellation (its cancellation
   ///   handlers included) has run, whichever thread calls: two operations of one identity never
-  ///   run uncancelled at once. Its end never removes its successor. It is cancelled, not awaited: it may still run
-  ///   (until its next cancellation check, or through cleanup) while the new one starts. When its
-  ///   end matters (it holds a resource, or writes what the new one reads), await the task that
-  ///   `run` returned for it at the start of the new operation:
+  ///   run uncancelled at once. Its end never removes its successor. It is cancelled, not
+  ///   awaited: it may still run (until its next cancellation check, or through cleanup) while
+  ///   the new one starts. When its end matters (it holds a resource, or writes what the new one
+  ///   reads), await the task that `run` returned for it at the start of the new operation:
   ///
   ///   ```swift
   ///   var reload: Task<Void, Never>?   // the last reload's task

@@ -407,8 +407,8 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   }
 
   /// An element from input `index` where nobody can need waking: the input is busy (it pushes, as
-  /// a `Flow` body's `emit` does) and the only one parked or busy besides the consumer, the
-  /// consumer is not parked, the logic measures no time and is not ending. Then the logic takes
+  /// a `Flow` body's `emit` does), no input and not the consumer is parked, the logic measures no
+  /// time and is not ending. Then the logic takes
   /// the element and `then` reads it (the emitter's room), and no wakeups are made: the path of
   /// most elements of a `Flow` body. `nil` where that does not hold: ask ``input(_:from:at:)``.
   /// For a logic that keeps every element (a displaced one would need its wakeups).
