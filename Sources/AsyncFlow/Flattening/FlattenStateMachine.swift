@@ -74,6 +74,11 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
     /// element is held, so the operator cannot finish while it waits.
     @usableFromInline var outerWaiting: Waiter?
     @usableFromInline var consumer: Waiter?
+    /// The inner a superseding policy's consumer is taking from, between ``next()`` and its
+    /// ``taken(_:isDrained:retires:)``: if that inner's task ends meanwhile and finds its channel
+    /// empty, what the consumer took was its last element, so it drains rather than retires at once
+    /// (retired, it would be unknown to the report, and its last element discarded as stale).
+    @usableFromInline var taking: Int?
 
     @inlinable init(logic: Logic) {
       self.logic = logic
@@ -214,7 +219,7 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
     case .running:
       guard let entry = running!.ready.popFirst() else { return .suspend }
       // A batching policy takes everything the inner offered: the consumer is no longer behind it.
-      if Logic.takesBatches { running!.logic.caughtUp(entry.id) }
+      if Logic.takesBatches { running!.logic.caughtUp(entry.id) } else { running!.taking = entry.id }
       return .take(id: entry.id, channel: entry.channel)
     case .idle:
       state = .running
@@ -261,10 +266,14 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
         return .none
       }
     }
+    if running!.taking == id { running!.taking = nil }
     guard let index = running!.inners.index(forKey: id) else { return .discard }
     let inner = running!.inners.values[index]
+    var retires = retires
     switch inner.stage {
-    case .running, .draining: break
+    case .running: break
+    // Ended while its last element was being taken (see `taking`): that take drains it.
+    case .draining: retires = retires || isDrained
     case .superseded, .drained: return .discard
     case .unclaimed: preconditionFailure("Internal inconsistency: state running, event taken of unclaimed inner \(id)")
     }
@@ -509,6 +518,9 @@ struct FlattenStateMachine<Logic: FlattenLogic, OuterElement, Channel, Waiter, H
         preconditionFailure("Internal inconsistency: state running, event innerEnded of unknown inner \(id)")
       }
       let inner = running!.inners.values[index]
+      var channelEnd = channelEnd
+      // Its last element is being taken: the consumer's report retires it (see `taking`).
+      if case .retire = channelEnd, running!.taking == id { channelEnd = .retireWhenDrained(needsListing: false) }
       switch (inner.stage, channelEnd) {
       case (.superseded, _):
         running!.inners.remove(at: index)
