@@ -40,9 +40,9 @@ func searchTestOfTheBrokenModel() async {
 
 /// A broken test fails fast, saying what is stuck: on a test clock, a barrier whose condition
 /// nothing on the clock can meet records an issue once the clock is idle, and returns, instead of
-/// waiting for the suite's one-minute time limit (4 of a user's 31 deliberate bugs cost a minute
+/// waiting for the suite's time limit (4 of a user's 31 deliberate bugs cost a minute
 /// each that way, and the report said only "Time limit was exceeded").
-@Suite("A broken pipeline fails its test fast", .onTestClock, .timeLimit(.minutes(1)))
+@Suite("A broken pipeline fails its test fast", .onTestClock, .hangGuard)
 @MainActor
 struct BrokenPipelineTests {
   /// Every barrier of the broken model's test gives up, each with its own message, and the test
@@ -115,7 +115,7 @@ struct BrokenPipelineTests {
 /// what `.timeLimit` relies on, since it cancels the test's task when the limit is exceeded and
 /// the test fails only once that task returns. A wait that ignored cancellation would keep the
 /// test, and its process, running forever after the time limit was reported.
-@Suite("A barrier off the clock returns when cancelled", .timeLimit(.minutes(1)))
+@Suite("A barrier off the clock returns when cancelled", .hangGuard)
 struct OffClockBarrierTests {
   @Test(arguments: ["calls", "parked", "sleepers", "entered"])
   func aCancelledWaitForSomethingThatNeverComesReturns(wait: String) async {
@@ -141,7 +141,7 @@ struct OffClockBarrierTests {
 /// returns, where a `precondition` used to stop the whole test process. Serialized, so that the
 /// second test runs after the first in the same process: it would not run at all if the first
 /// had stopped the process.
-@Suite("Answering a call that is not waiting fails the test, not the process", .serialized, .timeLimit(.minutes(1)))
+@Suite("Answering a call that is not waiting fails the test, not the process", .serialized, .hangGuard)
 struct RespondingToNoCallTests {
   static let firstRan = LockedState(false)
 

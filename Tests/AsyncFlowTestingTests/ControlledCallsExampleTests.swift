@@ -25,7 +25,7 @@ private final class SearchModel {
   }
 }
 
-@Suite("The ControlledCalls example", .timeLimit(.minutes(1)))
+@Suite("The ControlledCalls example", .hangGuard)
 struct ControlledCallsExampleTests {
   /// The example as its doc comment shows it, run 100 times at once (the cases run in parallel).
   @Test(.onTestClock, arguments: 0..<100) @MainActor func theLatestQueryWins(_ case: Int) async {

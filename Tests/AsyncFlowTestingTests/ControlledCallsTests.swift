@@ -30,7 +30,7 @@ private final class Released: Sendable {
 }
 
 // Five minutes: under ThreadSanitizer on two cores its longest tests take most of one when idle.
-@Suite("ControlledCalls", .timeLimit(.minutes(5)))
+@Suite("ControlledCalls", .hangGuard)
 struct ControlledCallsTests {
   /// `calls(count:)` returns only once the call waits for its answer, so the test can answer at
   /// once. (A call is logged a moment before it waits; answering in between found no call waiting

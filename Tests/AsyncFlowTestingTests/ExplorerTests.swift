@@ -95,7 +95,7 @@ private final class ItemThenImage {
 }
 
 // Five minutes: under ThreadSanitizer on two cores its longest tests take most of one when idle.
-@Suite("Exploration", .timeLimit(.minutes(5)))
+@Suite("Exploration", .hangGuard)
 @MainActor
 struct ExplorerTests {
   // MARK: Every answer order
@@ -381,7 +381,7 @@ private final class LateWritingFeed {
   }
 }
 
-@Suite("The explorer and cleanup writes", .timeLimit(.minutes(1)))
+@Suite("The explorer and cleanup writes", .hangGuard)
 @MainActor
 struct ExplorerCleanupTests {
   private typealias Pages = ControlledCalls<Int, [String]>

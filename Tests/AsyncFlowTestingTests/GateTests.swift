@@ -9,7 +9,7 @@ private final class Counter: Sendable {
   var count: Int { value.load(ordering: .relaxed) }
 }
 
-@Suite("Gate", .timeLimit(.minutes(1)))
+@Suite("Gate", .hangGuard)
 struct GateTests {
   @Test func releaseResumesEveryParkedCallerAndOnlyThem() async {
     let gate = Gate()

@@ -239,7 +239,7 @@ private let reflectedCases: [ReflectedCase] = [
 
 struct SampleFailure: Error {}
 
-@Suite("Every public type reflects", .timeLimit(.minutes(1)))
+@Suite("Every public type reflects", .hangGuard)
 @MainActor
 struct ReflectionTests {
   /// `Mirror`, `dump`, `String(describing:)` and `String(reflecting:)` on the value, in its state:

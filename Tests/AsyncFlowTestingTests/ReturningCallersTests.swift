@@ -99,7 +99,7 @@ private struct Settled {
 /// model's own `Task { }`) gets its answer through one hop on the global executor, which settling
 /// does not see: under load the clock returned before the model had written the answer, and the
 /// explorer replayed a failing order differently (4 replays in 10 with two busy cores).
-@Suite("Answers on their way back", .timeLimit(.minutes(1)))
+@Suite("Answers on their way back", .hangGuard)
 @MainActor
 struct ReturningCallersTests {
   @Test(.onTestClock) func runCurrentWaitsUntilAnAnsweredCallIsBackWithItsCaller() async {

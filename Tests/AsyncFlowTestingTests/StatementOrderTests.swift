@@ -7,7 +7,7 @@ import Testing
 /// executor drained its jobs by itself on a global-executor task, so a `@MainActor` test body saw
 /// a nonisolated sink run between two of its statements (37 of 40 cases of the first test when a
 /// user tried it). Its jobs now run on the main actor, in turn with the body.
-@Suite("Nothing moves between two statements", .onTestClock, .timeLimit(.minutes(1)))
+@Suite("Nothing moves between two statements", .onTestClock, .hangGuard)
 @MainActor
 struct StatementOrderTests {
   /// The user's case, 40 times: a millisecond of work between `send(1)` and the read.

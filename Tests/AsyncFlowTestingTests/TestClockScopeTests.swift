@@ -26,7 +26,7 @@ private final class Loader {
   }
 }
 
-@Suite("The whole test on the clock", .timeLimit(.minutes(1)))
+@Suite("The whole test on the clock", .hangGuard)
 struct TestClockScopeTests {
   /// The flaky case: entry points called directly from the test, their `TaskSlots` tasks
   /// (and the slot's clean-up after them) on the clock, so that `runCurrent()` waits for them.
@@ -145,14 +145,14 @@ struct TestClockScopeTests {
 }
 
 /// The trait on a suite: every test in it, nested suites included, gets a clock of its own.
-@Suite(.onTestClock, .timeLimit(.minutes(1)))
+@Suite(.onTestClock, .hangGuard)
 struct TestClockSuiteScopeTests {
   @Test func aTestOfTheSuiteHasAClock() async {
     await TestClock.current.advance(by: .seconds(1))
     #expect(TestClock.current.now == .init(offset: .seconds(1)))
   }
 
-  @Suite(.timeLimit(.minutes(1))) struct Nested {
+  @Suite(.hangGuard) struct Nested {
     @Test func aTestOfANestedSuiteHasOneToo() {
       #expect(TestClock.current.now == .init(offset: .zero))
     }

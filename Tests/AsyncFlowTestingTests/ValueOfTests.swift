@@ -2,7 +2,7 @@ import AsyncFlow
 import AsyncFlowTesting
 import Testing
 
-@Suite("TestClock.value(of:): a wait that cannot hang", .timeLimit(.minutes(1)))
+@Suite("TestClock.value(of:): a wait that cannot hang", .hangGuard)
 struct ValueOfTests {
   private struct Offline: Error, Equatable {}
 

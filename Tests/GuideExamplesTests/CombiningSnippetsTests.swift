@@ -3,7 +3,7 @@ import AsyncFlowTesting
 import GuideExamples
 import Testing
 
-@Suite("Combining guide snippets run", .timeLimit(.minutes(1)))
+@Suite("Combining guide snippets run", .hangGuard)
 struct CombiningSnippetsTests {
   @Test func formValidationFollowsBothFields() async {
     let form = SignUpForm()

@@ -16,7 +16,7 @@ private func stub<Request, Response>(
   { @MainActor request in await calls.call(request) }
 }
 
-@Suite("Coordination worked examples", .onTestClock, .timeLimit(.minutes(1)))
+@Suite("Coordination worked examples", .onTestClock, .hangGuard)
 @MainActor
 struct CoordinationTests {
   // MARK: 1. Articles list: sent A, B, C; returned C, A, B.

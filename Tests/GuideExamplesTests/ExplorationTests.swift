@@ -8,7 +8,7 @@ import Testing
 /// every cancellation point. Not `.onTestClock`: the explorer builds every run afresh on a
 /// `TestClock` of its own (`ExplorationRun.clock`), so a clock for the whole test would go unused.
 // Five minutes: under ThreadSanitizer on two cores its longest tests take most of one when idle.
-@Suite("Exploration of the guide's models", .timeLimit(.minutes(5)))
+@Suite("Exploration of the guide's models", .hangGuard)
 @MainActor
 struct ExplorationGuideTests {
   @Test func theNaiveArticlesListShowsAStaleQueryInSomeOrder() async throws {

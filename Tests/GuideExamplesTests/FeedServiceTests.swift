@@ -6,7 +6,7 @@ import Testing
 /// Services.md's lookup, fan-out and request IDs. On the test clock, every task (the callers, the
 /// flights, the searches) runs on the clock's executor, so `runCurrent()` is a barrier and the
 /// timeouts and backoffs pass only when the test advances the clock.
-@Suite("Feed service examples", .onTestClock, .timeLimit(.minutes(1)))
+@Suite("Feed service examples", .onTestClock, .hangGuard)
 struct FeedServiceTests {
   typealias Fetches = ControlledCalls<String, Result<Profile, BackendError>>
   typealias Searches = ControlledCalls<String, Result<[String], BackendError>>
@@ -123,7 +123,7 @@ struct FeedServiceTests {
 
 /// The handler on real threads: two requests at once, each with its own ID in every line it
 /// writes; the flight both join logs once, with the ID of the request that started it.
-@Suite("Feed service examples on real threads", .timeLimit(.minutes(1)))
+@Suite("Feed service examples on real threads", .hangGuard)
 struct FeedServiceThreadTests {
   @Test func everyLineCarriesItsRequestsID() async {
     let log = ServerLog()

@@ -6,7 +6,7 @@ import Testing
 
 /// HotSources.md, "Sharing across a screen switch": two screens watch one shared connection; a
 /// quick switch (within the 5-second grace period) keeps it, a later one reconnects.
-@Suite("Grace period worked example", .onTestClock, .timeLimit(.minutes(1)))
+@Suite("Grace period worked example", .onTestClock, .hangGuard)
 @MainActor
 struct GracePeriodTests {
   let socket = PassthroughFlow<LiveQuote, Never>()

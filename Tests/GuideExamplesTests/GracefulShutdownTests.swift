@@ -6,7 +6,7 @@ import Testing
 /// The guide's service: a shutdown refuses new requests, cancels the ones in flight, and returns
 /// only once their backend calls have ended; the live feed's subscribers finish. On real threads:
 /// the service's tasks are its own.
-@Suite("Graceful shutdown example", .timeLimit(.minutes(1)))
+@Suite("Graceful shutdown example", .hangGuard)
 struct GracefulShutdownTests {
   /// The backend: each call parks until released or cancelled, then logs that it ended.
   final class Backend: Sendable {

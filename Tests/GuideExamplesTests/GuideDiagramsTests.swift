@@ -5,7 +5,7 @@ import Testing
 /// The guides' marble diagrams, re-recorded: a guide whose copy drifted from what the code does
 /// fails here, with the text it should contain. Not `.onTestClock`: each diagram is recorded on a
 /// `Marbles` clock of its own, from 0 s.
-@Suite("Guide diagrams are re-recorded", .timeLimit(.minutes(1)))
+@Suite("Guide diagrams are re-recorded", .hangGuard)
 struct GuideDiagramsTests {
   private func guide(_ name: String) throws -> String {
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

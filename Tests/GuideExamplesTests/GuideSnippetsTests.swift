@@ -3,7 +3,7 @@ import AsyncFlowTesting
 import GuideExamples
 import Testing
 
-@Suite("Guide snippets run", .onTestClock, .timeLimit(.minutes(1)))
+@Suite("Guide snippets run", .onTestClock, .hangGuard)
 struct GuideSnippetsTests {
   let client = ArticlesClient(pages: [
     [Article(title: "swift")], [Article(title: "swiftui"), Article(title: "kotlin")],

@@ -5,7 +5,7 @@ import Testing
 
 /// HotSources.md, "A share per key": screens of two symbols, one connection per symbol, kept
 /// across a quick switch and forgotten once the grace period after the last screen ran out.
-@Suite("A share per key worked example", .onTestClock, .timeLimit(.minutes(1)))
+@Suite("A share per key worked example", .onTestClock, .hangGuard)
 @MainActor
 struct KeyedShareQuotesTests {
   let socket = PassthroughFlow<LiveQuote, Never>()

@@ -6,7 +6,7 @@ import Testing
 /// The Coordination guide's keyword search: appear, retry and the debounced keyword through one
 /// latest-wins identity. On the test clock, with a search that answers only when told; each race
 /// test runs the naive model too, in the same order, and checks that it goes wrong there.
-@Suite("Keyword search in the one load path", .onTestClock, .timeLimit(.minutes(1)))
+@Suite("Keyword search in the one load path", .onTestClock, .hangGuard)
 @MainActor
 struct KeywordSearchTests {
   typealias Answer = Result<[String], SearchServiceError>

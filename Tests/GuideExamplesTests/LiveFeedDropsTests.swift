@@ -6,7 +6,7 @@ import Testing
 /// HotSources.md, "Counting drops": a client that stops reading loses the oldest events; what
 /// each client was sent and what it lost add up to what the feed produced, and the meter has the
 /// total.
-@Suite("Counting drops worked example", .timeLimit(.minutes(1)))
+@Suite("Counting drops worked example", .hangGuard)
 struct LiveFeedDropsTests {
   @Test func aClientThatFallsBehindLosesTheOldestAndEveryLossIsCounted() async {
     let clock = TestClock()

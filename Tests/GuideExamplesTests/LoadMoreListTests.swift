@@ -7,7 +7,7 @@ import Testing
 /// `ControlledCalls` stub (by offset; it answers even when cancelled, like a request already on the
 /// wire), the model's tasks run on the `TestClock`'s schedule, and `runCurrent()` waits for the
 /// main-actor writes. The spinner flags are checked after every step.
-@Suite("Load-more list with pull-to-refresh", .onTestClock, .timeLimit(.minutes(1)))
+@Suite("Load-more list with pull-to-refresh", .onTestClock, .hangGuard)
 @MainActor
 struct LoadMoreListTests {
   typealias Pages = ControlledCalls<Int, Result<[String], any Error>>

@@ -5,7 +5,7 @@ import Testing
 
 /// A screen's work ends with its model: a request in flight does not keep a released model alive,
 /// releasing the model cancels the request (through its `TaskSlots`), and nothing is written.
-@Suite("Model lifetimes", .timeLimit(.minutes(1)))
+@Suite("Model lifetimes", .hangGuard)
 @MainActor
 struct ModelLifetimeTests {
   /// What the stubbed request saw once the test answered it: whether its task was cancelled.

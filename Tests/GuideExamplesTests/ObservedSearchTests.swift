@@ -5,7 +5,7 @@ import Testing
 
 /// The Observation guide's search model, tested on the test clock: no sleeps, no polling, no
 /// helper of our own; `runCurrent()` and `advance` wait for the main actor too.
-@Suite("Observed search model", .onTestClock, .timeLimit(.minutes(1)))
+@Suite("Observed search model", .onTestClock, .hangGuard)
 @MainActor
 struct ObservedSearchTests {
   typealias Answer = Result<[String], SearchServiceError>

@@ -5,7 +5,7 @@ import Testing
 
 /// The pull-to-refresh feed of Coordination.md: `refresh()` is what `.refreshable` awaits. Each
 /// test runs the fixed model and the naive one in the same order; the naive one shows the bug.
-@Suite("Pull to refresh", .onTestClock, .timeLimit(.minutes(1)))
+@Suite("Pull to refresh", .onTestClock, .hangGuard)
 @MainActor
 struct PullToRefreshTests {
   private struct Offline: Error {}
@@ -105,7 +105,7 @@ struct PullToRefreshTests {
 
 /// The explorer on the same two models: every order of the three entry points' answers, and the
 /// screen leaving at every point while they await.
-@Suite("Exploration of pull to refresh", .timeLimit(.minutes(5)))
+@Suite("Exploration of pull to refresh", .hangGuard)
 @MainActor
 struct PullToRefreshExplorationTests {
   @Test func theNaiveFeedWritesAfterTheScreenLeft() async throws {

@@ -7,7 +7,7 @@ import Testing
 /// fresh backoff; all on the test's clock, with the test playing the server. Under `.onTestClock`
 /// the screens are made straight from the test: the share's upstream task, the retries' sleeps and
 /// the grace timer all run on `TestClock.current`'s schedule.
-@Suite("Quote socket worked example", .onTestClock, .timeLimit(.minutes(1)))
+@Suite("Quote socket worked example", .onTestClock, .hangGuard)
 @MainActor
 struct QuoteSocketTests {
   /// A feed and both screens, connected.

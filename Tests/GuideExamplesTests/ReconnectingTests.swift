@@ -5,7 +5,7 @@ import Testing
 /// The reconnect timeline of Guides/ErrorHandling.md, re-recorded: a copy that drifted from what
 /// the code does fails here, with the text the guide should contain. Not `.onTestClock`: each
 /// timeline is recorded on a `Marbles` clock of its own, from 0 s.
-@Suite("Reconnecting timeline is re-recorded", .timeLimit(.minutes(1)))
+@Suite("Reconnecting timeline is re-recorded", .hangGuard)
 struct ReconnectingTests {
   static func block(_ diagrams: [(label: String, diagram: String)]) -> String {
     (["attempts".padding(toLength: 26, withPad: " ", startingAt: 0) + reconnectAttempts.joined(separator: "  ")]

@@ -5,7 +5,7 @@ import Testing
 
 /// Guarantees.md, "Context": the request ID that a handler binds reaches the logging helper
 /// inside the `Flow.single` that `switchToLatestFlow` starts for each query.
-@Suite("Request ID logging example", .timeLimit(.minutes(1)))
+@Suite("Request ID logging example", .hangGuard)
 struct RequestLoggingTests {
   /// The lines of request `index` in `log`, checked: each names that request's ID, and the queries
   /// it mentions are that request's own.

@@ -4,7 +4,7 @@ import Foundation
 import GuideExamples
 import Testing
 
-@Suite("Search demo pipelines", .onTestClock, .timeLimit(.minutes(1)))
+@Suite("Search demo pipelines", .onTestClock, .hangGuard)
 struct SearchDemoTests {
   @Test func catchingAtTheEndDiesAtTheFailureAndCatchingInsideSurvives() async throws {
     let run = await runDemo(on: TestClock.current)
@@ -33,7 +33,7 @@ struct SearchDemoTests {
   }
 }
 
-@Suite("Interactive search demo", .onTestClock, .timeLimit(.minutes(1)))
+@Suite("Interactive search demo", .onTestClock, .hangGuard)
 struct InteractiveSearchTests {
   /// A line typed at `at`, as a person would: the next one comes only later.
   private static let typed: [(text: String, at: Duration)] = [

@@ -3,7 +3,7 @@ import AsyncFlowTesting
 import GuideExamples
 import Testing
 
-@Suite("Shaping and observing snippets run", .onTestClock, .timeLimit(.minutes(1)))
+@Suite("Shaping and observing snippets run", .onTestClock, .hangGuard)
 struct ShapingSnippetsTests {
   @Test func cartAndAnalytics() async {
     #expect(await Array(cartTotals(Flow.sequence([5, 7, 8]))) == [5, 12, 20])

@@ -6,7 +6,7 @@ import Testing
 /// The Observation guide's sign-up form, tested with AsyncFlowTesting alone: the clock is a
 /// `TestClock`, the service's two calls are `ControlledCalls` stubs that answer when the test says
 /// so, and `runCurrent()`/`advance` wait for the main-actor writes.
-@Suite("Sign-up form", .onTestClock, .timeLimit(.minutes(1)))
+@Suite("Sign-up form", .onTestClock, .hangGuard)
 @MainActor
 struct SignUpFormTests {
   typealias Check = ControlledCalls<String, Result<Bool, SignUpError>>

@@ -9,7 +9,7 @@ import Testing
 /// callers, started with `clock.task` because they are five concurrent requests; the actor, whose
 /// default executor follows the callers' preference; the single flight's run), so that
 /// `runCurrent()` is a barrier.
-@Suite("Token refresher and request log examples", .onTestClock, .timeLimit(.minutes(1)))
+@Suite("Token refresher and request log examples", .onTestClock, .hangGuard)
 struct TokenRefresherTests {
   typealias Sends = ControlledCalls<String, Result<String, APIError>>
   typealias Refreshes = ControlledCalls<Int, Result<String, APIError>>

@@ -6,7 +6,7 @@ import Testing
 /// The token retry of ErrorHandling.md: the refresh runs inside `retryWithBackoff`'s decision.
 /// Under `.onTestClock` the callers, the actor and the single flight's run all follow the test's
 /// clock, so that `runCurrent()` is a barrier.
-@Suite("Token retry example", .onTestClock, .timeLimit(.minutes(1)))
+@Suite("Token retry example", .onTestClock, .hangGuard)
 struct TokenRetryTests {
   typealias Sends = ControlledCalls<String, Result<String, APIError>>
   typealias Refreshes = ControlledCalls<Int, Result<String, APIError>>

@@ -2,7 +2,7 @@ import AsyncFlow
 import GuideExamples
 import Testing
 
-@Suite("Known toolchain issues: the working forms run", .timeLimit(.minutes(1)))
+@Suite("Known toolchain issues: the working forms run", .hangGuard)
 struct ToolchainWorkaroundsTests {
   /// 1, 2, 3, then the end, in a flow that could fail with `FeedError`.
   let quotes = Flow<Int, FeedError> { emitter throws(FeedError) in

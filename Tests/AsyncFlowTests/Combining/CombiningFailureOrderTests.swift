@@ -7,7 +7,7 @@ import Testing
 /// / `_Right` expect, in both argument orders. RxSwift's virtual times map to ticks of 5 from 200
 /// (210 is tick 2, 230 tick 6). The result is drawn with its failure as the failing input's id
 /// followed by the end, so that `#1` and `#2` tell apart.
-@Suite("Combining: the first failure wins", .timeLimit(.minutes(1)))
+@Suite("Combining: the first failure wins", .hangGuard)
 struct CombiningFailureOrderTests {
   enum Operator: String, CaseIterable, Sendable {
     case merge, combineLatest, zip, withLatestFrom

@@ -6,7 +6,7 @@ import Testing
 /// Each input of `combineLatest`, `zip` and `withLatestFromFlow` runs a bounded number of elements
 /// ahead of the consumer, which takes them in batches; a failure still wins over a batch already
 /// taken.
-@Suite("Combining: reading ahead", .timeLimit(.minutes(1)))
+@Suite("Combining: reading ahead", .hangGuard)
 struct CombiningReadAheadTests {
   enum Operator: String, CaseIterable, Sendable {
     case combineLatest, zip, withLatestFrom

@@ -15,7 +15,7 @@ import Testing
 /// takes that lock) must not deadlock. Each runs in a process of its own, everything on a
 /// `TestClock`'s executor so that each step has run until it suspended; before the fix the child
 /// deadlocked, and its alarm (10 s of wall time) killed it: the expected successful exit failed.
-@Suite("Combining: re-entrant release", .timeLimit(.minutes(1)))
+@Suite("Combining: re-entrant release", .hangGuard)
 struct CombiningReentrantReleaseTests {
   /// combineLatest: a2 replaces a1 as slot 0's latest in the input's task (a hand-off to the
   /// waiting consumer); a1's `deinit` cancels the consumer.

@@ -18,7 +18,7 @@ private func jittery(_ count: Int, seed: UInt64, ended: EventLog<Int>, id: Int) 
 }
 
 // Five minutes: under ThreadSanitizer on two cores its longest tests take most of one when idle.
-@Suite("Combining stress", .timeLimit(.minutes(5)))
+@Suite("Combining stress", .hangGuard)
 struct CombiningStressTests {
   /// Random interleavings of two inputs of random lengths, each consumer stopping at a random
   /// point. Checked on every run: zip pairs equal indices and stops at the shorter input;

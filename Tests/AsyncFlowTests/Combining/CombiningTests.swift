@@ -6,7 +6,7 @@ import Testing
 
 private typealias Input = CombiningScript<String, TestError>
 
-@Suite("Combining", .timeLimit(.minutes(1)))
+@Suite("Combining", .hangGuard)
 struct CombiningTests {
   // MARK: Call forms and types
 

@@ -6,7 +6,7 @@ import Testing
 /// `withLatestFromFlow` starts `other` first, and lets it run until it suspends before the base is
 /// started: a value `other` has at once pairs with the base's first element, whatever the
 /// scheduling (RxSwift's `testWithLatestFrom_TwoObservablesWithImmediateValues`).
-@Suite("withLatestFromFlow: the other's immediate value", .timeLimit(.minutes(1)))
+@Suite("withLatestFromFlow: the other's immediate value", .hangGuard)
 struct WithLatestFromStartTests {
   /// The first output of `base.withLatestFromFlow(other)`, or `nil` (and an issue) if the consumer
   /// did not have it before the test was cancelled: had the base's first element been dropped, it

@@ -7,7 +7,7 @@ import Testing
 /// consumer (issue 40: a base element read ahead was paired with the other's latest as of the
 /// moment the consumer took it, so a tap made before an edit sent the edited draft). RxSwift's
 /// `withLatestFrom` cases run as marbles.
-@Suite("withLatestFromFlow: pairing at read time", .timeLimit(.minutes(1)))
+@Suite("withLatestFromFlow: pairing at read time", .hangGuard)
 struct WithLatestFromTests {
   private static func text(_ pair: (Int, Int)) -> String { "(\(pair.0), \(pair.1))" }
 

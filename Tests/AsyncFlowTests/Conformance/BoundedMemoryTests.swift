@@ -92,7 +92,7 @@ let bufferingTable: [BufferingCase] = [
 ]
 
 /// Held-count results, kept for the guide's figures (printed by the test).
-@Suite("Bounded memory", .timeLimit(.minutes(1)))
+@Suite("Bounded memory", .hangGuard)
 struct BoundedMemoryTests {
   /// A consumer takes one element, then stalls while the upstream keeps producing (10 elements a
   /// second for 30 s on the test clock; inners 5,000 elements each). What stays alive is the

@@ -408,7 +408,7 @@ let edgeSources: [EdgeSource] = [
     parked: nil),
 ]
 
-@Suite("Cancellation at the edges: nothing after it, on every path", .timeLimit(.minutes(2)))
+@Suite("Cancellation at the edges: nothing after it, on every path", .hangGuard)
 struct CancellationEdgeConformanceTests {
   /// Every operator of `operatorTable` over an upstream whose element is made after the consumer's
   /// cancellation, in each way and on each schedule.

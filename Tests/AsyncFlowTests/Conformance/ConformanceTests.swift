@@ -78,7 +78,7 @@ struct RawStubborn: AsyncSequence, Sendable {
   func makeAsyncIterator() -> AsyncIterator { AsyncIterator(latch: latch) }
 }
 
-@Suite("Conformance of every operator", .timeLimit(.minutes(1)))
+@Suite("Conformance of every operator", .hangGuard)
 struct ConformanceTests {
   /// The one body: `row`'s operator, driven through `situation` on a `TestClock`; every wait is a
   /// settle of the clock's executor or a clock advance, never a wall-clock sleep.

@@ -58,7 +58,7 @@ func expectConsumersContext(
 
 /// Issue 38: a task AsyncFlow starts for an iteration runs with the task-local values and the
 /// priority of the task that made the iteration's first `next()`, with or without a test clock.
-@Suite("Context: the consumer's task-local values and priority", .timeLimit(.minutes(1)))
+@Suite("Context: the consumer's task-local values and priority", .hangGuard)
 struct ContextConformanceTests {
   @Test func everyOperatorRowHasAContextRow() {
     let missing = Set(operatorTable.map(\.name)).subtracting(contextTable.map(\.name))

@@ -106,7 +106,7 @@ private final class FailureRecord: Sendable {
   let liveAtHandOff = LockedState<[Int]>([])
 }
 
-@Suite("A failure ends the iteration only after what it started has ended", .timeLimit(.minutes(1)))
+@Suite("A failure ends the iteration only after what it started has ended", .hangGuard)
 struct FailureLifetimeConformanceTests {
   @Test(arguments: failureTable, EdgeSchedule.allCases)
   func nothingTheIterationStartedRunsWhenTheFailureGoesOn(_ row: FailureCase, _ schedule: EdgeSchedule) async {

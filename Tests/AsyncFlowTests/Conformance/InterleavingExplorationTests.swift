@@ -188,7 +188,7 @@ func isSubsequence(_ sub: [Int], of sequence: [Int]) -> Bool {
 /// Thousands of seeded orders of outer, inner, consumer and cancellation events per concurrent
 /// operator, each checked by an oracle. Counts: `explorationSeeds` per test.
 // Five minutes: under ThreadSanitizer on two cores its longest tests take most of one when idle.
-@Suite("Interleaving exploration", .timeLimit(.minutes(5)))
+@Suite("Interleaving exploration", .hangGuard)
 struct InterleavingExplorationTests {
   static let interval = Duration.seconds(1)
 

@@ -19,7 +19,7 @@ enum ReleaseSituation: String, CaseIterable, Sendable, CustomStringConvertible {
   var description: String { rawValue }
 }
 
-@Suite("Re-entrant release: no user value is released and no user code runs under a lock", .timeLimit(.minutes(1)))
+@Suite("Re-entrant release: no user value is released and no user code runs under a lock", .hangGuard)
 struct ReentrantReleaseConformanceTests {
   @Test(arguments: releaseTable, ReleaseSituation.allCases)
   func operatorReleasesElementsOutsideItsLocks(_ row: ReleaseCase, _ situation: ReleaseSituation) async {
@@ -69,7 +69,7 @@ struct ReentrantReleaseConformanceTests {
   }
 }
 
-@Suite("ReleaseWitness", .timeLimit(.minutes(1)))
+@Suite("ReleaseWitness", .hangGuard)
 struct ReleaseWitnessTests {
   @Test func aTokenReleasedOutsideEveryLockIsNotReported() {
     let witness = ReleaseWitness()

@@ -8,7 +8,7 @@ import Testing
 /// belong to the input the user gave last: a superseded request's success, failure or fallback
 /// reaching the model. The stubs do not answer a cancelled call by themselves, so a superseded
 /// request's answer arrives late, in every order, as a slow server's would.
-@Suite("User models under the explorer", .timeLimit(.minutes(1)))
+@Suite("User models under the explorer", .hangGuard)
 @MainActor
 struct UserModelExplorationTests {
   struct SearchFailure: Error, Equatable {

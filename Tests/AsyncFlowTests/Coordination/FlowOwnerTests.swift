@@ -6,7 +6,7 @@ import Testing
 /// `FlowOwner`: closing refuses new work in every member, and a shutdown cancels what runs and
 /// returns only once every task the library started for its members has ended, or at its deadline
 /// with what is left. Each test forces its order with gates and signals.
-@Suite("FlowOwner", .timeLimit(.minutes(1)))
+@Suite("FlowOwner", .hangGuard)
 struct FlowOwnerTests {
   // MARK: Closing
 

@@ -3,7 +3,7 @@ import AsyncFlowTesting
 import Testing
 
 /// The request log, read as a user reads it: what happened to which run, in order.
-@Suite("RequestLog", .timeLimit(.minutes(1)))
+@Suite("RequestLog", .hangGuard)
 struct RequestLogTests {
   typealias Entry = RequestLog<String>.Entry
 

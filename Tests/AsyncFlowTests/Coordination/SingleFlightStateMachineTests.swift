@@ -5,7 +5,7 @@ import Testing
 /// The single flight's decisions, state × event, as a table of plain values: waiters are names,
 /// tasks are numbers. States of one identity: idle (no entry), starting (decided, no task yet),
 /// running (task attached); each with one or two waiters where that matters.
-@Suite("SingleFlightStateMachine", .timeLimit(.minutes(1)))
+@Suite("SingleFlightStateMachine", .hangGuard)
 struct SingleFlightStateMachineTests {
   typealias Machine = SingleFlightStateMachine<String, String, Int>
 

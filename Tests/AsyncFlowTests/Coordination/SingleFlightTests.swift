@@ -6,7 +6,7 @@ import Testing
 
 /// `SingleFlight` through its public API: joining, failures, cancellation, priority, the test
 /// clock, lifetimes and re-entrant release.
-@Suite("SingleFlight", .timeLimit(.minutes(1)))
+@Suite("SingleFlight", .hangGuard)
 struct SingleFlightTests {
   typealias Refresh = ControlledCalls<Int, Result<String, TestError>>
 

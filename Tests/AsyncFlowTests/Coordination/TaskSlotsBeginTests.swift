@@ -13,7 +13,7 @@ import Testing
 /// begin the superseded operation, the second 457 and 717 cancelled runs begin, the third 36 and
 /// 87; the clock's test failed 65 of 1,000 rounds before the clock ran its jobs in turn with the
 /// test body, and cannot fail that way since.
-@Suite("TaskSlots: a superseded run never begins", .timeLimit(.minutes(1)))
+@Suite("TaskSlots: a superseded run never begins", .hangGuard)
 struct TaskSlotsBeginTests {
   /// In an app, with no test clock: a fresh `TaskSlots` each round, both runs in one main-actor
   /// turn. Rounds come in batches of 100 per turn, each batch's runs awaited at its end, so that
@@ -77,7 +77,7 @@ struct TaskSlotsBeginTests {
 
 /// The same promise on the test clock, where the slot's tasks run on the clock's executor: 1,000
 /// fresh `TaskSlots`, each with two runs in the same turn, then one barrier for the 1,000 requests.
-@Suite("TaskSlots on the clock: a superseded run never begins", .onTestClock, .timeLimit(.minutes(1)))
+@Suite("TaskSlots on the clock: a superseded run never begins", .onTestClock, .hangGuard)
 @MainActor
 struct TaskSlotsBeginOnClockTests {
   @Test func aRunSupersededInTheSameMainActorTurnSendsNoRequest() async {

@@ -7,7 +7,7 @@ import Testing
 /// No user value is released, and no user code runs, while the registry's lock is held: an
 /// operation's captures, and its cancellation handlers, may call back into the same `TaskSlots`.
 /// Each callback sets a flag; a deadlock leaves it unset, and the bounded wait fails the test.
-@Suite("TaskSlots re-entrant release", .timeLimit(.minutes(1)))
+@Suite("TaskSlots re-entrant release", .hangGuard)
 struct TaskSlotsReentrancyTests {
   /// What a callback does with the registry: every synchronous entry point.
   private static func callBack(into slots: TaskSlots<String>, _ called: Reentry.Flag) {

@@ -6,7 +6,7 @@ import Testing
 /// `runAndWait`: a run its caller awaits, with the caller's cancellation passed on. Real threads,
 /// no test clock: the runs' tasks are the app's. Each test forces its order with gates and
 /// signals, so the order each asserts is the only one possible.
-@Suite("TaskSlots.runAndWait", .timeLimit(.minutes(1)))
+@Suite("TaskSlots.runAndWait", .hangGuard)
 struct TaskSlotsRunAndWaitTests {
   private struct Offline: Error, Equatable {}
 
@@ -284,7 +284,7 @@ struct TaskSlotsRunAndWaitTests {
 }
 
 /// The same promises on the test clock, with a main-actor model's stub.
-@Suite("TaskSlots.runAndWait on the clock", .onTestClock, .timeLimit(.minutes(1)))
+@Suite("TaskSlots.runAndWait on the clock", .onTestClock, .hangGuard)
 @MainActor
 struct TaskSlotsRunAndWaitOnClockTests {
   @Test func aSupersededPullReturnsWhenItsRunHasEndedAndWritesNothing() async {

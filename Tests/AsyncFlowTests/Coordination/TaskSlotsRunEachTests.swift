@@ -6,7 +6,7 @@ import Testing
 /// `runEach(in:id:)`: a sequence's elements as requests of one identity, beside the explicit
 /// `run(_:request:)` calls of the same identity. On the test clock: the feeding's task and the runs'
 /// tasks follow its schedule, and `runCurrent()` runs them until they wait for an answer.
-@Suite("TaskSlots.runEach", .onTestClock, .timeLimit(.minutes(1)))
+@Suite("TaskSlots.runEach", .onTestClock, .hangGuard)
 struct TaskSlotsRunEachTests {
   private struct Offline: Error {}
 
@@ -186,7 +186,7 @@ struct TaskSlotsRunEachTests {
 /// The promises on real threads: the feeding's comparison and registration are one step, whatever
 /// another thread's explicit calls do meanwhile; and once the feeding's task has ended after its
 /// cancellation, nothing it fed is registered.
-@Suite("TaskSlots.runEach on real threads", .timeLimit(.minutes(1)))
+@Suite("TaskSlots.runEach on real threads", .hangGuard)
 struct TaskSlotsRunEachThreadTests {
   /// Queued runs begin in registration order, so the order they log in is the registry's: a fed
   /// request is never equal to the request registered just before it, explicit or fed.

@@ -6,7 +6,7 @@ import Testing
 /// numbers (run `n`'s task is `100 × n`). States of one identity: idle (no slot), one run (of any
 /// policy: the new run's policy decides), several (queued or concurrent), a run that began and left
 /// before its task was attached, and the registry closed.
-@Suite("TaskSlotsStateMachine", .timeLimit(.minutes(1)))
+@Suite("TaskSlotsStateMachine", .hangGuard)
 struct TaskSlotsStateMachineTests {
   typealias Machine = TaskSlotsStateMachine<String, Int, Int>
 

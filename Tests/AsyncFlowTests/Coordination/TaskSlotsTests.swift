@@ -4,7 +4,7 @@ import Testing
 
 @testable import AsyncFlow
 
-@Suite("TaskSlots and Generation", .timeLimit(.minutes(1)))
+@Suite("TaskSlots and Generation", .hangGuard)
 struct TaskSlotsTests {
   @Test func latestWinsCancelsTheOldTaskBeforeTheNewOneStarts() async {
     let slots = TaskSlots<String>()

@@ -6,7 +6,7 @@ import Testing
 /// it, so a caller on another thread can supersede it in between, before its task can be
 /// cancelled. Issue found by a probe: the new operation then began while the old one ran
 /// uncancelled (in about 5 of 6 runs of this test), and the old one sometimes began after the new.
-@Suite("TaskSlots from several threads", .timeLimit(.minutes(1)))
+@Suite("TaskSlots from several threads", .hangGuard)
 struct TaskSlotsThreadRaceTests {
   /// The operations that have begun and not ended, each with whether it has been cancelled, and
   /// every time one began while another ran uncancelled.

@@ -22,7 +22,7 @@ where Outer.Element: AsyncSequence, Outer.Element.Element == String, Outer.Failu
   }
 }
 
-@Suite("catch, catchInner, replaceError, mapError", .timeLimit(.minutes(1)))
+@Suite("catch, catchInner, replaceError, mapError", .hangGuard)
 struct CatchTests {
   @Test func catchKeepsEarlierElementsThenEndsWithTheFallback() async {
     let result = await collect(

@@ -8,7 +8,7 @@ import Testing
 /// `CollectLatestTest.testUpstreamErrorSuspension`: the body of the element delivered before the
 /// failure runs (it begins; a failure cancels it if it is still running), then the failure is
 /// thrown. Before, the failure ended the operator before that body's task began: it never ran.
-@Suite("collectLatest and an upstream failure", .timeLimit(.minutes(1)))
+@Suite("collectLatest and an upstream failure", .hangGuard)
 struct CollectLatestFailureTests {
   /// kotlinx's case: `flow { emit(1); yield(); throw TestException() }.collectLatest { expect(1) }`.
   @Test(arguments: [true, false])

@@ -6,7 +6,7 @@ import Testing
 /// ended. Each inner logs when its body begins and when it ends; the end comes a few yields after
 /// the cancellation, so that a stop that only cancels (a `break` out of `for await`) returns before
 /// it. The log is read in the consumer's task the moment the terminal returns.
-@Suite("collectWhile and firstFlow wait for the iteration's work", .timeLimit(.minutes(1)))
+@Suite("collectWhile and firstFlow wait for the iteration's work", .hangGuard)
 struct CollectWhileTests {
   enum Operator: String, CaseIterable, Sendable {
     case mergeFlow, switchToLatestFlow

@@ -58,7 +58,7 @@ func checkFlattenLogic<Logic: FlattenLogic<Int>>(
   }
 }
 
-@Suite("FlattenLogic", .timeLimit(.minutes(1)))
+@Suite("FlattenLogic", .hangGuard)
 struct FlattenLogicTests {
   // MARK: switchToLatestFlow
 

@@ -83,7 +83,7 @@ extension FlattenStateMachine.InnerAction {
   }
 }
 
-@Suite("FlattenStateMachine", .timeLimit(.minutes(1)))
+@Suite("FlattenStateMachine", .hangGuard)
 struct FlattenStateMachineTests {
   // MARK: next
 
@@ -788,7 +788,7 @@ struct FlattenStateMachineTests {
   }
 }
 
-@Suite("FlattenInnerStateMachine", .timeLimit(.minutes(1)))
+@Suite("FlattenInnerStateMachine", .hangGuard)
 struct FlattenInnerStateMachineTests {
   private func open(holding count: Int, limit: Int = 4) -> GridInner {
     var machine = GridInner(bufferLimit: limit)

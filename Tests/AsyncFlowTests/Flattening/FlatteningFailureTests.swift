@@ -38,7 +38,7 @@ private func runUntilQuiet<S: AsyncSequence & Sendable>(
   return (endedAtOnce, await bounded(result, "result") ?? nil)
 }
 
-@Suite("Flattening failures and early ends", .timeLimit(.minutes(1)))
+@Suite("Flattening failures and early ends", .hangGuard)
 struct FlatteningFailureTests {
   // Rule 6: the outer's body has ended when `next()` returns nil or throws, also when the outer
   // pump was waiting for a slot (`concatFlow`, `mergeFlow` with a limit) at that moment.

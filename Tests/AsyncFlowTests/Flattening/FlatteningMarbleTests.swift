@@ -4,7 +4,7 @@ import Testing
 
 /// The diagrams of `Guides/Flattening.md`: outer `a`, `b`, `c`; each inner plays `"0-1-2|"`, its
 /// digits offset by 3 per outer element (a: 0 1 2, b: 3 4 5, c: 6 7 8).
-@Suite("Flattening on marbles", .timeLimit(.minutes(1)))
+@Suite("Flattening on marbles", .hangGuard)
 struct FlatteningMarbleTests {
   let marbles = Marbles(tick: .seconds(1))
 

@@ -46,7 +46,7 @@ struct FreshElements: AsyncSequence, Sendable {
 /// deadlocked thread cannot be bounded in-process (it is lost to the pool for good), so each runs
 /// in a child process that `alarm` ends after 20 s: a deadlock fails the test instead of hanging
 /// the suite.
-@Suite("Flattening re-entrant release", .timeLimit(.minutes(1)))
+@Suite("Flattening re-entrant release", .hangGuard)
 struct FlatteningReentrantReleaseTests {
   /// The elements of a superseded inner are discarded when it is dropped: the last one's `deinit`
   /// releases the iterator, which cancels the operator.

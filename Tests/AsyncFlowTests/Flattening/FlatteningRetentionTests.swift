@@ -39,7 +39,7 @@ enum FlatteningOperator: String, CaseIterable, Sendable, CustomStringConvertible
 ///
 /// Each run is on a `TestClock`: once its schedule is idle the consumer must have returned, so a
 /// consumer left waiting fails the test instead of hanging it.
-@Suite("Flattening lets go of what it is done with", .timeLimit(.minutes(1)))
+@Suite("Flattening lets go of what it is done with", .hangGuard)
 struct FlatteningRetentionTests {
   /// The consumer takes the inner's one element, lets go of it and asks for the next: the
   /// element's `deinit` (run inside that `next()`, by the consumer's own task) cancels the consumer,

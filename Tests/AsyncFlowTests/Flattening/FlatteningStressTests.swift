@@ -233,7 +233,7 @@ private func checkMerge(seed: UInt64, on schedule: StressSchedule = .testClock) 
 /// variants keep real parallel threads in the mix (races a serial schedule cannot produce), at the
 /// price of a seed that replays only the plan.
 // Five minutes: under ThreadSanitizer on two cores its longest tests take most of one when idle.
-@Suite("Flattening stress", .timeLimit(.minutes(5)))
+@Suite("Flattening stress", .hangGuard)
 struct FlatteningStressTests {
   @Test func switchToLatestHoldsItsRulesUnderSeededInterleavings() async {
     for seed in stressSeeds(0..<1500) { await checkSwitchToLatest(seed: seed) }

@@ -33,7 +33,7 @@ private func twoStep(_ first: String, _ second: String, gate: Gate, log: EventLo
   }
 }
 
-@Suite("Flattening", .timeLimit(.minutes(1)))
+@Suite("Flattening", .hangGuard)
 struct FlatteningTests {
   // Rule 1 and 2: a superseded inner never delivers, not even its failure.
   @Test(arguments: [false, true])

@@ -8,7 +8,7 @@ import Testing
 /// released), on the test clock and on real threads. In each, the setup still running is
 /// cancelled at once once the source ends or the consumer leaves; the cleanup runs once,
 /// uncancelled, after the setup returned; the consumer's end comes only after it.
-@Suite("Flow.callbacks: the end, whatever the setup is doing", .timeLimit(.minutes(1)))
+@Suite("Flow.callbacks: the end, whatever the setup is doing", .hangGuard)
 struct CallbacksEndGridTests {
   enum Setup: CaseIterable, Sendable { case running, returned }
   enum Source: CaseIterable, Sendable { case open, finished, failed }

@@ -10,7 +10,7 @@ import Testing
 ///
 /// The scenarios run on a `TestClock`, so that `runCurrent()` parks every task (the waiting
 /// emitters among them) before the release: without it, nothing says the emitter waits yet.
-@Suite("Flow releases elements outside its lock", .timeLimit(.minutes(1)))
+@Suite("Flow releases elements outside its lock", .hangGuard)
 struct EmitterReentrantReleaseTests {
   /// The body hands its emitter out, emits one element and waits, so that the test starts the
   /// emitting task that waits for room once the consumer holds what it must. Each element with a

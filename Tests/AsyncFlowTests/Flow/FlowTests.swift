@@ -4,7 +4,7 @@ import Synchronization
 import Testing
 
 // Five minutes: under ThreadSanitizer on two cores its longest tests take most of one when idle.
-@Suite("Flow", .timeLimit(.minutes(5)))
+@Suite("Flow", .hangGuard)
 struct FlowTests {
   @Test func bodyRunsOncePerIterationAndOnlyWhenIterated() async {
     let runs = Atomic(0)

@@ -6,7 +6,7 @@ import Testing
 /// `sink`'s forms for plain closures, the flattening overloads keyed on the outer's failure) are
 /// the ones a call picks, and they run as the forms beside them. The annotations are the
 /// compile-time half: a call that picked another overload would not compile.
-@Suite("Overload choice", .timeLimit(.minutes(1)))
+@Suite("Overload choice", .hangGuard)
 struct OverloadChoiceTests {
   /// `Flow` only: a call that picked another overload is not a `Flow` and does not compile here.
   static func elements<T, F>(of flow: Flow<T, F>) async -> (elements: [T], failure: F?) {

@@ -7,7 +7,7 @@ import Testing
 /// `grouped(by:)`: each key's elements in a group of their own, with bounded buffering, a group's
 /// end, and cancellation. The consumers run on the test clock's executor (`clock.task`), so that
 /// `runCurrent()` is a barrier.
-@Suite("grouped(by:)", .timeLimit(.minutes(1)))
+@Suite("grouped(by:)", .hangGuard)
 struct GroupedTests {
   /// Every group's elements, by key, through one pipeline per group (`mergeFlow`).
   @Test func routesEachKeysElementsToItsGroupInOrder() async {

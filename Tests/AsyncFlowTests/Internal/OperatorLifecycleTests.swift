@@ -199,7 +199,7 @@ private func describe(_ answer: Lifecycle.InputAnswer) -> String {
 /// are possible; the 21 impossible ones (and 2 impossible variants of `taskStarted`) stop the
 /// process, checked by exit tests. The cells where several inputs differ from one (`Many inputs`)
 /// have a test of their own each, and input parked twice is an impossible variant of `inputWaits`.
-@Suite("OperatorLifecycle", .timeLimit(.minutes(1)))
+@Suite("OperatorLifecycle", .hangGuard)
 struct OperatorLifecycleTests {
   // MARK: next
 

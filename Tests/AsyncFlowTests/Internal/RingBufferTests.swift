@@ -2,7 +2,7 @@ import Testing
 
 @testable import AsyncFlow
 
-@Suite("RingBuffer", .timeLimit(.minutes(1)))
+@Suite("RingBuffer", .hangGuard)
 struct RingBufferTests {
   @Test func popsInTheOrderAppended_acrossGrowthAndWrapAround() {
     var queue = RingBuffer<Int>()

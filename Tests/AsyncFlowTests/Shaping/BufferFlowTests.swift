@@ -3,7 +3,7 @@ import Testing
 
 @testable import AsyncFlow
 
-@Suite("bufferFlow", .timeLimit(.minutes(1)))
+@Suite("bufferFlow", .hangGuard)
 struct BufferFlowTests {
   /// A producer that emits `count` elements without waiting for anyone, then ends with `failure`.
   private func producer(_ count: Int, failure: TestError? = nil, produced: LockedState<Int>) -> Flow<Int, TestError> {

@@ -3,7 +3,7 @@ import Testing
 
 @testable import AsyncFlow
 
-@Suite("Shaping and observing", .timeLimit(.minutes(1)))
+@Suite("Shaping and observing", .hangGuard)
 struct ShapingAndObservingTests {
   // MARK: scanFlow
 

@@ -31,7 +31,7 @@ private func onClock(
 /// The hot sources' context rules (Guides/Guarantees.md, "Context"), without a test clock: a
 /// share's upstream runs in the context of the subscriber whose iteration started it, and its grace
 /// timer in the upstream's; a subject's sink delivers in the context of the send that found it idle.
-@Suite("Hot sources: whose context", .timeLimit(.minutes(1)))
+@Suite("Hot sources: whose context", .hangGuard)
 struct HotSourcesContextTests {
   @Test func aShareRunsItsUpstreamInTheContextOfTheSubscriberThatStartedIt() async {
     let probe = ContextProbe(clock: ImmediateClock())

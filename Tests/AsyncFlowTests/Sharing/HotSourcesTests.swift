@@ -4,7 +4,7 @@ import Testing
 
 @testable import AsyncFlow
 
-@Suite("PassthroughFlow, CurrentValueFlow, shareFlow, sink", .timeLimit(.minutes(1)))
+@Suite("PassthroughFlow, CurrentValueFlow, shareFlow, sink", .hangGuard)
 struct HotSourcesTests {
   // MARK: PassthroughFlow
 
@@ -349,7 +349,7 @@ struct HotSourcesTests {
   }
 }
 
-@Suite("shareFlow races", .timeLimit(.minutes(1)))
+@Suite("shareFlow races", .hangGuard)
 struct ShareFlowRaceTests {
   /// The last subscriber leaves while a new one arrives: the newcomer registered first, so the
   /// departure must not stop the upstream under it.

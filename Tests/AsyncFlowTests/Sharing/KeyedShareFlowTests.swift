@@ -6,7 +6,7 @@ import Testing
 
 /// `KeyedShareFlow` on the test clock: each key's upstream is a connection that counts its runs and
 /// forwards what `feed` sends for its key; a message without a value ends that key's upstream.
-@Suite("KeyedShareFlow", .timeLimit(.minutes(1)))
+@Suite("KeyedShareFlow", .hangGuard)
 struct KeyedShareFlowTests {
   struct Message: Sendable {
     let key: String
@@ -150,7 +150,7 @@ struct KeyedShareFlowTests {
 }
 
 /// `KeyedShareFlow` on real threads.
-@Suite("KeyedShareFlow on threads", .timeLimit(.minutes(1)))
+@Suite("KeyedShareFlow on threads", .hangGuard)
 struct KeyedShareFlowThreadTests {
   /// Subscribers of two keys arriving at once from many tasks share one upstream per key, and once
   /// they have all left, the keys go.

@@ -7,7 +7,7 @@ import Testing
 /// and priority of where the owner was made, whoever subscribes, reconnects included; a share
 /// without one keeps the subscriber's that started it. The task-local value is a request ID, as a
 /// service's logger reads it.
-@Suite("Shares in an owner's context", .timeLimit(.minutes(1)))
+@Suite("Shares in an owner's context", .hangGuard)
 struct OwnerContextTests {
   /// An upstream that logs each connect with the request ID and priority it runs with, emits one
   /// element, then waits until it is stopped.

@@ -13,7 +13,7 @@ import Testing
 ///
 /// The upstream delivers its elements, if any, then parks until the share cancels it; `lifetimes`
 /// counts it running.
-@Suite("shareFlow's grace period, left from off the clock", .timeLimit(.minutes(1)))
+@Suite("shareFlow's grace period, left from off the clock", .hangGuard)
 struct ShareGracePeriodLeavingOffTheClockTests {
   let clock = TestClock()
   let lifetimes = Lifetimes()

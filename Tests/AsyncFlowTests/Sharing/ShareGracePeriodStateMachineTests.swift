@@ -17,7 +17,7 @@ private func same(_ lhs: GraceTimerStarter?, _ rhs: GraceTimerStarter) -> Bool {
 /// The grace-period cells of ``SubjectStateMachine``'s grid: the new state `lingering` (upstream
 /// task known or still being created, timer task known or not) against every event that reaches
 /// it, and the events that lead into it from `starting` and `running`.
-@Suite("SubjectStateMachine: shareFlow's grace period", .timeLimit(.minutes(1)))
+@Suite("SubjectStateMachine: shareFlow's grace period", .hangGuard)
 struct ShareGracePeriodStateMachineTests {
   typealias Machine = SubjectStateMachineTests.Machine
 

@@ -6,7 +6,7 @@ import Testing
 
 /// `shareFlow(gracePeriod:clock:)` on the test clock: the upstream is a connection that counts its
 /// runs and forwards what its `source` sends.
-@Suite("shareFlow's grace period", .timeLimit(.minutes(1)))
+@Suite("shareFlow's grace period", .hangGuard)
 struct ShareGracePeriodTests {
   let clock = TestClock()
   let source = PassthroughFlow<Int, Never>()

@@ -6,7 +6,7 @@ import Testing
 /// `shareFlow` releases what leaves its state (an evicted replay entry, the replay a stopped share
 /// empties, a leaving subscriber's buffer) after its lock: the element's `deinit` may read the
 /// share's `subscriberCount` or cancel a subscription.
-@Suite("shareFlow releases elements outside its lock", .timeLimit(.minutes(1)))
+@Suite("shareFlow releases elements outside its lock", .hangGuard)
 struct ShareReentrantReleaseTests {
   /// The upstreams are `Flow(bufferSize: 0)` bodies: each `emit` returns once the share has taken
   /// the element and asked for the next, so when the body goes on, the share holds the element and

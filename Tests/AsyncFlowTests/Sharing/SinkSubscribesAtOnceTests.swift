@@ -124,7 +124,7 @@ let sinkTable: [SinkCase] = [
 /// A value sent right after `sink` returns reaches the sink, through every operator: the sink
 /// makes its iterator before its task starts, and each operator's iterator makes its upstream's
 /// at once, so the subject has its subscriber by the time `sink` returns.
-@Suite("A value sent right after sink returns reaches it", .timeLimit(.minutes(1)))
+@Suite("A value sent right after sink returns reaches it", .hangGuard)
 struct SinkSubscribesAtOnceTests {
   /// On the clock's serial executor the sink's task cannot run before the sends: only a
   /// subscription made inside `sink` can receive them.

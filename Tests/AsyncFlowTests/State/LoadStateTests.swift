@@ -1,7 +1,7 @@
 import AsyncFlow
 import Testing
 
-@Suite("LoadState, asLoadState, prependState", .timeLimit(.minutes(1)))
+@Suite("LoadState, asLoadState, prependState", .hangGuard)
 struct LoadStateTests {
   @Test func accessors() {
     let loaded = LoadState<Int, TestError>.loaded(3)

@@ -7,7 +7,7 @@ import Testing
 /// the cancellation, as a `receiveValue` call in progress does, and as a generic `sink`'s task
 /// does. The subscriber is out of the source's table by then (it took the end), so the source
 /// keeps its drain's task until the end is delivered.
-@Suite("A sink cancelled while its completion runs", .timeLimit(.minutes(1)))
+@Suite("A sink cancelled while its completion runs", .hangGuard)
 struct SinkEndCancellationTests {
   enum Source: String, CaseIterable, Sendable { case passthrough, share }
 

@@ -3,7 +3,7 @@ import Testing
 
 @testable import AsyncFlow
 
-@Suite("sink and assignFlow on hot sources: mailboxes", .timeLimit(.minutes(1)))
+@Suite("sink and assignFlow on hot sources: mailboxes", .hangGuard)
 struct SinkMailboxTests {
   // MARK: Order and completion
 
@@ -473,7 +473,7 @@ struct SinkMailboxTests {
 /// could interleave them. Whatever the order: every value is delivered once and in order, at most
 /// one drain exists at a time, the end comes once and last, and when everything stopped no value
 /// waits in a mailbox without a drain (the lost wake-up).
-@Suite("Mailbox drain interleavings", .timeLimit(.minutes(1)))
+@Suite("Mailbox drain interleavings", .hangGuard)
 struct MailboxInterleavingTests {
   typealias Machine = SubjectStateMachineTests.Machine
 

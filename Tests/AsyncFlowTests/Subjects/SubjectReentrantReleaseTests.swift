@@ -8,7 +8,7 @@ private typealias Probe = ReleaseHook
 /// An element released by a subject must be released after the subject's lock: its `deinit` may
 /// send to the subject, cancel a subscription or read `subscriberCount`, and under the lock each
 /// deadlocks. Every case runs in a child process with an alarm (see ``Reentrancy/armAlarm()``).
-@Suite("Subjects release elements outside their lock", .timeLimit(.minutes(1)))
+@Suite("Subjects release elements outside their lock", .hangGuard)
 struct SubjectReentrantReleaseTests {
   enum Scenario: String, CaseIterable, Codable, Sendable {
     case iteratorRefill, newestDropWithAnIterator, droppedIteratorWithABufferedElement

@@ -27,7 +27,7 @@ extension SubjectStateMachine.UpstreamStartedAction {
 /// The state × event grid of ``SubjectStateMachine``. States: `subject`, and for a share `idle`,
 /// `starting`, `running`, `ended`. Each test drives the machine into one state with events only
 /// (no storage, no lock), then sends one event and checks the action and the next state.
-@Suite("SubjectStateMachine", .timeLimit(.minutes(1)))
+@Suite("SubjectStateMachine", .hangGuard)
 struct SubjectStateMachineTests {
   typealias Machine = SubjectStateMachine<Int, TestError, Int, Int, Mailbox>
 

@@ -5,7 +5,7 @@ import Testing
 
 /// The synchronous overload's closure is called from the drain, which runs on the closure's
 /// isolation: it runs on that isolation, in order, and on the scheduling executor.
-@Suite("sink on hot sources: the synchronous closure's isolation", .timeLimit(.minutes(1)))
+@Suite("sink on hot sources: the synchronous closure's isolation", .hangGuard)
 struct SynchronousSinkIsolationTests {
   @Test func aClosureOnAnotherGlobalActorRunsOnItInOrder() async {
     let box = SinkTestActorBox()

@@ -5,7 +5,7 @@ import Testing
 
 /// The two overloads of `sink` on the hot sources: a closure that does not `await` picks the
 /// synchronous one, one that awaits the asynchronous one, and both deliver alike.
-@Suite("sink on hot sources: synchronous and asynchronous overloads", .timeLimit(.minutes(1)))
+@Suite("sink on hot sources: synchronous and asynchronous overloads", .hangGuard)
 struct SynchronousSinkTests {
   enum Overload: CaseIterable, Sendable {
     case async, sync

@@ -17,7 +17,7 @@ private func flakySource(failures: Int, clock: TestClock, attempts: LockedState<
   }
 }
 
-@Suite("retryWithBackoff", .timeLimit(.minutes(1)))
+@Suite("retryWithBackoff", .hangGuard)
 struct RetryWithBackoffTests {
   @Test func retriesAtOneAndThreeSecondsThenSucceeds() async {
     let marbles = Marbles(tick: .seconds(1))
@@ -220,7 +220,7 @@ private func scriptedSource(
   }
 }
 
-@Suite("retryWithBackoff(resetAfterElement:)", .timeLimit(.minutes(1)))
+@Suite("retryWithBackoff(resetAfterElement:)", .hangGuard)
 struct RetryResetAfterElementTests {
   /// Attempt 2 delivers an element, then fails: with the reset, attempt 3 waits `initialDelay`
   /// (1 s) again and attempt 4 waits 2 s; without it they wait 2 s and 4 s.
@@ -299,7 +299,7 @@ private struct Constant: RandomNumberGenerator, Sendable {
   mutating func next() -> UInt64 { value }
 }
 
-@Suite("retryWithBackoff's jitter", .timeLimit(.minutes(1)))
+@Suite("retryWithBackoff's jitter", .hangGuard)
 struct RetryJitterTests {
   /// The waits between the attempts of a source that always fails, retried `retries` times.
   private func waits(

@@ -2,7 +2,7 @@ import AsyncFlow
 import AsyncFlowTesting
 import Testing
 
-@Suite("Time operators on marbles", .timeLimit(.minutes(1)))
+@Suite("Time operators on marbles", .hangGuard)
 struct TimeOperatorTests {
   let marbles = Marbles(tick: .seconds(1))
   var clock: TestClock { marbles.clock }
@@ -195,7 +195,7 @@ private struct StoredPipelines: Sendable {
   }
 }
 
-@Suite("Time operators' types", .timeLimit(.minutes(1)))
+@Suite("Time operators' types", .hangGuard)
 struct TimeOperatorTypeTests {
   @Test func storedSequencesIterateWithoutTryWhenTheyCannotFail() async throws {
     let clock = TestClock()
@@ -223,7 +223,7 @@ struct TimeOperatorTypeTests {
   }
 }
 
-@Suite("Time operators' cancellation", .timeLimit(.minutes(1)))
+@Suite("Time operators' cancellation", .hangGuard)
 struct TimeOperatorCancellationTests {
   enum Timeout: String, CaseIterable, Sendable {
     case failing, finishing
@@ -294,7 +294,7 @@ private struct Counting: AsyncSequence, Sendable {
   func makeAsyncIterator() -> AsyncIterator { AsyncIterator(clock: clock, pulled: pulled) }
 }
 
-@Suite("delayFlow's bound", .timeLimit(.minutes(1)))
+@Suite("delayFlow's bound", .hangGuard)
 struct DelayBoundTests {
   /// 1 s of delay, an element every 100 ms: 10 arrive within one interval. Behind a consumer that
   /// stalls for 20 s, the upstream is pulled until more are due than in flight, then no more.
@@ -342,7 +342,7 @@ private struct FailsWhenReleased: AsyncSequence, Sendable {
   func makeAsyncIterator() -> AsyncIterator { AsyncIterator(release: release, log: log) }
 }
 
-@Suite("timeoutFlow after its timeout", .timeLimit(.minutes(1)))
+@Suite("timeoutFlow after its timeout", .hangGuard)
 struct TimeoutAfterTheTimeoutTests {
   /// The timeout fires first; the upstream, cancelled, fails later: the sequence ends with the
   /// timeout (the first end wins), once the upstream has returned.

@@ -78,7 +78,7 @@ private enum TimedReleaseSituation: String, CaseIterable, Sendable, CustomString
 /// after the operator's lock. Before the fix, each row but `delayFlow`, `timeoutFlow` and the
 /// collects released tokens under it (the `cancelFromARelease` case then deadlocks in an app:
 /// here the witness sees the lock held and skips the call back, so the test fails, not hangs).
-@Suite("Timed operators release what they displace outside their lock", .timeLimit(.minutes(1)))
+@Suite("Timed operators release what they displace outside their lock", .hangGuard)
 struct TimedReleaseTests {
   @Test(arguments: timedReleaseTable, TimedReleaseSituation.allCases)
   fileprivate func displacedElementsAreReleasedOutsideTheLock(
