@@ -75,6 +75,19 @@ extension FlowScheduling {
     }
     return startTask(operation)
   }
+
+  /// Adds a child to `group` that runs at once in the caller's thread until its first suspension,
+  /// as ``startTaskRunningAtOnce(_:)`` does for a task (where the OS lacks it, the child is only
+  /// added first). The child inherits the group's task-executor preference, as every child does.
+  @usableFromInline
+  package static func addTaskRunningAtOnce(
+    to group: inout TaskGroup<Void>, _ operation: sending @escaping () async -> Void
+  ) {
+    if #available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *) {
+      return group.addImmediateTask(operation: operation)
+    }
+    group.addTask(operation: operation)
+  }
 }
 
 /// An executor that knows when a wait can no longer be met: `AsyncFlowTesting`'s test clock, set

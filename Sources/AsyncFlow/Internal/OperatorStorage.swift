@@ -120,40 +120,34 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
   /// The task holds the inputs (and what they capture), the storage does not: a callbacks setup
   /// that captures a socket whose callbacks hold the storage makes no cycle.
   ///
-  /// The input the logic starts first (``OperatorLogic/inputStartedFirst``) gets a task of its own,
-  /// started here, in the caller of the first `next()`, and run at once until it suspends; only
-  /// then is the iteration's task started, which runs the other inputs, then waits for that one,
-  /// and passes its cancellation on: the life cycle knows one task, and no work outlives it. Both
-  /// start through ``FlowScheduling``, so both run in the consumer's context.
+  /// The input the logic starts first (``OperatorLogic/inputStartedFirst``) runs at once, in the
+  /// caller of the first `next()`, until it suspends: the iteration's task runs at once there too,
+  /// and adds that input as the first child of its group, one that runs at once; then it adds the
+  /// others. One task, started through ``FlowScheduling``, so that it runs in the consumer's context.
   @inlinable
   func startTask(_ inputs: [IndexedInput]) {
-    let task: Task<Void, Never>
-    if let first = Logic.inputStartedFirst {
-      let firstInput = inputs[first]
-      let firstTask = FlowScheduling.startTaskRunningAtOnce { await firstInput(self, first) }
-      task = FlowScheduling.startTask {
-        await withTaskCancellationHandler {
-          await self.run(inputs, besides: first)
-          await firstTask.value
-        } onCancel: {
-          firstTask.cancel()
-        }
-      }
-    } else {
-      task = FlowScheduling.startTask { await self.run(inputs, besides: nil) }
-    }
+    let task =
+      Logic.inputStartedFirst == nil
+      ? FlowScheduling.startTask { await self.run(inputs) }
+      : FlowScheduling.startTaskRunningAtOnce { await self.run(inputs) }
     state.withLock { $0.taskStarted(task) }?.cancel()
   }
 
-  /// Runs every input but `first` (started on its own), and the timer if the logic uses one: one
-  /// input alone runs in the task itself, without a task group.
+  /// Runs every input, and the timer if the logic uses one: one input alone runs in the task
+  /// itself, without a task group, and so does the last of two beside the one started first.
   @inlinable
-  func run(_ inputs: [IndexedInput], besides first: Int?) async {
-    if !Logic.usesTimer, inputs.count == (first == nil ? 1 : 2) {
-      let index = first == 0 ? 1 : 0
-      return await inputs[index](self, index)
-    }
+  func run(_ inputs: [IndexedInput]) async {
+    let first = Logic.inputStartedFirst
+    if !Logic.usesTimer, first == nil, inputs.count == 1 { return await inputs[0](self, 0) }
     await withTaskGroup(of: Void.self) { group in
+      if let first {
+        let input = inputs[first]
+        FlowScheduling.addTaskRunningAtOnce(to: &group) { await input(self, first) }
+      }
+      if !Logic.usesTimer, first != nil, inputs.count == 2 {
+        let index = first == 0 ? 1 : 0
+        return await inputs[index](self, index)
+      }
       for (index, input) in inputs.enumerated() where index != first { group.addTask { await input(self, index) } }
       if Logic.usesTimer { group.addTask { await self.runTimer() } }
     }
