@@ -134,7 +134,7 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
   }
 
   /// Runs every input, and the timer if the logic uses one: one input alone runs in the task
-  /// itself, without a task group, and so does the last of two beside the one started first.
+  /// itself, without a task group.
   @inlinable
   func run(_ inputs: [IndexedInput]) async {
     let first = Logic.inputStartedFirst
@@ -143,10 +143,6 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
       if let first {
         let input = inputs[first]
         FlowScheduling.addTaskRunningAtOnce(to: &group) { await input(self, first) }
-      }
-      if !Logic.usesTimer, first != nil, inputs.count == 2 {
-        let index = first == 0 ? 1 : 0
-        return await inputs[index](self, index)
       }
       for (index, input) in inputs.enumerated() where index != first { group.addTask { await input(self, index) } }
       if Logic.usesTimer { group.addTask { await self.runTimer() } }
