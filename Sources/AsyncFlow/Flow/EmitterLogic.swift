@@ -8,11 +8,11 @@
 /// from its last batch (plus one per further task of the body emitting at once: each `emit`
 /// buffers its element before it waits).
 ///
-/// A waiter is resumed by releasing it (``RoomWaiter``), so every event that lets waiters go
-/// returns them, to be released after the lock; so does the retired logic. Generic over the
-/// waiter, so that its table test counts plain values.
+/// Every event that lets waiters go returns them, to be resumed after the lock; the retired logic
+/// resumes those it still holds. Generic over the waiter, so that its table test counts plain
+/// values.
 @usableFromInline
-struct EmitterLogic<Element: Sendable, Failure: Error, Waiter: Sendable>: TimelessOperatorLogic {
+struct EmitterLogic<Element: Sendable, Failure: Error, Waiter: RoomWaiter>: TimelessOperatorLogic {
   @usableFromInline
   typealias InputFailure = Failure
   @usableFromInline
@@ -105,6 +105,13 @@ struct EmitterLogic<Element: Sendable, Failure: Error, Waiter: Sendable>: Timele
     waiters.firstIndex { $0.token == token }.map { waiters.remove(at: $0).waiter }
   }
 
+  /// Retired with emitters still waiting (the consumer left while the body waited for room): they
+  /// go on, and find the iteration over.
+  @inlinable
+  mutating func retire() {
+    for waiter in takeWaiters() { waiter.resume() }
+  }
+
   /// Takes every waiting `emit`, to be resumed (the body ended: they come from tasks it left).
   @inlinable
   mutating func takeWaiters() -> [Waiter] {
@@ -115,9 +122,9 @@ struct EmitterLogic<Element: Sendable, Failure: Error, Waiter: Sendable>: Timele
 }
 
 /// What the consumer of a ``Flow`` body takes in one step: the buffered elements, and the waiting
-/// emitters its demand let go (resumed as the batch releases them, after the lock).
+/// emitters its demand let go (resumed by the consumer once it has the batch, after the lock).
 @usableFromInline
-struct EmitterBatch<Element: Sendable, Waiter: Sendable>: Sendable {
+struct EmitterBatch<Element: Sendable, Waiter: RoomWaiter>: Sendable {
   @usableFromInline var elements: [Element]
   @usableFromInline var released: [Waiter]
 

@@ -46,31 +46,24 @@ public struct FlowEmitter<Element: Sendable>: Sendable {
 /// whose task runs it; its `emit`s push into an ``EmitterLogic``.
 @usableFromInline
 typealias EmitterStorage<Element: Sendable, Failure: Error> =
-  OperatorStorage<EmitterLogic<Element, Failure, RoomWaiter>, TimelessClock>
+  OperatorStorage<EmitterLogic<Element, Failure, UnsafeContinuation<Void, Never>>, TimelessClock>
 
-/// An `emit` waiting for room, resumed when it is released: whoever takes it out of the logic (a
-/// consumer's batch, a cancellation, the body's end, the logic retired with the iteration) lets it
-/// go after the lock, and it resumes exactly once, whichever comes first.
+/// An `emit` waiting for room: whoever takes it out of the logic (a consumer's batch, a
+/// cancellation, the body's end, the logic retired with the iteration) resumes it, after the lock;
+/// it is in the logic or with one of them, so it resumes exactly once.
 @usableFromInline
-final class RoomWaiter: Sendable {
-  @usableFromInline let continuation: UnsafeContinuation<Void, Never>
-
-  @inlinable
-  init(_ continuation: UnsafeContinuation<Void, Never>) {
-    self.continuation = continuation
-  }
-
-  deinit {
-    continuation.resume()
-  }
+protocol RoomWaiter: Sendable {
+  func resume()
 }
 
+extension UnsafeContinuation: RoomWaiter where T == Void, E == Never {}
+
 /// The batches of one ``Flow`` body iteration, which its consumer (a ``BatchConsumer``) serves:
-/// what the life cycle's consumer hands over, the waiting emitters a batch let go released (and so
-/// resumed) once its elements are out. A batch with no element only let emitters go.
+/// what the life cycle's consumer hands over, the waiting emitters a batch let go resumed once its
+/// elements are out. A batch with no element only let emitters go.
 @usableFromInline
 final class EmitterBatches<Element: Sendable, Failure: Error>: BatchSource {
-  @usableFromInline let consumer: OperatorConsumer<EmitterBatch<Element, RoomWaiter>, Failure>
+  @usableFromInline let consumer: OperatorConsumer<EmitterBatch<Element, UnsafeContinuation<Void, Never>>, Failure>
 
   @inlinable
   init(bufferSize: Int, body: @escaping @Sendable (FlowEmitter<Element>) async throws(Failure) -> Void) {
@@ -89,6 +82,7 @@ final class EmitterBatches<Element: Sendable, Failure: Error>: BatchSource {
   @inlinable
   func nextBatch(isolation actor: isolated (any Actor)?) async throws(Failure) -> [Element]? {
     while let next = try await consumer.next(isolation: actor) {
+      for waiter in next.released { waiter.resume() }
       if !next.elements.isEmpty { return next.elements }
     }
     return nil

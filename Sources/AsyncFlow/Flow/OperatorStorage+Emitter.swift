@@ -6,7 +6,7 @@ extension OperatorStorage {
   /// or `nil` when the `emit` returns at once (room left, or nobody will read it any more).
   @inlinable
   func offer<Element, Failure>(_ element: Element) -> Int?
-  where Logic == EmitterLogic<Element, Failure, RoomWaiter> {
+  where Logic == EmitterLogic<Element, Failure, UnsafeContinuation<Void, Never>> {
     let now = clock.now
     let (wakeups, token) = state.withLock { lifecycle -> (Lifecycle.Wakeups?, Int?) in
       let room = { (logic: inout Logic) -> Int? in logic.wantsInput ? nil : logic.makeToken() }
@@ -22,18 +22,17 @@ extension OperatorStorage {
   /// Waits until the consumer wants more, the body ends, or the iteration is over.
   @inlinable
   func waitForRoom<Element, Failure>(_ token: Int) async
-  where Logic == EmitterLogic<Element, Failure, RoomWaiter> {
+  where Logic == EmitterLogic<Element, Failure, UnsafeContinuation<Void, Never>> {
     await withTaskCancellationHandler {
-      await withOrderedContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-        let waiter = RoomWaiter(continuation)
-        // Unless the logic keeps it, the waiter is released after the lock, which resumes it.
-        _ = state.withLock { lifecycle -> RoomWaiter? in
-          // The iteration is over (the logic retired): the waiter goes at once.
+      await withOrderedContinuation { (waiter: UnsafeContinuation<Void, Never>) in
+        // Unless the logic keeps it, the waiter goes on at once, after the lock; so it does when
+        // the iteration is over (the logic retired).
+        state.withLock { lifecycle in
           lifecycle.withLogic { $0.wait(waiter, token: token, isCancelled: Task.isCancelled) } ?? waiter
-        }
+        }?.resume()
       }
     } onCancel: {
-      _ = state.withLock { $0.withLogic { $0.waiterCancelled(token: token) } }
+      state.withLock { $0.withLogic { $0.waiterCancelled(token: token) } ?? nil }?.resume()
     }
   }
 
@@ -41,12 +40,12 @@ extension OperatorStorage {
   /// `emit` still waiting (from a task the body left running) is let go, after the lock.
   @inlinable
   func bodyEnded<Element, Failure>(_ failure: Failure?)
-  where Logic == EmitterLogic<Element, Failure, RoomWaiter> {
+  where Logic == EmitterLogic<Element, Failure, UnsafeContinuation<Void, Never>> {
     let now = clock.now
     let (wakeups, released) = state.withLock { lifecycle in
       (lifecycle.inputEnded(failure, at: now), lifecycle.withLogic { $0.takeWaiters() } ?? [])
     }
     perform(wakeups)
-    _ = consume released
+    for waiter in released { waiter.resume() }
   }
 }

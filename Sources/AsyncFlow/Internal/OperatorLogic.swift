@@ -112,6 +112,11 @@ protocol OperatorLogic: Sendable {
   /// that never suspends cannot hold the caller): what it has at once is in the logic before any
   /// other input's first element (withLatestFrom's other and its current value).
   static var inputStartedFirst: Int? { get }
+
+  /// The life cycle retired the logic (the iteration ended, or its consumer left): called once,
+  /// after the lock, on the logic's last state, so that what still waits on the logic and is not
+  /// the life cycle's own goes on (a `Flow` body's emitters waiting for room). By default nothing.
+  mutating func retire()
 }
 
 extension OperatorLogic {
@@ -123,6 +128,8 @@ extension OperatorLogic {
   static var inputStartedFirst: Int? { nil }
   @inlinable
   mutating func start(at now: Instant) {}
+  @inlinable
+  mutating func retire() {}
   @inlinable
   func wantsInput(from index: Int) -> Bool { wantsInput }
 }

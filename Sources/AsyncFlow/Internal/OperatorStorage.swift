@@ -87,9 +87,10 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
       case .deliver(let output, let wakeups):
         perform(wakeups)
         return output
-      case .end(let failure, let wakeups, let task, _):
-        // The retired logic goes with the action, after the lock.
+      case .end(let failure, let wakeups, let task, let retired):
         perform(wakeups)
+        // Retired after the lock, and released with the action.
+        if var retired { retired.retire() }
         // No work outlives the iteration: the end comes once the task has ended.
         await task?.value
         if let failure { throw failure }
@@ -111,8 +112,8 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
   func cancel() {
     let (wakeups, retired) = state.withLock { $0.cancel() }
     perform(wakeups)
-    // Released here, after the lock: what it holds may call back from its `deinit`.
-    _ = consume retired
+    // Retired and released here, after the lock: what it holds may call back from its `deinit`.
+    if var retired { retired.retire() }
   }
 
   // MARK: The iteration's task

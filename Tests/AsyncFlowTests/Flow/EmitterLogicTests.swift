@@ -22,7 +22,7 @@ private enum EmitterStep: CustomStringConvertible {
   }
 }
 
-private typealias Logic = EmitterLogic<Int, TestError, Int>
+private typealias Logic = EmitterLogic<Int, TestError, NumberedWaiter>
 private typealias Event = LogicTableEvent<EmitterStep>
 
 extension LogicTableEvent where Step == EmitterStep {
@@ -33,7 +33,7 @@ extension LogicTableEvent where Step == EmitterStep {
   fileprivate static func bodyEnded(failure: Int?) -> Self { .step(.bodyEnded(failure: failure)) }
 }
 
-private func released(_ waiters: [Int]) -> String { waiters.isEmpty ? "" : " releases \(waiters)" }
+private func released(_ waiters: [NumberedWaiter]) -> String { waiters.isEmpty ? "" : " releases \(waiters)" }
 
 /// Runs `table` through an ``EmitterLogic`` (`checkLogic` says how a row reads): a delivered batch
 /// is written with the waiters it lets go, and the row ends with how many emitters wait.
@@ -45,7 +45,7 @@ private func check(bufferSize: Int, _ table: [(Event, String)], sourceLocation: 
       switch step {
       case .wait(let waiter, let cancelled):
         #expect(logic.makeToken() == waiter, "tokens count up", sourceLocation: sourceLocation)
-        return logic.wait(waiter, token: waiter, isCancelled: cancelled).map { "goes on \($0)" } ?? "waits"
+        return logic.wait(NumberedWaiter(waiter), token: waiter, isCancelled: cancelled).map { "goes on \($0)" } ?? "waits"
       case .cancelWaiter(let waiter):
         return logic.waiterCancelled(token: waiter).map { "releases [\($0)]" } ?? "nothing"
       case .bodyEnded(let failure):

@@ -696,7 +696,7 @@ struct OperatorLifecycleTests {
 /// need waking is taken with no wakeups, and every other case is left to `input`.
 @Suite("OperatorLifecycle: an input that pushes")
 struct OperatorLifecyclePushingInputTests {
-  typealias Logic = EmitterLogic<Int, TestError, Int>
+  typealias Logic = EmitterLogic<Int, TestError, NumberedWaiter>
   typealias Machine = OperatorLifecycle<Logic, Int, Int, Int, Int>
 
   func machine(consumer: Int? = nil, input: Machine.Child<Int> = .busy, ending: Bool = false) -> Machine {

@@ -8,6 +8,18 @@ struct TestError: Error, Hashable {
 /// A one-shot event: `wait()` returns once `fire()` has been called, before or after.
 typealias Signal = CompletionSignal
 
+/// A waiting `emit` as a plain number, for the tables of ``EmitterLogic``: resuming it does nothing.
+struct NumberedWaiter: RoomWaiter, CustomStringConvertible, CustomDebugStringConvertible {
+  let number: Int
+
+  init(_ number: Int) { self.number = number }
+
+  func resume() {}
+
+  var description: String { "\(number)" }
+  var debugDescription: String { description }
+}
+
 /// A thread-safe log of events, for asserting the order in which concurrent code ran.
 final class EventLog<Event: Sendable>: Sendable {
   private let events = LockedState<[Event]>([])
