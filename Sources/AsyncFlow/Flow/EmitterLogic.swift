@@ -8,11 +8,12 @@
 /// from its last batch (plus one per further task of the body emitting at once: each `emit`
 /// buffers its element before it waits).
 ///
-/// Every event that lets waiters go returns them, to be resumed after the lock; the retired logic
-/// resumes those it still holds. Generic over the waiter, so that its table test counts plain
-/// values.
+/// An `emit` waiting for room is a ``LogicWaiter``: every event that lets waiters go returns them
+/// (a consumer's batch, a cancellation, the body's end, the logic retired with the iteration), to
+/// be resumed after the lock; a waiter is in the logic or with one of them, so it resumes exactly
+/// once. Generic over the waiter, so that its table test counts plain values.
 @usableFromInline
-struct EmitterLogic<Element: Sendable, Failure: Error, Waiter: RoomWaiter>: TimelessOperatorLogic {
+struct EmitterLogic<Element: Sendable, Failure: Error, Waiter: LogicWaiter>: TimelessOperatorLogic {
   @usableFromInline
   typealias InputFailure = Failure
   @usableFromInline
@@ -108,8 +109,8 @@ struct EmitterLogic<Element: Sendable, Failure: Error, Waiter: RoomWaiter>: Time
   /// Retired with emitters still waiting (the consumer left while the body waited for room): they
   /// go on, and find the iteration over.
   @inlinable
-  mutating func retire() {
-    for waiter in takeWaiters() { waiter.resume() }
+  mutating func retire() -> [Waiter] {
+    takeWaiters()
   }
 
   /// Takes every waiting `emit`, to be resumed (the body ended: they come from tasks it left).
@@ -124,7 +125,7 @@ struct EmitterLogic<Element: Sendable, Failure: Error, Waiter: RoomWaiter>: Time
 /// What the consumer of a ``Flow`` body takes in one step: the buffered elements, and the waiting
 /// emitters its demand let go (resumed by the consumer once it has the batch, after the lock).
 @usableFromInline
-struct EmitterBatch<Element: Sendable, Waiter: RoomWaiter>: Sendable {
+struct EmitterBatch<Element: Sendable, Waiter: LogicWaiter>: Sendable {
   @usableFromInline var elements: [Element]
   @usableFromInline var released: [Waiter]
 

@@ -48,16 +48,6 @@ public struct FlowEmitter<Element: Sendable>: Sendable {
 typealias EmitterStorage<Element: Sendable, Failure: Error> =
   OperatorStorage<EmitterLogic<Element, Failure, UnsafeContinuation<Void, Never>>, TimelessClock>
 
-/// An `emit` waiting for room: whoever takes it out of the logic (a consumer's batch, a
-/// cancellation, the body's end, the logic retired with the iteration) resumes it, after the lock;
-/// it is in the logic or with one of them, so it resumes exactly once.
-@usableFromInline
-protocol RoomWaiter: Sendable {
-  func resume()
-}
-
-extension UnsafeContinuation: RoomWaiter where T == Void, E == Never {}
-
 /// The batches of one ``Flow`` body iteration, which its consumer (a ``BatchConsumer``) serves:
 /// what the life cycle's consumer hands over, the waiting emitters a batch let go resumed once its
 /// elements are out. A batch with no element only let emitters go.

@@ -113,10 +113,26 @@ protocol OperatorLogic: Sendable {
   /// other input's first element (withLatestFrom's other and its current value).
   static var inputStartedFirst: Int? { get }
 
-  /// The life cycle retired the logic (the iteration ended, or its consumer left): called once,
-  /// after the lock, on the logic's last state, so that what still waits on the logic and is not
-  /// the life cycle's own goes on (a `Flow` body's emitters waiting for room). By default nothing.
-  mutating func retire()
+  /// What waits on the logic besides the life cycle's own inputs, consumer and timer: a `Flow`
+  /// body's emitters waiting for room. By default nothing does.
+  associatedtype Waiter: LogicWaiter = Never
+  /// The life cycle retired the logic (the iteration ended, or its consumer left): the waiters it
+  /// still holds, which the storage resumes after the lock (they find the iteration over).
+  mutating func retire() -> [Waiter]
+}
+
+/// What waits on a logic besides the life cycle's own (``OperatorLogic/Waiter``): the logic holds
+/// it and hands it out when it may go on; whoever it hands it to resumes it, after the lock.
+@usableFromInline
+protocol LogicWaiter: Sendable {
+  func resume()
+}
+
+extension UnsafeContinuation: LogicWaiter where T == Void, E == Never {}
+
+extension Never: LogicWaiter {
+  @usableFromInline
+  func resume() {}
 }
 
 extension OperatorLogic {
@@ -129,9 +145,12 @@ extension OperatorLogic {
   @inlinable
   mutating func start(at now: Instant) {}
   @inlinable
-  mutating func retire() {}
-  @inlinable
   func wantsInput(from index: Int) -> Bool { wantsInput }
+}
+
+extension OperatorLogic where Waiter == Never {
+  @inlinable
+  mutating func retire() -> [Never] { [] }
 }
 
 /// A logic that measures no time (`bufferFlow`, `Flow.callbacks`, `Flow.merge`, a Flow body): the

@@ -90,7 +90,7 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
       case .end(let failure, let wakeups, let task, let retired):
         perform(wakeups)
         // Retired after the lock, and released with the action.
-        if var retired { retired.retire() }
+        if var retired { for waiter in retired.retire() { waiter.resume() } }
         // No work outlives the iteration: the end comes once the task has ended.
         await task?.value
         if let failure { throw failure }
@@ -113,7 +113,7 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
     let (wakeups, retired) = state.withLock { $0.cancel() }
     perform(wakeups)
     // Retired and released here, after the lock: what it holds may call back from its `deinit`.
-    if var retired { retired.retire() }
+    if var retired { for waiter in retired.retire() { waiter.resume() } }
   }
 
   // MARK: The iteration's task

@@ -9,7 +9,7 @@ struct TestError: Error, Hashable {
 typealias Signal = CompletionSignal
 
 /// A waiting `emit` as a plain number, for the tables of ``EmitterLogic``: resuming it does nothing.
-struct NumberedWaiter: RoomWaiter, CustomStringConvertible, CustomDebugStringConvertible {
+struct NumberedWaiter: LogicWaiter, CustomStringConvertible, CustomDebugStringConvertible {
   let number: Int
 
   init(_ number: Int) { self.number = number }
