@@ -150,9 +150,15 @@ struct SinkMailboxTests {
     executor.scheduling {
       for value in 1...5 { subject.send(value) }
     }
+    // Each release only once the drain's job has ended, so that the drain has suspended: a
+    // continuation resumed before its task suspends lets the task go on in the same job, and the
+    // drain ran in two jobs, not three (seen once under ThreadSanitizer beside a build; the wait
+    // for the third job then never returned).
     await allSent.entered()
+    await executor.finished(count: 1)
     allSent.release()
     await gate.entered()
+    await executor.finished(count: 2)
     subscription.cancel()
     #expect(subject.subscriberCount == 0)
     subject.send(6)
