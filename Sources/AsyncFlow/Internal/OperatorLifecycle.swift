@@ -191,8 +191,12 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   @usableFromInline
   typealias InputAnswer = (wakeups: Wakeups, accepted: Bool, proceed: Bool)
 
+  /// Every event that retires the logic does so before it leaves `running` or `idle`, so that a
+  /// debug build checks at each change what the logic beside it must agree with.
   @usableFromInline
-  var state: State
+  var state: State {
+    didSet { assert(logicAgreesWithState, "Internal inconsistency: logic \(logic == nil ? "retired" : "kept") in \(state)") }
+  }
   /// The operator's logic, outside `state` so that events mutate it in place (unspecialized
   /// generic code would copy it in and out of the enum at every event); `nil` once retired.
   @usableFromInline
@@ -206,6 +210,16 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   /// or refused): a `bufferFlow`'s drops. Outside the logic, so that it outlives its retirement.
   @usableFromInline
   var dropped = 0
+
+  /// What the logic kept beside `state` must agree with: it is there while the operator is idle or
+  /// running (and inside an event), and retired once the operator is cancelled or finished.
+  @inlinable
+  var logicAgreesWithState: Bool {
+    switch state {
+    case .idle, .running, .modifying: logic != nil
+    case .cancelled, .finished: logic == nil
+    }
+  }
 
   @inlinable
   init(logic: Logic?, inputs count: Int = 1, state: State = .idle) {
@@ -236,9 +250,10 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
         state = .running(running)
         return .deliver(element, wakeups)
       case .end(let failure):
+        let retired = logic.take()
         state = .finished
         // No work outlives the iteration: the end is delivered once the task has ended.
-        return .end(failure: failure, wakeups, awaiting: running.task, retired: logic.take())
+        return .end(failure: failure, wakeups, awaiting: running.task, retired: retired)
       }
     case .cancelled(let cancelled):
       state = .finished
@@ -275,16 +290,18 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   mutating func cancel() -> (wakeups: Wakeups, retired: Logic?) {
     switch state {
     case .idle:
+      let retired = logic.take()
       state = .finished
-      return (Wakeups(), logic.take())
+      return (Wakeups(), retired)
     case .running(let running):
       let timerBusy = running.timer.isBusy
       var wakeups = Wakeups(consumer: running.consumer)
       inputs.wake(proceed: false, into: &wakeups)
       if inputs.busy > 0 || timerBusy { wakeups.cancel = running.task }
       if case .parked(let timer) = running.timer { wakeups.timer = (timer, nil) }
+      let retired = logic.take()
       state = .cancelled(Cancelled(task: running.task, timerBusy: timerBusy))
-      return (wakeups, logic.take())
+      return (wakeups, retired)
     case .cancelled, .finished:
       return (Wakeups(), nil)
     case .modifying:
