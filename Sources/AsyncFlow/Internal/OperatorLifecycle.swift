@@ -195,7 +195,9 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   /// debug build checks at each change what the logic beside it must agree with.
   @usableFromInline
   var state: State {
-    didSet { assert(logicAgreesWithState, "Internal inconsistency: logic \(logic == nil ? "retired" : "kept") in \(state)") }
+    didSet {
+      assert(logicAgreesWithState, "Internal inconsistency: logic \(logic == nil ? "retired" : "kept") in \(state)")
+    }
   }
   /// The operator's logic, outside `state` so that events mutate it in place (unspecialized
   /// generic code would copy it in and out of the enum at every event); `nil` once retired.
@@ -425,10 +427,10 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
 
   /// An element from input `index` where nobody can need waking: the input is busy (it pushes, as
   /// a `Flow` body's `emit` does), no input and not the consumer is parked, the logic measures no
-  /// time and is not ending. Then the logic takes
-  /// the element and `then` reads it (the emitter's room), and no wakeups are made: the path of
-  /// most elements of a `Flow` body. `nil` where that does not hold: ask ``input(_:from:at:)``.
-  /// For a logic that keeps every element (a displaced one would need its wakeups).
+  /// time and is not ending. Then the logic takes the element and `then` reads it (the emitter's
+  /// room), and no wakeups are made: the path of most elements of a `Flow` body. `nil` where that
+  /// does not hold: ask ``input(_:from:at:)``. For a logic that keeps every element (a displaced
+  /// one would need its wakeups).
   @inlinable
   mutating func inputWakingNobody<R>(
     _ element: Logic.Element, from index: Int = 0, at now: Logic.Instant, then body: (inout Logic) -> R

@@ -229,8 +229,8 @@ struct FlattenStateMachineTests {
   /// ended and found the channel empty before the consumer's report. That element is delivered,
   /// not discarded as stale, and the inner retires at the report (before, it retired at its end,
   /// and the report found it gone: the element was lost, and a consumer waiting for it to send the
-  /// next outer element hung, 1 in 3 to 7 runs of `--scaling --filter W3.innerSize`). Whether the
-  /// outer ended or goes on.
+  /// next outer element hung, in 1 of 2 to 13 runs of `--scaling --quick --filter W3.innerSize`).
+  /// Whether the outer ended or goes on.
   @Test(arguments: [false, true])
   func testTaken_whenRunningSwitchAndTheInnerEndedDuringTheTake_deliversItsLastElement(outerEnded: Bool) {
     var machine = GridMachine.running(.latest)
