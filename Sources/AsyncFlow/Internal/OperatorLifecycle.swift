@@ -62,8 +62,17 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
       busy = count
     }
 
+    /// What the two counts kept at hand must agree with: `busy` counts the busy children, and
+    /// `parked` lists each parked child once. Checked by debug builds after every change.
+    @inlinable
+    var isConsistent: Bool {
+      busy == children.count(where: \.isBusy) && parked.count == children.count(where: \.isParked)
+        && parked.allSatisfy { children[$0].isParked }
+    }
+
     @inlinable
     mutating func set(_ index: Int, _ child: Child<Input>) {
+      defer { assert(isConsistent, "Internal inconsistency: inputs \(children), busy \(busy), parked \(parked)") }
       switch children[index] {
       case .busy: busy -= 1
       case .parked: parked.removeAll { $0 == index }
@@ -81,6 +90,7 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
     /// `left`, into `wakeups`.
     @inlinable
     mutating func wake(proceed: Bool, into wakeups: inout Wakeups, asking logic: Logic? = nil) {
+      defer { assert(isConsistent, "Internal inconsistency: inputs \(children), busy \(busy), parked \(parked)") }
       var waiting: [Int] = []
       for index in parked {
         guard case .parked(let input) = children[index] else { continue }
@@ -197,6 +207,7 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   var state: State {
     didSet {
       assert(logicAgreesWithState, "Internal inconsistency: logic \(logic == nil ? "retired" : "kept") in \(state)")
+      assert(inputsAgreeWithState, "Internal inconsistency: inputs \(inputs.children) in \(state)")
     }
   }
   /// The operator's logic, outside `state` so that events mutate it in place (unspecialized
@@ -204,8 +215,8 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
   @usableFromInline
   var logic: Logic?
   /// The inputs' children, outside `state` for the same reason: the running payload stays
-  /// trivial to move, and an element costs no retain of their arrays. Read in `running` and
-  /// `cancelled` only.
+  /// trivial to move, and an element costs no retain of their arrays. What they must agree with
+  /// is checked by debug builds at each change of `state` (``inputsAgreeWithState``).
   @usableFromInline
   var inputs: Inputs
   /// How many input elements the logic let go of while running without delivering them (displaced
@@ -220,6 +231,18 @@ struct OperatorLifecycle<Logic: OperatorLogic, Consumer, Input, Timer, Work> {
     switch state {
     case .idle, .running, .modifying: logic != nil
     case .cancelled, .finished: logic == nil
+    }
+  }
+
+  /// What the inputs kept beside `state` must agree with: all busy until the task starts them
+  /// (`idle`), and none parked once the operator is cancelled or finished, since no event would
+  /// wake it then: every event that leaves `running` lets the parked inputs go first.
+  @inlinable
+  var inputsAgreeWithState: Bool {
+    switch state {
+    case .idle: inputs.busy == inputs.children.count
+    case .running, .modifying: true
+    case .cancelled, .finished: inputs.parked.isEmpty
     }
   }
 
