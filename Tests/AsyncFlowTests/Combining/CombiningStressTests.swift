@@ -28,7 +28,7 @@ struct CombiningStressTests {
   /// ends the test with one issue that names its seed, not one a run for the runs after it.
   @Test(arguments: 0..<6)
   func randomInterleavingsKeepTheRules(_ batch: Int) async throws {
-    for run in 0..<50 {
+    for run in 0..<50 where !Task.isCancelled {
       let seed = UInt64(batch * 1000 + run)
       var random = SplitMix64(state: seed)
       let lengths = (Int.random(in: 0...20, using: &random), Int.random(in: 0...20, using: &random))
@@ -81,7 +81,7 @@ struct CombiningStressTests {
   func randomCancellationsEndEverything(_ batch: Int) async {
     // One bound around the runs, not one per run.
     await bounded("50 runs of random cancellations") {
-      for run in 0..<50 {
+      for run in 0..<50 where !Task.isCancelled {
         let seed = UInt64(10_000 + batch * 1000 + run)
         var random = SplitMix64(state: seed)
         let cancelAfter = Int.random(in: 1...10, using: &random)

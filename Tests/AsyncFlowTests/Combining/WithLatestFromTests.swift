@@ -15,7 +15,7 @@ struct WithLatestFromTests {
   /// then 2, then waits on a gate before 3. The consumer takes (1, 100) and holds; the operator
   /// reads 2 meanwhile; then the other gets 200, and the gate opens. Before: (2, 200).
   @Test func aBaseElementReadAheadKeepsTheLatestOfItsRead_onTheClock() async {
-    for run in 0..<20 {
+    for run in 0..<20 where !Task.isCancelled {
       let clock = TestClock()
       let other = CurrentValueFlow(100)
       let atThree = Gate()
@@ -51,7 +51,7 @@ struct WithLatestFromTests {
   /// The same timeline on real threads, 20 times: (1, 100), then (2, 100), then (3, …) (whether
   /// the operator has taken the 200 by the time it reads 3 is the threads' race).
   @Test func aBaseElementReadAheadKeepsTheLatestOfItsRead_onThreads() async {
-    for run in 0..<20 {
+    for run in 0..<20 where !Task.isCancelled {
       let other = CurrentValueFlow(100)
       let atThree = Gate()
       let holding = Gate()

@@ -224,7 +224,7 @@ struct TaskSlotsRunEachThreadTests {
   /// The feeding is cancelled from another thread while elements keep coming: when its task has
   /// ended, no run it fed is registered (the runs' operations wait until they are cancelled).
   @Test func afterTheCancelledFeedingEndsNothingItFedIsRegistered() async {
-    for round in 0..<100 {
+    for round in 0..<100 where !Task.isCancelled {
       let slots = TaskSlots<String>()
       let request = Gate()
       let (keywords, input) = AsyncStream<String>.makeStream()
@@ -249,7 +249,7 @@ struct TaskSlotsRunEachThreadTests {
   /// and leaves the scope of its cancellation handler before the canceller's thread calls the
   /// handler, which is then never called: the run it fed must be cancelled all the same.
   @Test func aFeedingThatSeesItsCancellationFirstStillCancelsItsRun() async {
-    for round in 0..<500 {
+    for round in 0..<500 where !Task.isCancelled {
       let slots = TaskSlots<String>()
       let request = Gate()
       let feeding = UntilCancelled().runEach(in: slots, id: "search") { _ in await request.wait() }

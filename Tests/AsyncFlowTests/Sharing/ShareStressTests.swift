@@ -28,7 +28,7 @@ struct ShareStressTests {
         for subscriber in 0..<32 {
           group.addTask {
             var served = 0
-            for round in 0..<40 {
+            for round in 0..<40 where !Task.isCancelled {
               var iterator = shared.makeAsyncIterator()
               var previous = 0
               for _ in 0...((subscriber + round) % 8) {
