@@ -153,8 +153,9 @@ extension OperatorLogic where Waiter == Never {
   mutating func retire() -> [Never] { [] }
 }
 
-/// A logic that measures no time (`bufferFlow`, `Flow.callbacks`, `Flow.merge`, a Flow body): the
-/// life cycle starts no timer for it, so it has no deadline and its timer never fires.
+/// A logic that measures no time (`bufferFlow`, `Flow.callbacks`, `Flow.merge`, a Flow body, the
+/// combining logics): the life cycle starts no timer for it, so it has no deadline and its timer
+/// never fires.
 @usableFromInline
 protocol TimelessOperatorLogic: OperatorLogic where Instant == TimelessClock.Instant {}
 
