@@ -89,8 +89,7 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
         return output
       case .end(let failure, let wakeups, let task, let retired):
         perform(wakeups)
-        // Retired after the lock, and released with the action.
-        if var retired { for waiter in retired.retire() { waiter.resume() } }
+        letGo(retired)
         // No work outlives the iteration: the end comes once the task has ended.
         await task?.value
         if let failure { throw failure }
@@ -112,8 +111,16 @@ final class OperatorStorage<Logic: OperatorLogic, C: Clock>: Sendable where C.In
   func cancel() {
     let (wakeups, retired) = state.withLock { $0.cancel() }
     perform(wakeups)
-    // Retired and released here, after the lock: what it holds may call back from its `deinit`.
-    if var retired { for waiter in retired.retire() { waiter.resume() } }
+    letGo(retired)
+  }
+
+  /// Lets go of the logic the life cycle retired, after the lock: the waiters it still holds go on
+  /// (and find the iteration over), then it is released, since what it holds may call back from
+  /// its `deinit`. The one place both ends of an iteration (its end, its consumer leaving) do so.
+  @inlinable
+  func letGo(_ retired: consuming Logic?) {
+    guard var retired else { return }
+    for waiter in retired.retire() { waiter.resume() }
   }
 
   // MARK: The iteration's task

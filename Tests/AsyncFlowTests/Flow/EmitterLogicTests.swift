@@ -12,12 +12,15 @@ private enum EmitterStep: CustomStringConvertible {
   case cancelWaiter(Int)
   /// The body returned (`nil`) or threw the error with this id; its waiting emitters are let go.
   case bodyEnded(failure: Int?)
+  /// The life cycle retired the logic (the consumer left); the waiters it still holds go on.
+  case retire
 
   var description: String {
     switch self {
     case .wait(let waiter, let cancelled): "wait \(waiter)\(cancelled ? " cancelled" : "")"
     case .cancelWaiter(let waiter): "cancel waiter \(waiter)"
     case .bodyEnded(let failure): "body ended \(failure.map { "failure \($0)" } ?? "finish")"
+    case .retire: "retire"
     }
   }
 }
@@ -31,6 +34,7 @@ extension LogicTableEvent where Step == EmitterStep {
   fileprivate static func wait(_ waiter: Int, cancelled: Bool = false) -> Self { .step(.wait(waiter, cancelled: cancelled)) }
   fileprivate static func cancelWaiter(_ waiter: Int) -> Self { .step(.cancelWaiter(waiter)) }
   fileprivate static func bodyEnded(failure: Int?) -> Self { .step(.bodyEnded(failure: failure)) }
+  fileprivate static var retire: Self { .step(.retire) }
 }
 
 private func released(_ waiters: [NumberedWaiter]) -> String { waiters.isEmpty ? "" : " releases \(waiters)" }
@@ -51,6 +55,8 @@ private func check(bufferSize: Int, _ table: [(Event, String)], sourceLocation: 
       case .bodyEnded(let failure):
         _ = logic.inputEnded(failure.map { TestError(id: $0) }, from: 0, at: TimelessClock.Instant())
         return "ended\(released(logic.takeWaiters()))"
+      case .retire:
+        return "retired\(released(logic.retire()))"
       }
     }, sourceLocation: sourceLocation)
 }
@@ -138,6 +144,20 @@ struct EmitterLogicTests {
         (.bodyEnded(failure: 7), "ended releases [0] output ending"),
         (.next, "[1] output ending"),
         (.next, "fail 7 ending"),
+      ])
+  }
+
+  /// The consumer left while emitters waited for room: the retired logic hands them out, and the
+  /// storage resumes them after the lock (they find the iteration over). Without it they would wait
+  /// forever.
+  @Test func retiringTheLogicLetsEveryWaitingEmitterGo() {
+    check(
+      bufferSize: 0,
+      [
+        (.emit(1), "kept output"),
+        (.wait(0), "waits output waiting 1"),
+        (.wait(1), "waits output waiting 2"),
+        (.retire, "retired releases [0, 1] output"),
       ])
   }
 }
